@@ -1,0 +1,86 @@
+"""Token estimation exactly as lossless-claw computes it (spec §2.3).
+
+The plugin estimates tokens from Unicode code points with fixed weights (since v0.8.0);
+releases before that used ``ceil(utf16_length / 4)``. Both are here, because old lcm.db
+files keep the counts their release wrote.
+
+>>> estimate_tokens("Hello world")
+3
+>>> estimate_tokens("你好世界")
+6
+>>> legacy_estimate_tokens("abcde")
+2
+"""
+
+from __future__ import annotations
+
+import math
+
+# Inclusive code-point ranges weighted 1.5 (CJK ideographs, kana, hangul, CJK punctuation,
+# full-width forms).
+_CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x3000, 0x303F),
+    (0x3040, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xFF00, 0xFFEF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0x2CEB0, 0x2EBEF),
+)
+
+
+def _weight(cp: int) -> float:
+    for lo, hi in _CJK_RANGES:
+        if lo <= cp <= hi:
+            return 1.5
+    if cp > 0xFFFF:
+        return 2.0
+    return 0.25
+
+
+def _is_plain(text: str) -> bool:
+    # Fast path: every code point below U+3000 weighs 0.25.
+    return not text or max(text) < "\u3000"
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens of ``text`` with the plugin's weighted code-point estimator."""
+    if _is_plain(text):
+        # Multiples of 0.25 are exact in binary floating point, so len/4 matches the sum.
+        return math.ceil(len(text) / 4)
+    total = 0.0
+    for ch in text:
+        total += _weight(ord(ch))
+    return math.ceil(total)
+
+
+def legacy_estimate_tokens(text: str) -> int:
+    """The estimator of lossless-claw v0.1.2–v0.7.x: ``ceil(len_utf16 / 4)``."""
+    return math.ceil(utf16_length(text) / 4)
+
+
+def utf16_length(text: str) -> int:
+    """Length of ``text`` in UTF-16 code units (JavaScript's ``String.length``)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF) if not _is_plain(text) else len(text)
+
+
+def truncate_to_tokens(text: str, max_tokens: int) -> str:
+    """Longest prefix whose estimate stays within ``max_tokens`` (walks code points).
+
+    >>> truncate_to_tokens("abcdefgh", 1)
+    'abcd'
+    """
+    if max_tokens <= 0:
+        return ""
+    if _is_plain(text):
+        return text[: max_tokens * 4]
+    total = 0.0
+    for i, ch in enumerate(text):
+        total += _weight(ord(ch))
+        if math.ceil(total) > max_tokens:
+            return text[:i]
+    return text

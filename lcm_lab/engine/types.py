@@ -1,0 +1,148 @@
+"""Core values of the engine: stored rows, summaries, context items.
+
+These mirror the rows lossless-claw writes to ``lcm.db`` (spec §1), so that a replay and a loaded
+database speak the same language. They are small frozen dataclasses; the mutable working state of
+a replay lives in :mod:`lcm_lab.engine.state`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+SummaryKind = Literal["leaf", "condensed"]
+ItemKind = Literal["message", "summary"]
+Level = Literal["normal", "aggressive", "capped", "fallback"]
+
+
+@dataclass(frozen=True)
+class StoredPart:
+    """One ``message_parts`` row (one content block of a message)."""
+
+    part_type: str
+    ordinal: int
+    text_content: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_input: str | None = None  # JSON text
+    tool_output: str | None = None  # JSON text
+    metadata: str | None = None  # JSON text, holds originalRole, rawType, raw block, ...
+    part_id: str | None = None
+
+    def metadata_dict(self) -> dict[str, Any]:
+        if not self.metadata:
+            return {}
+        try:
+            value = json.loads(self.metadata)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One ``messages`` row as lossless-claw stores it, with its parts."""
+
+    seq: int
+    role: Role
+    content: str
+    token_count: int
+    created_at: str | None = None  # 'YYYY-MM-DD HH:MM:SS' (UTC, second precision)
+    parts: tuple[StoredPart, ...] = ()
+    identity_hash: str | None = None
+    sender_metadata: str | None = None  # JSON text of openclaw_sender_metadata
+    transcript_entry_id: str | None = None
+    stable_event_key: str | None = None
+    large_content: str | None = None
+    message_id: int | None = None
+
+
+@dataclass(frozen=True)
+class LargeFile:
+    """A payload externalised at ingest (``large_files`` row, without the bytes)."""
+
+    file_id: str
+    file_name: str | None
+    mime_type: str | None
+    byte_size: int | None
+    line_count: int | None
+    exploration_summary: str | None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One node of the summary DAG (``summaries`` row plus its source edges)."""
+
+    summary_id: str
+    kind: SummaryKind
+    depth: int
+    content: str
+    token_count: int
+    earliest_at: str | None = None  # ISO-8601 with ms and Z
+    latest_at: str | None = None
+    descendant_count: int = 0
+    descendant_token_count: int = 0
+    source_message_token_count: int = 0
+    file_ids: tuple[str, ...] = ()
+    model: str = "unknown"
+    created_at: str | None = None
+    source_message_seqs: tuple[int, ...] = ()  # leaf: summary_messages in ordinal order
+    source_summary_ids: tuple[str, ...] = ()  # condensed: summary_parents.parent_summary_id
+    level: Level | None = None  # escalation level when known (replays); not stored by the plugin
+    created_turn: int | None = None
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """A reference in the model-visible context: a raw message (by seq) or a summary (by id)."""
+
+    kind: ItemKind
+    ref: int | str  # message seq or summary_id
+
+    @staticmethod
+    def message(seq: int) -> ContextItem:
+        return ContextItem("message", seq)
+
+    @staticmethod
+    def summary(summary_id: str) -> ContextItem:
+        return ContextItem("summary", summary_id)
+
+
+@dataclass(frozen=True)
+class InputEntry:
+    """One entry of a transcript in leaf-path order, as the host would see it.
+
+    ``message`` is the runtime AgentMessage dict (``role``, ``content``, ``timestamp``, ...) for
+    ``type == "message"`` entries and ``None`` for everything else (model changes, compaction
+    records, ...), which still matter for turn boundaries and line numbers.
+    """
+
+    line: int
+    type: str
+    message: Mapping[str, Any] | None = None
+    entry_id: str | None = None
+    timestamp: str | None = None  # envelope timestamp (ISO)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Everything the engine needs to replay one conversation.
+
+    Transcripts provide ``entries`` (runtime messages to ingest turn by turn). A loaded lcm.db
+    provides ``stored_messages`` (already-ingested rows) and optionally the recorded DAG
+    (``summaries``, ``context_items``) to continue from.
+    """
+
+    session_id: str
+    entries: tuple[InputEntry, ...] = ()
+    stored_messages: tuple[StoredMessage, ...] = ()
+    summaries: tuple[Summary, ...] = ()
+    context_items: tuple[ContextItem, ...] = ()
+    large_files: tuple[LargeFile, ...] = ()
+    session_key: str | None = None
+    title: str | None = None
+    source: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
