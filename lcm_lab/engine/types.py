@@ -146,3 +146,96 @@ class Conversation:
     title: str | None = None
     source: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+# -- what the model sees (assembly, spec §6) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AssembledItem:
+    """One output message of assembly and where it came from."""
+
+    role: str  # runtime role: user | assistant | toolResult
+    kind: Literal["message", "summary", "synthetic"]
+    ref: int | str | None  # message seq, summary_id, or None for synthetic tool results
+    message: Mapping[str, Any]  # the runtime message dict the model would receive
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """The result of ``ContextAssembler.assemble`` (bare assembler, spec §6 steps 1-6)."""
+
+    token_budget: int
+    estimated_tokens: int
+    selection_mode: str  # "full-fit" | "chronological" | "prompt-aware"
+    fresh_tail_ordinal: int | None
+    tail_tokens: int
+    remaining_budget: int
+    evictable_total_tokens: int
+    stats: Mapping[str, int]
+    items: tuple[AssembledItem, ...]
+
+
+# -- what a replay records (spec §4, reference trace schema) ---------------------------------
+
+
+@dataclass(frozen=True)
+class SummarizerCall:
+    """One call the engine made to its summarizer, with inputs and output."""
+
+    kind: Literal["leaf", "condensed"]
+    depth: int
+    aggressive: bool
+    source_text: str
+    source_tokens: int
+    previous_summary: str | None
+    output: str
+    output_tokens: int
+    target_tokens: int
+    max_tokens: int
+    model: str = "unknown"
+    template_hash: str | None = None
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class SweepRecord:
+    """One ``compactFullSweep`` run."""
+
+    force: bool
+    stop_at_tokens: int | None
+    stored_before: int
+    action_taken: bool
+    tokens_before: int
+    tokens_after: int
+    condensed: bool
+    level: Level | None
+    auth_failure: bool
+    stopped_at_budget: bool
+    created_summary_id: str | None
+    passes: int
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """Everything that happened in one replayed turn."""
+
+    turn: int
+    lines: tuple[int, int] | None
+    input_messages: int
+    input_persistable_messages: int
+    ingested_seqs: tuple[int, ...]
+    stored_tokens_before: int
+    threshold: int
+    should_compact: bool
+    compacted: bool
+    sweeps: tuple[SweepRecord, ...]
+    calls: tuple[SummarizerCall, ...]
+    created_summary_ids: tuple[str, ...]
+    tokens_after: int
+    context_after: tuple[ContextItem, ...]
+    logs: tuple[str, ...] = ()
+    spend_backoff_would_open: bool = False
