@@ -1,0 +1,88 @@
+"""Timestamps as lossless-claw writes and renders them (spec §2.4, §4.6, §6).
+
+* stored message times: ``YYYY-MM-DD HH:MM:SS`` (UTC, no zone);
+* summary time ranges: ``YYYY-MM-DDTHH:MM:SS.sssZ``;
+* leaf/condensed source headers: ``YYYY-MM-DD HH:MM <TZ>`` in the configured zone, where ``<TZ>`` is
+  what ICU's ``en-US`` short zone name gives: ``UTC``, US abbreviations such as ``PST``/``EDT``,
+  and ``GMT+1``-style offsets everywhere else;
+* summary XML attributes: ``YYYY-MM-DDTHH:MM:SS`` in the configured zone.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from zoneinfo import ZoneInfo
+
+# Zones for which ICU's en-US locale prints a letter abbreviation (US metazones).
+_US_ABBREVIATIONS = {
+    "PST", "PDT", "MST", "MDT", "CST", "CDT", "EST", "EDT", "AKST", "AKDT", "HST", "HDT",
+}
+_US_PREFIXES = ("America/", "US/", "Pacific/Honolulu", "PST8PDT", "MST7MDT", "CST6CDT", "EST5EDT", "EST", "MST", "HST")
+_UTC_NAMES = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu", "Etc/Zulu"}
+
+
+def parse_utc(value: str) -> datetime:
+    """Parse a stored timestamp; strings without a zone are UTC (the plugin's rule)."""
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    elif not _has_offset(text):
+        text = text.replace(" ", "T", 1) + "+00:00"
+    parsed = datetime.fromisoformat(text)
+    return parsed.astimezone(UTC)
+
+
+def _has_offset(text: str) -> bool:
+    tail = text[-6:]
+    return len(tail) == 6 and tail[0] in "+-" and tail[3] == ":"
+
+
+def epoch_ms_to_stored(ms: float) -> str:
+    """``message.timestamp`` (epoch ms) → ``YYYY-MM-DD HH:MM:SS`` UTC, truncated to the second."""
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=int(ms))
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def to_iso_ms(value: str) -> str:
+    """Any stored timestamp → ``Date.toISOString()`` form (``…T…​.sssZ``)."""
+    moment = parse_utc(value)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@lru_cache(maxsize=64)
+def _zone(name: str) -> ZoneInfo:
+    return ZoneInfo("UTC" if name in _UTC_NAMES else name)
+
+
+def zone_label(moment: datetime, timezone: str) -> str:
+    """The ICU en-US short zone name for ``moment`` in ``timezone``."""
+    if timezone in _UTC_NAMES:
+        return "UTC"
+    local = moment.astimezone(_zone(timezone))
+    abbreviation = local.tzname() or ""
+    if timezone.startswith(_US_PREFIXES) and abbreviation in _US_ABBREVIATIONS:
+        return abbreviation
+    offset = local.utcoffset() or timedelta(0)
+    minutes = int(offset.total_seconds() // 60)
+    if minutes == 0:
+        return "GMT"
+    sign = "+" if minutes > 0 else "-"
+    hours, rest = divmod(abs(minutes), 60)
+    return f"GMT{sign}{hours}" + (f":{rest:02d}" if rest else "")
+
+
+def format_header_time(value: str, timezone: str) -> str:
+    """``YYYY-MM-DD HH:MM <TZ>`` as used in leaf and condensed source headers.
+
+    >>> format_header_time("2026-01-01 10:04:00", "UTC")
+    '2026-01-01 10:04 UTC'
+    """
+    moment = parse_utc(value)
+    local = moment.astimezone(_zone(timezone))
+    return local.strftime("%Y-%m-%d %H:%M") + " " + zone_label(moment, timezone)
+
+
+def format_local_iso(value: str, timezone: str) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` in ``timezone`` (summary XML attributes)."""
+    return parse_utc(value).astimezone(_zone(timezone)).strftime("%Y-%m-%dT%H:%M:%S")
