@@ -1,0 +1,191 @@
+"""JavaScript-compatible ``JSON.stringify`` and ``JSON.parse`` for JSON-like Python data.
+
+lossless-claw measures tokens on ``JSON.stringify`` output and stores JSON it produced itself,
+so byte-exact serialisation matters: compact separators, non-ASCII left as is, JavaScript's
+string escaping (lone surrogates as ``\\udXXX``), JavaScript number formatting (``1`` not
+``1.0``, ``1e+21``, ``1e-7``), and JavaScript's object key order, where integer-like keys come
+first in ascending numeric order no matter where they appeared in the source.
+
+``UNDEFINED`` stands for JavaScript ``undefined``: object members holding it are left out and
+array elements holding it become ``null``, exactly as ``JSON.stringify`` does.
+
+>>> js_stringify({"b": 1.0, "a": [True, None, "é\\n"], "2": 0.1, "10": 1e21})
+'{"2":0.1,"10":1e+21,"b":1,"a":[true,null,"é\\\\n"]}'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+__all__ = ["UNDEFINED", "js_number", "js_parse", "js_stringify", "js_string"]
+
+
+class _Undefined:
+    """JavaScript ``undefined`` (a singleton)."""
+
+    _instance: _Undefined | None = None
+
+    def __new__(cls) -> _Undefined:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNDEFINED: Final = _Undefined()
+
+_SHORT_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+
+def js_string(text: str) -> str:
+    """``JSON.stringify(text)`` for a string (quotes included)."""
+    out: list[str] = ['"']
+    for ch in text:
+        code = ord(ch)
+        escaped = _SHORT_ESCAPES.get(ch)
+        if escaped is not None:
+            out.append(escaped)
+        elif code < 0x20 or 0xD800 <= code <= 0xDFFF:
+            # Control characters, and lone surrogates (well-formed JSON.stringify, ES2019).
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def js_number(value: float | int) -> str:
+    """``Number.prototype.toString`` as ``JSON.stringify`` prints numbers (NaN/±Infinity → null)."""
+    if isinstance(value, bool):
+        raise TypeError("booleans are not numbers here")
+    if isinstance(value, int):
+        if abs(value) <= 2**53:
+            return str(value)
+        value = float(value)  # JavaScript holds it as a double
+    if math.isnan(value) or math.isinf(value):
+        return "null"
+    if value == 0:
+        return "0"  # also -0
+    sign = "-" if value < 0 else ""
+    # repr gives the shortest round-tripping digits, like JavaScript; re-lay them out JS-style.
+    mantissa, _, exp_text = repr(abs(value)).partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    all_digits = int_part + frac_part
+    leading_zeros = len(all_digits) - len(all_digits.lstrip("0"))
+    # value = 0.<digits> × 10^n
+    n = len(int_part) + (int(exp_text) if exp_text else 0) - leading_zeros
+    digits = all_digits.lstrip("0").rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        body = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        exp_sign = "+" if e >= 0 else "-"
+        body = (digits if k == 1 else digits[0] + "." + digits[1:]) + "e" + exp_sign + str(abs(e))
+    return sign + body
+
+
+def _is_array_index(key: str) -> bool:
+    return key.isdigit() and key.isascii() and (key == "0" or key[0] != "0") and int(key) <= _MAX_ARRAY_INDEX
+
+
+def js_key_order(keys: Sequence[str]) -> list[str]:
+    """Keys in JavaScript property order: array indices ascending, then the rest as given."""
+    indices = sorted((k for k in keys if _is_array_index(k)), key=int)
+    if not indices:
+        return list(keys)
+    return indices + [k for k in keys if not _is_array_index(k)]
+
+
+def js_stringify(value: Any) -> str:
+    """``JSON.stringify(value)`` for JSON-like data (dict, list/tuple, str, int, float, bool, None).
+
+    Raises ``TypeError`` for values JSON cannot represent (JavaScript would throw or drop them).
+    A top-level ``UNDEFINED`` yields ``"undefined"``-less output: the empty string is *not*
+    what JavaScript returns (it returns ``undefined``), so that case raises ``ValueError``.
+    """
+    if value is UNDEFINED:
+        raise ValueError("JSON.stringify(undefined) has no JSON text")
+    parts: list[str] = []
+    _write(value, parts)
+    return "".join(parts)
+
+
+def _write(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(js_string(value))
+    elif isinstance(value, int | float):
+        out.append(js_number(value))
+    elif isinstance(value, Mapping):
+        out.append("{")
+        first = True
+        keys = [str(k) for k in value]
+        lookup = {str(k): v for k, v in value.items()}
+        for key in js_key_order(keys):
+            member = lookup[key]
+            if member is UNDEFINED:
+                continue
+            if not first:
+                out.append(",")
+            first = False
+            out.append(js_string(key))
+            out.append(":")
+            _write(member, out)
+        out.append("}")
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for i, element in enumerate(value):
+            if i:
+                out.append(",")
+            if element is UNDEFINED:
+                out.append("null")
+            else:
+                _write(element, out)
+        out.append("]")
+    else:
+        raise TypeError(f"cannot JSON.stringify a {type(value).__name__}")
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON.parse keeps the last duplicate key; then JavaScript orders integer-like keys first.
+    merged: dict[str, Any] = {}
+    for key, member in pairs:
+        merged[key] = member  # a repeated key keeps its first position, like JavaScript
+    order = js_key_order(list(merged))
+    return {key: merged[key] for key in order}
+
+
+def js_parse(text: str) -> Any:
+    """``JSON.parse(text)``: like ``json.loads`` but objects get JavaScript key order.
+
+    Integral numbers stay ``int``; other numbers become ``float`` (as JavaScript would hold
+    them). Raises ``ValueError`` on invalid JSON, as ``JSON.parse`` throws.
+    """
+    return json.loads(text, object_pairs_hook=_object_pairs)

@@ -1,0 +1,61 @@
+"""JavaScript-compatible JSON serialisation (values checked against node's JSON.stringify)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lcm_lab.engine.jsjson import UNDEFINED, js_number, js_parse, js_stringify
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (1.0, "1"),
+        (0.1, "0.1"),
+        (-2.5, "-2.5"),
+        (100.0, "100"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (1e-7, "1e-7"),
+        (1.5e-6, "0.0000015"),
+        (1e-6, "0.000001"),
+        (5e-324, "5e-324"),
+        (1e300, "1e+300"),
+        (-0.0, "0"),
+        (float("nan"), "null"),
+        (float("inf"), "null"),
+        (2**53, "9007199254740992"),
+        (12345678901234567890, "12345678901234567000"),
+        (123.456e5, "12345600"),
+    ],
+)
+def test_numbers_print_like_javascript(value: float, expected: str) -> None:
+    assert js_number(value) == expected
+
+
+def test_strings_escape_like_javascript() -> None:
+    text = 'q" b\\ \b\f\n\r\t \x00\x1f \x7f é 你 🔥 \u2028 \ud800'
+    assert js_stringify(text) == '"q\\" b\\\\ \\b\\f\\n\\r\\t \\u0000\\u001f \x7f é 你 🔥 \u2028 \\ud800"'
+
+
+def test_objects_compact_with_javascript_key_order() -> None:
+    value = {"b": 1, "a": [True, None, UNDEFINED], "10": {}, "2": [], "02": 0, "u": UNDEFINED}
+    assert js_stringify(value) == '{"2":[],"10":{},"b":1,"a":[true,null,null],"02":0}'
+
+
+def test_parse_reorders_integer_keys_and_keeps_first_position_of_duplicates() -> None:
+    parsed = js_parse('{"b":1,"1":2,"a":0,"b":3}')
+    assert list(parsed) == ["1", "b", "a"]
+    assert parsed["b"] == 3
+
+
+def test_round_trip_of_stored_json_is_identity() -> None:
+    text = '{"type":"toolCall","id":"toolu_1","arguments":{"path":"a.txt","n":1.5,"deep":[1,{"x":null}]}}'
+    assert js_stringify(js_parse(text)) == text
+
+
+def test_rejects_non_json_values() -> None:
+    with pytest.raises(TypeError):
+        js_stringify({"a": object()})
+    with pytest.raises(ValueError):
+        js_stringify(UNDEFINED)
