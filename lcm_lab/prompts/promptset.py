@@ -1,0 +1,199 @@
+"""Prompt sets: the templates a model summarizer renders, loaded from the package or a directory.
+
+A prompt set maps the six template names of :data:`TEMPLATE_NAMES` to Go-syntax templates.
+The lab ships its own wording in ``lcm_lab/prompts/default/``. A user directory in the layout
+``lcm-tui prompts --export`` writes (``leaf.tmpl``, ``condensed-d1.tmpl``, ``condensed-d2.tmpl``,
+``condensed-d3.tmpl``, optionally ``system.tmpl`` and ``leaf-aggressive.tmpl``) overrides the
+templates it contains; the rest come from the lab defaults, and :meth:`PromptSet.sources` says
+which file each template came from.
+
+>>> prompts = default_prompt_set()
+>>> prompts.template_name_for("condensed", depth=5, aggressive=False)
+'condensed-d3'
+>>> len(prompts["leaf"].hash)
+64
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+
+from lcm_lab.prompts.gotemplate import Template, TemplateError
+
+TEMPLATE_NAMES: tuple[str, ...] = (
+    "system",
+    "leaf",
+    "leaf-aggressive",
+    "condensed-d1",
+    "condensed-d2",
+    "condensed-d3",
+)
+LCM_TUI_TEMPLATE_NAMES: tuple[str, ...] = ("leaf", "condensed-d1", "condensed-d2", "condensed-d3")
+DEFAULT_SOURCE = "lcm_lab default"
+
+
+def template_hash(text: str) -> str:
+    """sha256 (hex) of a template's text: the id recorded with every summary it produced."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """One template: its name, text, where it came from and its content hash."""
+
+    name: str
+    text: str
+    source: str
+
+    @property
+    def hash(self) -> str:
+        return template_hash(self.text)
+
+    @property
+    def compiled(self) -> Template:
+        return _compile(self.source, self.text)
+
+
+@lru_cache(maxsize=256)
+def _compile(source: str, text: str) -> Template:
+    return Template(source, text)
+
+
+def normalize_template_name(name: str) -> str:
+    """``leaf.tmpl`` → ``leaf``; ``d2`` → ``condensed-d2``; raises for unknown names."""
+    base = name[:-5] if name.endswith(".tmpl") else name
+    if base in ("d1", "d2", "d3"):
+        base = f"condensed-{base}"
+    if base not in TEMPLATE_NAMES:
+        raise KeyError(f"unknown prompt template {name!r}; known: {', '.join(TEMPLATE_NAMES)}")
+    return base
+
+
+class PromptSet(Mapping[str, PromptTemplate]):
+    """An immutable mapping ``template name → PromptTemplate`` plus the rules that pick one."""
+
+    def __init__(self, name: str, templates: Mapping[str, PromptTemplate], directory: Path | None = None) -> None:
+        missing = [n for n in TEMPLATE_NAMES if n not in templates]
+        if missing:
+            raise ValueError(f"prompt set {name!r} lacks templates: {', '.join(missing)}")
+        self.name = name
+        self.directory = directory
+        self._templates = MappingProxyType(dict(templates))
+
+    def __getitem__(self, name: str) -> PromptTemplate:
+        return self._templates[normalize_template_name(name)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TEMPLATE_NAMES)
+
+    def __len__(self) -> int:
+        return len(TEMPLATE_NAMES)
+
+    def __repr__(self) -> str:
+        return f"PromptSet({self.name!r}, hash={self.hash[:12]})"
+
+    @property
+    def hash(self) -> str:
+        """One hash over all six templates (names and texts)."""
+        digest = hashlib.sha256()
+        for name in TEMPLATE_NAMES:
+            digest.update(name.encode() + b"\0" + self._templates[name].text.encode("utf-8") + b"\0")
+        return digest.hexdigest()
+
+    def sources(self) -> dict[str, str]:
+        """Where each template came from (a file path or ``lcm_lab default``)."""
+        return {name: self._templates[name].source for name in TEMPLATE_NAMES}
+
+    @staticmethod
+    def template_name_for(kind: str, depth: int, aggressive: bool) -> str:
+        """The template a call uses: leaf (aggressive variant) or condensed by output depth.
+
+        Condensed calls ignore ``aggressive`` (the plugin has no aggressive condensed prompt).
+        """
+        if kind == "leaf":
+            return "leaf-aggressive" if aggressive else "leaf"
+        if kind != "condensed":
+            raise ValueError(f"unknown summary kind {kind!r}")
+        if depth <= 1:
+            return "condensed-d1"
+        return "condensed-d2" if depth == 2 else "condensed-d3"
+
+
+def default_prompt_set() -> PromptSet:
+    """The lab's own templates (package data ``lcm_lab/prompts/default/*.tmpl``)."""
+    return _default_prompt_set()
+
+
+@lru_cache(maxsize=1)
+def _default_prompt_set() -> PromptSet:
+    root = resources.files("lcm_lab.prompts").joinpath("default")
+    templates: dict[str, PromptTemplate] = {}
+    for name in TEMPLATE_NAMES:
+        text = root.joinpath(f"{name}.tmpl").read_text(encoding="utf-8")
+        template = PromptTemplate(name, text, DEFAULT_SOURCE)
+        template.compiled  # noqa: B018 -- a broken packaged template must fail loudly at load
+        templates[name] = template
+    return PromptSet("lcm_lab-default", templates)
+
+
+def load_prompt_set(directory: str | Path) -> PromptSet:
+    """Load a template directory (lcm-tui export layout) over the lab defaults.
+
+    Every ``*.tmpl`` file must be one of :data:`TEMPLATE_NAMES` and must parse; errors name the
+    file and line. When the directory has ``leaf.tmpl`` but no ``leaf-aggressive.tmpl`` (as an
+    lcm-tui export), aggressive leaf calls use the directory's ``leaf.tmpl`` (it can branch on
+    ``{{if .Aggressive}}``) rather than mixing in the lab's wording.
+    """
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"prompt directory not found: {path}")
+    found: dict[str, PromptTemplate] = {}
+    for file in sorted(path.glob("*.tmpl")):
+        try:
+            name = normalize_template_name(file.name)
+        except KeyError as exc:
+            raise TemplateError(f"{file}: not a known template name; expected one of {', '.join(f'{n}.tmpl' for n in TEMPLATE_NAMES)}") from exc
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise TemplateError(f"{file}: not UTF-8 text ({exc})") from exc
+        template = PromptTemplate(name, text, str(file))
+        template.compiled  # noqa: B018 -- parse now so errors point at the file immediately
+        found[name] = template
+    if not found:
+        raise FileNotFoundError(f"no *.tmpl prompt templates in {path} (expected {', '.join(LCM_TUI_TEMPLATE_NAMES)})")
+    defaults = default_prompt_set()
+    templates = {name: found.get(name, defaults[name]) for name in TEMPLATE_NAMES}
+    if "leaf" in found and "leaf-aggressive" not in found:
+        leaf = found["leaf"]
+        templates["leaf-aggressive"] = PromptTemplate("leaf-aggressive", leaf.text, leaf.source)
+    return PromptSet(path.name or str(path), templates, directory=path)
+
+
+def resolve_prompt_set(prompts: PromptSet | str | Path | None) -> PromptSet:
+    """``None`` → lab defaults; a path → :func:`load_prompt_set`; a PromptSet unchanged."""
+    if prompts is None:
+        return default_prompt_set()
+    if isinstance(prompts, PromptSet):
+        return prompts
+    return load_prompt_set(prompts)
+
+
+def export_prompt_set(prompts: PromptSet, directory: str | Path, overwrite: bool = False) -> list[Path]:
+    """Write the six templates as ``<name>.tmpl`` into ``directory`` (created if needed)."""
+    path = Path(directory).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name in TEMPLATE_NAMES:
+        target = path / f"{name}.tmpl"
+        if target.exists() and not overwrite:
+            raise FileExistsError(f"{target} exists (pass overwrite=True / --force to replace it)")
+        target.write_text(prompts[name].text, encoding="utf-8")
+        written.append(target)
+    return written
