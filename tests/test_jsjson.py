@@ -59,3 +59,10 @@ def test_rejects_non_json_values() -> None:
         js_stringify({"a": object()})
     with pytest.raises(ValueError):
         js_stringify(UNDEFINED)
+
+
+def test_trim_uses_javascript_whitespace() -> None:
+    from lcm_lab.engine.jsjson import js_trim
+
+    assert js_trim("\u3000 a \ufeff\n") == "a"
+    assert js_trim("\x1fa\x85") == "\x1fa\x85"
