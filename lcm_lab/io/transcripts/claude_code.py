@@ -1,0 +1,476 @@
+"""Claude Code session JSONL (``~/.claude/projects/<cwd>/<sessionId>.jsonl``) → conversations.
+
+Claude Code logs Anthropic Messages API objects, one streamed content block per line. The lab
+engine ingests pi-shaped runtime messages, so each conversation is mapped as follows
+(documented here because it is a choice, not a fact of either format):
+
+===========================================  ================================================
+Claude Code                                  runtime message (pi shape)
+===========================================  ================================================
+``assistant`` lines sharing ``message.id``   one ``{"role":"assistant", "content":[...],
+                                             "api":"anthropic-messages", "provider":"anthropic",
+                                             "model", "responseId": message.id, "usage",
+                                             "stopReason", "timestamp"}`` at the first line's
+                                             position (blocks in line order; usage and stop
+                                             reason from the last line that has them)
+``text`` block                               ``{"type":"text","text"}``
+``thinking`` block                           ``{"type":"thinking","thinking","thinkingSignature"}``
+``redacted_thinking`` block                  ``{"type":"thinking","thinking":"","thinkingSignature",
+                                             "redacted":true}``
+``tool_use`` block                           ``{"type":"toolCall","id","name","arguments"}``
+``image`` block with base64 source           ``{"type":"image","data","mimeType"}``
+other blocks                                 kept verbatim
+``user`` line, ``tool_result`` blocks        one ``{"role":"toolResult","toolCallId","toolName",
+                                             "content":[...],"isError","timestamp"}`` per block,
+                                             ``toolName`` looked up from the matching tool_use
+``user`` line, other content                 ``{"role":"user","content","timestamp"}`` (string
+                                             content stays a string)
+``system`` / other typed lines with a uuid   non-message entries (``type`` kept)
+``summary`` lines                            :class:`RecordedEvent` ``kind="summary"``
+``system`` ``compact_boundary``              :class:`RecordedEvent` ``kind="compact_boundary"``
+                                             (``tokens_before`` = ``compactMetadata.preTokens``,
+                                             summary = the following ``isCompactSummary`` text)
+===========================================  ================================================
+
+Usage maps ``input_tokens→input``, ``output_tokens→output``, ``cache_read_input_tokens→
+cacheRead``, ``cache_creation_input_tokens→cacheWrite`` (cost zero: not logged). Stop reasons
+map ``end_turn|stop_sequence→stop``, ``tool_use→toolUse``, ``max_tokens→length``, anything
+else verbatim; without one, ``toolUse`` if the message calls a tool else ``stop``.
+
+The main chain (``isSidechain`` false) is one conversation; every sidechain (sub-agent run) is
+its own conversation with ``meta["sidechain"] = True`` and its parent session id. Each
+conversation follows the uuid/parentUuid tree from its last line (``logicalParentUuid``
+bridges compact boundaries). Every source line is kept verbatim in
+``LoadedConversation.meta["raw_entries"]`` (line → object) and
+``Conversation.meta["source_lines"]`` maps each entry's line to all lines merged into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from lcm_lab.engine.types import Conversation, InputEntry
+from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
+from lcm_lab.io.transcripts.base import CLAUDE_CODE_JSONL, TranscriptFormatError, TranscriptRead
+from lcm_lab.io.transcripts.jsonl import JsonlReader
+from lcm_lab.io.transcripts.pi import clean_id
+from lcm_lab.io.transcripts.tree import select_leaf_path
+
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolUse", "max_tokens": "length"}
+
+
+@dataclass(slots=True)
+class _Line:
+    line: int
+    type: str
+    entry_id: str | None
+    parent_id: str | None
+    sidechain: bool
+    raw: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Draft:
+    """A runtime message under construction (assistant messages grow as lines merge in)."""
+
+    line: int
+    entry_id: str | None
+    timestamp: str | None
+    type: str
+    message: dict[str, Any] | None
+    source_lines: list[int] = field(default_factory=list)
+
+
+def iso_to_epoch_ms(value: object) -> int | None:
+    """``"2025-09-03T00:52:31.217Z"`` → ``1756860751217``; ``None`` when not an ISO time."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith("Z") else value
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return round(moment.timestamp() * 1000)
+
+
+def _convert_block(block: object) -> object:
+    if not isinstance(block, dict):
+        return block
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    if kind == "thinking":
+        converted: dict[str, Any] = {"type": "thinking", "thinking": block.get("thinking", "")}
+        if block.get("signature"):
+            converted["thinkingSignature"] = block["signature"]
+        return converted
+    if kind == "redacted_thinking":
+        return {"type": "thinking", "thinking": "", "thinkingSignature": block.get("data", ""), "redacted": True}
+    if kind == "tool_use":
+        return {"type": "toolCall", "id": block.get("id"), "name": block.get("name"), "arguments": block.get("input", {})}
+    if kind == "image":
+        source = block.get("source")
+        if isinstance(source, dict) and source.get("type") == "base64":
+            return {"type": "image", "data": source.get("data", ""), "mimeType": source.get("media_type", "")}
+    return block
+
+
+def _usage(raw_usage: object) -> dict[str, Any]:
+    usage = raw_usage if isinstance(raw_usage, dict) else {}
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    parts = {
+        "input": count("input_tokens"),
+        "output": count("output_tokens"),
+        "cacheRead": count("cache_read_input_tokens"),
+        "cacheWrite": count("cache_creation_input_tokens"),
+    }
+    zero_cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    return {**parts, "totalTokens": sum(parts.values()), "cost": zero_cost}
+
+
+class _ConversationBuilder:
+    """Turns the leaf path of one chain into runtime-message entries."""
+
+    def __init__(self, path: str, tool_names: Mapping[str, str], issues: list[LoadIssue]) -> None:
+        self.path = path
+        self.tool_names = tool_names
+        self.issues = issues
+        self.drafts: list[_Draft] = []
+        self.assistant_by_id: dict[str, _Draft] = {}
+        self.stop_reasons: dict[int, str | None] = {}
+        self.events: list[RecordedEvent] = []
+        self.pending_boundary: int | None = None
+        self.calls_seen: set[str] = set()
+
+    def add(self, item: _Line) -> None:
+        raw = item.raw
+        timestamp = raw.get("timestamp") if isinstance(raw.get("timestamp"), str) else None
+        message = raw.get("message")
+        if item.type == "assistant" and isinstance(message, dict):
+            self._add_assistant(item, message, timestamp)
+        elif item.type == "user" and isinstance(message, dict):
+            self._add_user(item, message, timestamp)
+        else:
+            if item.type in ("assistant", "user"):
+                self.issues.append(
+                    LoadIssue(self.path, item.line, f"{item.type} line without a message object; kept as a non-message entry", skipped=False)
+                )
+            self.drafts.append(_Draft(item.line, item.entry_id, timestamp, item.type, None, [item.line]))
+            if item.type == "system" and raw.get("subtype") == "compact_boundary":
+                self._add_boundary(item, timestamp)
+
+    def _add_boundary(self, item: _Line, timestamp: str | None) -> None:
+        metadata = item.raw.get("compactMetadata")
+        pre_tokens = metadata.get("preTokens") if isinstance(metadata, dict) else None
+        self.events.append(
+            RecordedEvent(
+                kind="compact_boundary",
+                line=item.line,
+                entry_id=item.entry_id,
+                timestamp=timestamp,
+                summary=None,
+                tokens_before=pre_tokens if isinstance(pre_tokens, int) else None,
+                raw=item.raw,
+            )
+        )
+        self.pending_boundary = len(self.events) - 1
+
+    def _add_assistant(self, item: _Line, message: dict[str, Any], timestamp: str | None) -> None:
+        content = message.get("content")
+        blocks = [_convert_block(b) for b in content] if isinstance(content, list) else (
+            [{"type": "text", "text": content}] if isinstance(content, str) else []
+        )
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
+                self.calls_seen.add(block["id"])
+        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        draft = self.assistant_by_id.get(message_id) if message_id else None
+        if draft is not None and draft.message is not None:
+            draft.message["content"].extend(blocks)
+            draft.source_lines.append(item.line)
+        else:
+            runtime: dict[str, Any] = {
+                "role": "assistant",
+                "content": blocks,
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": message.get("model", "unknown"),
+            }
+            if message_id:
+                runtime["responseId"] = message_id
+            runtime["usage"] = _usage(None)
+            runtime["stopReason"] = "stop"
+            runtime["timestamp"] = iso_to_epoch_ms(timestamp) or 0
+            draft = _Draft(item.line, item.entry_id, timestamp, "message", runtime, [item.line])
+            self.drafts.append(draft)
+            if message_id:
+                self.assistant_by_id[message_id] = draft
+        assert draft.message is not None
+        if isinstance(message.get("usage"), dict):
+            draft.message["usage"] = _usage(message["usage"])
+        stop = message.get("stop_reason")
+        if isinstance(stop, str):
+            self.stop_reasons[id(draft)] = _STOP_REASONS.get(stop, stop)
+        if item.raw.get("isApiErrorMessage") is True:
+            self.stop_reasons[id(draft)] = "error"
+
+    def _add_user(self, item: _Line, message: dict[str, Any], timestamp: str | None) -> None:
+        epoch = iso_to_epoch_ms(timestamp) or 0
+        content = message.get("content")
+        runtime_messages: list[dict[str, Any]] = []
+        if isinstance(content, list):
+            others: list[object] = []
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    runtime_messages.append(self._tool_result(item, block, epoch))
+                else:
+                    others.append(_convert_block(block))
+            if others:
+                runtime_messages.append({"role": "user", "content": others, "timestamp": epoch})
+        else:
+            runtime_messages.append({"role": "user", "content": content if content is not None else "", "timestamp": epoch})
+        for index, runtime in enumerate(runtime_messages):
+            entry_id = item.entry_id if index == 0 or item.entry_id is None else f"{item.entry_id}:{index}"
+            self.drafts.append(_Draft(item.line, entry_id, timestamp, "message", runtime, [item.line]))
+        if item.raw.get("isCompactSummary") is True and self.pending_boundary is not None:
+            boundary = self.events[self.pending_boundary]
+            text = content if isinstance(content, str) else "\n".join(
+                b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+            ) if isinstance(content, list) else None
+            self.events[self.pending_boundary] = RecordedEvent(
+                kind=boundary.kind, line=boundary.line, entry_id=boundary.entry_id, timestamp=boundary.timestamp,
+                summary=text, first_kept_entry_id=boundary.first_kept_entry_id,
+                tokens_before=boundary.tokens_before, raw=boundary.raw,
+            )
+            self.pending_boundary = None
+
+    def _tool_result(self, item: _Line, block: dict[str, Any], epoch: int) -> dict[str, Any]:
+        call_id = block.get("tool_use_id")
+        name = self.tool_names.get(call_id) if isinstance(call_id, str) else None
+        if name is None:
+            self.issues.append(
+                LoadIssue(self.path, item.line, f"tool_result for unknown tool_use id {call_id!r}; toolName set to 'unknown'", skipped=False)
+            )
+        elif call_id not in self.calls_seen:
+            self.issues.append(
+                LoadIssue(self.path, item.line, f"tool_result {call_id!r} precedes its tool_use in this chain", skipped=False)
+            )
+        raw_content = block.get("content")
+        if isinstance(raw_content, str):
+            content: list[object] = [{"type": "text", "text": raw_content}]
+        elif isinstance(raw_content, list):
+            content = [_convert_block(b) for b in raw_content]
+        else:
+            content = []
+        return {
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": name or "unknown",
+            "content": content,
+            "isError": block.get("is_error") is True,
+            "timestamp": epoch,
+        }
+
+    def entries(self) -> tuple[tuple[InputEntry, ...], dict[int, tuple[int, ...]]]:
+        result: list[InputEntry] = []
+        source_lines: dict[int, tuple[int, ...]] = {}
+        for draft in self.drafts:
+            message = draft.message
+            if message is not None and message.get("role") == "assistant":
+                stop = self.stop_reasons.get(id(draft))
+                if stop is None:
+                    calls = any(isinstance(b, dict) and b.get("type") == "toolCall" for b in message["content"])
+                    stop = "toolUse" if calls else "stop"
+                message["stopReason"] = stop
+            result.append(InputEntry(draft.line, draft.type, message, draft.entry_id, draft.timestamp))
+            source_lines[draft.line] = tuple(draft.source_lines)
+        return tuple(result), source_lines
+
+
+def _group_chains(lines: list[_Line]) -> list[tuple[str | None, list[_Line]]]:
+    """Split tree lines into the main chain and one group per sidechain root."""
+    parent_of = {item.entry_id: item.parent_id for item in lines if item.entry_id}
+    root_cache: dict[str, str] = {}
+
+    def root(entry_id: str) -> str:
+        trail: list[str] = []
+        current = entry_id
+        while current in parent_of and current not in root_cache and current not in trail:
+            trail.append(current)
+            parent = parent_of[current]
+            if parent is None:
+                break
+            current = parent
+        found = root_cache.get(current, current)
+        for visited in trail:
+            root_cache[visited] = found
+        return found
+
+    main: list[_Line] = []
+    sidechains: dict[str, list[_Line]] = {}
+    for item in lines:
+        if not item.sidechain:
+            main.append(item)
+            continue
+        agent = item.raw.get("agentId")
+        key = f"agent-{agent}" if isinstance(agent, str) and agent else root(item.entry_id or f"line{item.line}")
+        sidechains.setdefault(key, []).append(item)
+    groups: list[tuple[str | None, list[_Line]]] = []
+    if main:
+        groups.append((None, main))
+    groups.extend(sidechains.items())
+    return groups
+
+
+def _first_user_text(entries: tuple[InputEntry, ...]) -> str | None:
+    for entry in entries:
+        message = entry.message
+        if message is not None and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return None
+
+
+def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
+    """Read a Claude Code session file into the main conversation plus one per sidechain."""
+    file_path = Path(path)
+    display = str(path)
+    reader = JsonlReader(file_path, display_path=display)
+    issues: list[LoadIssue] = []
+    tree_lines: list[_Line] = []
+    raw_entries: dict[int, dict[str, Any]] = {}
+    summaries: list[RecordedEvent] = []
+    untracked: dict[str, int] = {}
+    tool_names: dict[str, str] = {}
+    session_ids: dict[str, int] = {}
+    custom_title: str | None = None
+    for line, value in reader:
+        if not isinstance(value, dict):
+            reader.skipped_lines += 1
+            issues.append(LoadIssue(display, line, f"expected a JSON object, found {type(value).__name__}; skipped"))
+            continue
+        raw_entries[line] = value
+        entry_type = value.get("type") if isinstance(value.get("type"), str) else "unknown"
+        if isinstance(value.get("sessionId"), str):
+            session_ids[value["sessionId"]] = session_ids.get(value["sessionId"], 0) + 1
+        if entry_type == "summary":
+            summary = value.get("summary")
+            summaries.append(
+                RecordedEvent("summary", line, clean_id(value.get("leafUuid")), None,
+                              summary if isinstance(summary, str) else None, raw=value)
+            )
+            continue
+        if entry_type == "custom-title" and isinstance(value.get("customTitle"), str):
+            custom_title = value["customTitle"]
+        message = value.get("message")
+        if entry_type == "assistant" and isinstance(message, dict) and isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                    tool_names[block["id"]] = str(block.get("name"))
+        entry_id = clean_id(value.get("uuid"))
+        if entry_id is None:
+            untracked[entry_type] = untracked.get(entry_type, 0) + 1
+            continue
+        parent = clean_id(value.get("parentUuid"))
+        tree_lines.append(_Line(line, entry_type, entry_id, parent, value.get("isSidechain") is True, value))
+
+    if not tree_lines and not summaries:
+        raise TranscriptFormatError(
+            f"{display}: no Claude Code entries (lines with a uuid) found; not a Claude Code session"
+        )
+    known = {item.entry_id for item in tree_lines}
+    for item in tree_lines:
+        logical = clean_id(item.raw.get("logicalParentUuid"))
+        if item.parent_id is None and logical in known:
+            item.parent_id = logical
+    session_id = max(session_ids, key=lambda key: session_ids[key]) if session_ids else file_path.stem
+    sidechain_lines = {item.line for item in tree_lines if item.sidechain}
+    conversations: list[LoadedConversation] = []
+    main_tool_calls: dict[str, str] = {}
+    for group_key, group in _group_chains(tree_lines):
+        selection = select_leaf_path(group)
+        if selection.problem is not None:
+            issues.append(LoadIssue(display, selection.problem_line, selection.problem, skipped=False))
+        for earlier, later, entry_id in selection.duplicate_lines:
+            issues.append(LoadIssue(display, later, f"duplicate uuid {entry_id!r} (also on line {earlier}); the later occurrence wins", skipped=False))
+        builder = _ConversationBuilder(display, tool_names, issues)
+        for item in selection.nodes:
+            builder.add(item)
+        entries, source_lines = builder.entries()
+        sidechain = group_key is not None
+        events = tuple(builder.events) if sidechain else tuple(summaries) + tuple(builder.events)
+        meta: dict[str, Any] = {
+            "format": CLAUDE_CODE_JSONL,
+            "sidechain": sidechain,
+            "last_line": reader.last_line,
+            "source_lines": source_lines,
+        }
+        first = group[0].raw
+        for key, name in (("cwd", "cwd"), ("version", "claude_code_version"), ("gitBranch", "git_branch")):
+            if isinstance(first.get(key), str):
+                meta[name] = first[key]
+        if sidechain:
+            meta["parent_session_id"] = session_id
+            prompt = _first_user_text(entries)
+            if prompt is not None and prompt in main_tool_calls:
+                meta["parent_tool_call_id"] = main_tool_calls[prompt]
+        else:
+            for entry in entries:
+                content = entry.message.get("content") if entry.message else None
+                for block in content if isinstance(content, list) else ():
+                    if not isinstance(block, dict) or block.get("type") != "toolCall":
+                        continue
+                    arguments = block.get("arguments")
+                    if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
+                        main_tool_calls[arguments["prompt"]] = block.get("id")
+        conversation_id = session_id if not sidechain else f"{session_id}:sidechain:{group_key}"
+        title = None if sidechain else custom_title or (summaries[-1].summary if summaries else None)
+        if sidechain:
+            raw_here = {item.line: item.raw for item in group}
+        else:
+            raw_here = {line: raw for line, raw in raw_entries.items() if line not in sidechain_lines}
+        conversations.append(
+            LoadedConversation(
+                conversation=Conversation(
+                    session_id=conversation_id, entries=entries, title=title, source=display, meta=meta
+                ),
+                events=events,
+                meta={
+                    "leaf_path": selection.mode,
+                    "off_path_entries": len(group) - len(selection.nodes),
+                    "untracked_entry_types": dict(untracked) if not sidechain else {},
+                    "raw_entries": raw_here,
+                },
+            )
+        )
+    if not conversations:
+        conversations.append(
+            LoadedConversation(
+                Conversation(session_id=session_id, source=display, meta={"format": CLAUDE_CODE_JSONL, "sidechain": False, "last_line": reader.last_line}),
+                events=tuple(summaries),
+                meta={"leaf_path": "tree", "off_path_entries": 0, "untracked_entry_types": dict(untracked), "raw_entries": {}},
+            )
+        )
+    all_issues = sorted([*reader.issues, *issues], key=lambda issue: (issue.line is None, issue.line or 0))
+    version = next((c.conversation.meta.get("claude_code_version") for c in conversations), None)
+    return TranscriptRead(
+        path=display,
+        kind=CLAUDE_CODE_JSONL,
+        conversations=tuple(conversations),
+        issues=tuple(all_issues),
+        skipped_lines=reader.skipped_lines,
+        version=version if isinstance(version, str) else None,
+    )

@@ -1,0 +1,112 @@
+"""Streaming JSON-lines reading with 1-based line numbers and per-line problem reports.
+
+Transcripts are append-only logs written by live processes: a line may be half written, a
+crash may leave garbage in the middle, someone may point us at a binary file. The reader
+yields every line that parses, records every line that does not as a :class:`LoadIssue`
+naming file and line, and never holds more than one line in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from lcm_lab.io.model import LoadIssue
+
+UTF8_BOM = b"\xef\xbb\xbf"
+_SNIPPET_CHARS = 60
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json_bytes(data: bytes) -> Any:
+    """Parse one JSON document from bytes, as strictly as JavaScript's ``JSON.parse``.
+
+    orjson is tried first (fast); documents it refuses but JavaScript accepts (integers beyond
+    64 bits, lone surrogate escapes) fall back to the standard library. ``NaN``/``Infinity``
+    are rejected like JavaScript does. Raises ``ValueError`` with the parser's reason.
+
+    >>> parse_json_bytes(b'{"a": [1, 2]}')
+    {'a': [1, 2]}
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as fast_error:
+        try:
+            return json.loads(data, parse_constant=_reject_constant)
+        except ValueError:
+            raise ValueError(str(fast_error)) from None
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
+
+
+def describe_bad_line(data: bytes, reason: str, *, last_line_unterminated: bool) -> str:
+    """A one-line human explanation of why a line was skipped."""
+    if b"\x00" in data:
+        return "binary data (NUL bytes), not a JSON line; skipped"
+    snippet = data[:_SNIPPET_CHARS].decode("utf-8", errors="replace")
+    more = "…" if len(data) > _SNIPPET_CHARS else ""
+    if last_line_unterminated:
+        return (
+            f"truncated last line (no newline at end of file, {len(data):,} bytes; the writer was "
+            f"probably interrupted): {reason}; skipped: {snippet!r}{more}"
+        )
+    return f"malformed JSON ({reason}); skipped: {snippet!r}{more}"
+
+
+class JsonlReader:
+    """Iterate ``(line_number, value)`` over the parseable lines of a JSONL file.
+
+    Blank lines are ignored silently. Each unparseable line adds a skipped
+    :class:`LoadIssue` to :attr:`issues` and increments :attr:`skipped_lines`. After
+    iteration, :attr:`last_line` is the number of the file's last line (0 for an empty file).
+
+    >>> reader = JsonlReader("session.jsonl")  # doctest: +SKIP
+    >>> for line, value in reader: ...  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | Path, *, display_path: str | None = None) -> None:
+        self.path = Path(path)
+        self.display_path = display_path if display_path is not None else str(path)
+        self.issues: list[LoadIssue] = []
+        self.skipped_lines = 0
+        self.last_line = 0
+        self.nonblank_lines = 0
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        with self.path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                self.last_line = number
+                data = raw.strip()
+                if number == 1 and data.startswith(UTF8_BOM):
+                    data = data[len(UTF8_BOM) :].strip()
+                if not data:
+                    continue
+                self.nonblank_lines += 1
+                try:
+                    value = parse_json_bytes(data)
+                except ValueError as error:
+                    self._skip(number, data, str(error), unterminated=not raw.endswith(b"\n"))
+                    continue
+                yield number, value
+
+    def _skip(self, number: int, data: bytes, reason: str, *, unterminated: bool) -> None:
+        self.skipped_lines += 1
+        message = describe_bad_line(data, reason, last_line_unterminated=unterminated)
+        self.issues.append(LoadIssue(self.display_path, number, message, skipped=True))
+
+
+def first_nonblank_byte(path: str | Path, *, limit: int = 1 << 20) -> bytes:
+    """The first non-whitespace byte of a file (after a UTF-8 BOM), or ``b""``."""
+    with Path(path).open("rb") as handle:
+        head = handle.read(limit)
+    if head.startswith(UTF8_BOM):
+        head = head[len(UTF8_BOM) :]
+    stripped = head.lstrip()
+    return stripped[:1]

@@ -1,0 +1,139 @@
+"""OpenClaw's SQLite transcript store (``agents/<id>/agent/openclaw-agent.sqlite``, ≥ 2026.9).
+
+Table ``transcript_events(session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER,
+PRIMARY KEY (session_id, seq))``; ``seq = 0`` is the ``{"type":"session"}`` header and each
+``event_json`` is exactly the object a JSONL line would hold (spec transcripts.md §1.1), so the
+rows of one session are fed, in ``seq`` order, to the same parser as a pi JSONL file.
+``InputEntry.line`` is ``seq + 1`` (the header on line 1, as in a JSONL file). Session keys come
+from ``session_windows`` when that table exists.
+
+The database is opened read-only (``mode=ro``); it is never written.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from lcm_lab.io.model import LoadedConversation, LoadIssue
+from lcm_lab.io.transcripts.base import OPENCLAW_SQLITE, TranscriptFormatError, TranscriptRead
+from lcm_lab.io.transcripts.jsonl import describe_bad_line, parse_json_bytes
+from lcm_lab.io.transcripts.pi import PiSessionParser
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def open_readonly(path: str | Path) -> sqlite3.Connection:
+    """Open an SQLite file read-only (URI ``mode=ro``); the file is never modified."""
+    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+    return sqlite3.connect(uri, uri=True)
+
+
+def sqlite_tables(path: str | Path) -> set[str]:
+    """Names of the tables in an SQLite file (raises ``sqlite3.DatabaseError`` when corrupt)."""
+    with open_readonly(path) as connection:
+        rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {str(name) for (name,) in rows}
+
+
+def _columns(connection: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in connection.execute(f"PRAGMA table_info({table})")}
+
+
+def _session_keys(connection: sqlite3.Connection, tables: set[str]) -> dict[str, str]:
+    if "session_windows" not in tables or not {"session_id", "session_key"} <= _columns(connection, "session_windows"):
+        return {}
+    rows = connection.execute("SELECT session_id, session_key FROM session_windows")
+    return {str(session_id): str(key) for session_id, key in rows if session_id is not None and key is not None}
+
+
+def _events(connection: sqlite3.Connection) -> Iterator[tuple[str, int, Any]]:
+    yield from connection.execute(
+        "SELECT session_id, seq, event_json FROM transcript_events ORDER BY session_id, seq"
+    )
+
+
+def read_openclaw_sqlite(path: str | Path) -> TranscriptRead:
+    """Read every session of an OpenClaw SQLite transcript store, one conversation each."""
+    display = str(path)
+    try:
+        connection = open_readonly(path)
+        tables = {str(n) for (n,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as error:
+        raise TranscriptFormatError(f"{display}: cannot be read as SQLite ({error})") from None
+    try:
+        if "transcript_events" not in tables:
+            raise TranscriptFormatError(
+                f"{display}: SQLite database without a transcript_events table "
+                f"(tables: {', '.join(sorted(tables)) or 'none'}); not an OpenClaw transcript store"
+            )
+        keys = _session_keys(connection, tables)
+        issues: list[LoadIssue] = []
+        conversations: list[LoadedConversation] = []
+        skipped = 0
+        parser: PiSessionParser | None = None
+
+        def finish(current: PiSessionParser) -> None:
+            nonlocal skipped
+            loaded = current.build()
+            conversation = loaded.conversation
+            session_key = keys.get(current.default_session_id)
+            if session_key is not None:
+                conversation = replace(conversation, session_key=session_key)
+            conversations.append(
+                LoadedConversation(
+                    conversation=conversation,
+                    events=loaded.events,
+                    meta={**loaded.meta, "layout": "sqlite", "store_session_id": current.default_session_id},
+                )
+            )
+            issues.extend(current.issues)
+            skipped += current.skipped_lines
+
+        try:
+            for session_id, seq, event_json in _events(connection):
+                session = str(session_id)
+                if parser is None or parser.default_session_id != session:
+                    if parser is not None:
+                        finish(parser)
+                    parser = PiSessionParser(display, session, message_prefix=f"session {session}: ")
+                line = int(seq) + 1
+                data = event_json.encode() if isinstance(event_json, str) else bytes(event_json or b"")
+                try:
+                    value = parse_json_bytes(data)
+                except ValueError as error:
+                    reason = describe_bad_line(data, str(error), last_line_unterminated=False)
+                    issues.append(LoadIssue(display, line, f"session {session} seq {seq}: {reason}"))
+                    skipped += 1
+                    continue
+                parser.feed(line, value)
+        except sqlite3.DatabaseError as error:
+            raise TranscriptFormatError(f"{display}: transcript_events could not be read ({error})") from None
+        if parser is not None:
+            finish(parser)
+        if "session_transcript_archives" in tables:
+            (archived,) = connection.execute("SELECT count(*) FROM session_transcript_archives").fetchone()
+            if archived:
+                issues.append(
+                    LoadIssue(
+                        display,
+                        None,
+                        f"{archived} archived transcript generation(s) in session_transcript_archives "
+                        "(zstd-compressed) were not read",
+                        skipped=False,
+                    )
+                )
+    finally:
+        connection.close()
+    return TranscriptRead(
+        path=display,
+        kind=OPENCLAW_SQLITE,
+        conversations=tuple(conversations),
+        issues=tuple(issues),
+        skipped_lines=skipped,
+        version=None,
+    )

@@ -1,0 +1,104 @@
+"""Leaf-path selection over an id/parent-id tree, with lossless-claw's fallbacks.
+
+lossless-claw (src/transcript.ts) keeps only the branch that ends at the file's last entry:
+when every entry has an id it walks from the last entry up the parent chain to a root; a
+duplicated id resolves to its last occurrence; a parent that does not exist or a cycle makes it
+give up on the tree and take all entries in file order. This module reproduces that rule and
+says *why* it fell back, so the reader can report it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+
+class TreeNode(Protocol):
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def entry_id(self) -> str | None: ...
+
+    @property
+    def parent_id(self) -> str | None: ...
+
+
+NodeT = TypeVar("NodeT", bound=TreeNode)
+
+
+@dataclass(frozen=True)
+class LeafPath(Generic[NodeT]):
+    """The selected entries and how they were chosen.
+
+    ``mode`` is ``"tree"`` (walked the parent chain) or ``"file-order"`` (fallback);
+    ``problem`` explains a fallback; ``duplicate_lines`` are lines whose id an earlier line
+    already used (the later occurrence wins).
+    """
+
+    nodes: tuple[NodeT, ...]
+    mode: str
+    problem: str | None = None
+    problem_line: int | None = None
+    duplicate_lines: tuple[tuple[int, int, str], ...] = ()  # (earlier line, later line, id)
+
+
+def select_leaf_path(nodes: Sequence[NodeT]) -> LeafPath[NodeT]:
+    """Select the root→leaf path ending at the last node, as lossless-claw does.
+
+    Nodes without an id make the whole selection fall back to file order.
+
+    >>> from types import SimpleNamespace as N
+    >>> a, b, c = N(line=1, entry_id="a", parent_id=None), N(line=2, entry_id="b", parent_id="a"), N(line=3, entry_id="c", parent_id="a")
+    >>> [n.entry_id for n in select_leaf_path([a, b, c]).nodes]
+    ['a', 'c']
+    """
+    if not nodes:
+        return LeafPath((), "tree")
+    by_id: dict[str, NodeT] = {}
+    duplicates: list[tuple[int, int, str]] = []
+    for node in nodes:
+        if node.entry_id is None:
+            return LeafPath(
+                tuple(nodes),
+                "file-order",
+                "an entry has no id, so the id tree cannot be used; using all entries in file order",
+                node.line,
+            )
+        earlier = by_id.get(node.entry_id)
+        if earlier is not None:
+            duplicates.append((earlier.line, node.line, node.entry_id))
+        by_id[node.entry_id] = node
+
+    path: list[NodeT] = []
+    visited: set[str] = set()
+    current: NodeT | None = nodes[-1]
+    while current is not None:
+        current_id = current.entry_id
+        assert current_id is not None
+        if current_id in visited:
+            return LeafPath(
+                tuple(nodes),
+                "file-order",
+                f"cycle in the parent chain at id {current_id!r}; using all entries in file order",
+                current.line,
+                tuple(duplicates),
+            )
+        visited.add(current_id)
+        path.append(current)
+        parent_id = current.parent_id
+        if parent_id is None:
+            break
+        parent = by_id.get(parent_id)
+        if parent is None:
+            return LeafPath(
+                tuple(nodes),
+                "file-order",
+                f"parent id {parent_id!r} does not exist (dangling parent); using all entries in file order",
+                current.line,
+                tuple(duplicates),
+            )
+        current = parent
+    path.reverse()
+    return LeafPath(tuple(path), "tree", None, None, tuple(duplicates))
