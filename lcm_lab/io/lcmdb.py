@@ -1,0 +1,196 @@
+"""lossless-claw ``lcm.db`` files: schema detection and row reading (no duckdb here).
+
+Every release from v0.1.2 to main has the same eight core tables, with columns added over time
+(spec §1.7). :func:`read_lcmdb_schema` probes ``PRAGMA table_info``; :class:`LcmDbSchema` then
+builds one SELECT per table that yields the *canonical* (newest) column list, with missing
+columns as NULL or their plugin default. The same SELECT text runs in SQLite (stdlib reader,
+:func:`iter_table_batches`) and in DuckDB over the SQLite scanner (lcm_lab.store).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import pyarrow as pa
+
+from lcm_lab.io.sqlite_read import SqliteReadError, SqliteSnapshot
+
+
+class Column(NamedTuple):
+    name: str
+    sql_type: str  # INTEGER | TEXT | REAL
+    missing: str = "NULL"  # SQL used when the column does not exist (plugin default or NULL)
+
+
+def _cols(spec: str) -> tuple[Column, ...]:
+    out = []
+    for item in spec.split(","):
+        parts = item.split(maxsplit=2)
+        out.append(Column(parts[0], parts[1], parts[2] if len(parts) > 2 else "NULL"))
+    return tuple(out)
+
+
+# The canonical (main @ v0.15.3+) columns the lab reads, per table. ``rowid`` keeps insertion
+# order, which is the only reliable creation order of summaries (created_at has 1 s precision).
+CANONICAL: Mapping[str, tuple[Column, ...]] = {
+    "conversations": _cols(
+        "conversation_id INTEGER, session_id TEXT, session_key TEXT, active INTEGER 1, archived_at TEXT,"
+        "archive_cause TEXT, title TEXT, bootstrapped_at TEXT, created_at TEXT, updated_at TEXT"
+    ),
+    "messages": _cols(
+        "message_id INTEGER, conversation_id INTEGER, seq INTEGER, role TEXT, content TEXT, token_count INTEGER,"
+        "identity_hash TEXT, openclaw_sender_metadata TEXT, transcript_entry_id TEXT, created_at TEXT,"
+        "large_content TEXT, stable_event_key TEXT"
+    ),
+    "message_parts": _cols(
+        "part_id TEXT, message_id INTEGER, session_id TEXT, part_type TEXT, ordinal INTEGER, text_content TEXT,"
+        "is_ignored INTEGER, is_synthetic INTEGER, tool_call_id TEXT, tool_name TEXT, tool_status TEXT,"
+        "tool_input TEXT, tool_output TEXT, tool_error TEXT, tool_title TEXT, patch_hash TEXT, patch_files TEXT,"
+        "file_mime TEXT, file_name TEXT, file_url TEXT, subtask_prompt TEXT, subtask_desc TEXT,"
+        "subtask_agent TEXT, step_reason TEXT, step_cost REAL, step_tokens_in INTEGER, step_tokens_out INTEGER,"
+        "snapshot_hash TEXT, compaction_auto INTEGER, metadata TEXT"
+    ),
+    "summaries": _cols(
+        "rowid INTEGER, summary_id TEXT, conversation_id INTEGER, kind TEXT, depth INTEGER, content TEXT,"
+        "token_count INTEGER, earliest_at TEXT, latest_at TEXT, descendant_count INTEGER 0,"
+        "descendant_token_count INTEGER, source_message_token_count INTEGER, created_at TEXT,"
+        "file_ids TEXT '[]', model TEXT 'unknown'"
+    ),
+    "summary_messages": _cols("summary_id TEXT, message_id INTEGER, ordinal INTEGER"),
+    "summary_parents": _cols("summary_id TEXT, parent_summary_id TEXT, ordinal INTEGER"),
+    "context_items": _cols(
+        "conversation_id INTEGER, ordinal INTEGER, item_type TEXT, message_id INTEGER, summary_id TEXT, created_at TEXT"
+    ),
+    "large_files": _cols(
+        "file_id TEXT, conversation_id INTEGER, file_name TEXT, mime_type TEXT, byte_size INTEGER,"
+        "line_count INTEGER, storage_uri TEXT, exploration_summary TEXT, created_at TEXT"
+    ),
+}
+LCM_TABLES: tuple[str, ...] = tuple(CANONICAL)
+# Without these a file is not an lcm.db (every release has all three).
+REQUIRED_TABLES = ("conversations", "messages", "summaries")
+# Columns whose absence the lab fills by re-running the plugin's backfill (lcm_lab.store).
+DERIVED_WHEN_MISSING = {
+    ("summaries", "depth"),
+    ("summaries", "descendant_count"),
+    ("summaries", "descendant_token_count"),
+    ("summaries", "source_message_token_count"),
+}
+_ARROW_TYPES = {"INTEGER": pa.int64(), "TEXT": pa.string(), "REAL": pa.float64()}
+
+
+class NotAnLcmDb(SqliteReadError):
+    """A SQLite file without lossless-claw's tables."""
+
+
+@dataclass(frozen=True)
+class LcmDbSchema:
+    """Which lossless-claw tables and columns one lcm.db file has."""
+
+    path: str
+    tables: Mapping[str, tuple[str, ...]]
+    all_tables: tuple[str, ...]
+    completed_backfills: frozenset[str]
+
+    def has(self, table: str, column: str) -> bool:
+        return column == "rowid" or column in self.tables.get(table, ())
+
+    def missing_columns(self, table: str) -> list[str]:
+        if table not in self.tables:
+            return []
+        return [c.name for c in CANONICAL[table] if not self.has(table, c.name)]
+
+    def select_sql(self, table: str, source: str | None = None) -> str:
+        """``SELECT <canonical columns> FROM <source or table>`` valid in SQLite and DuckDB."""
+        exprs = []
+        for column in CANONICAL[table]:
+            if self.has(table, column.name):
+                exprs.append(f'"{column.name}"' if column.name != "rowid" else "rowid AS origin_rowid")
+            else:
+                exprs.append(f"CAST({column.missing} AS {column.sql_type}) AS {column.name}")
+        return f"SELECT {', '.join(exprs)} FROM {source or table}"
+
+    def output_columns(self, table: str) -> list[str]:
+        return ["origin_rowid" if c.name == "rowid" else c.name for c in CANONICAL[table]]
+
+    def describe_gaps(self) -> list[str]:
+        """Human-readable notes on what this (older) schema lacks and how the lab fills it."""
+        notes = []
+        for table in LCM_TABLES:
+            if table not in self.tables:
+                notes.append(f"table {table} absent: loaded as empty")
+                continue
+            for name in self.missing_columns(table):
+                how = "derived as the plugin's backfill would" if (table, name) in DERIVED_WHEN_MISSING else "NULL"
+                default = next(c.missing for c in CANONICAL[table] if c.name == name)
+                if default != "NULL" and (table, name) not in DERIVED_WHEN_MISSING:
+                    how = f"plugin default {default}"
+                notes.append(f"column {table}.{name} absent (older schema): {how}")
+        return notes
+
+
+def read_lcmdb_schema(conn: sqlite3.Connection, path: str) -> LcmDbSchema:
+    """Probe tables and columns; raise :class:`NotAnLcmDb` when this is not a lossless-claw DB."""
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    except sqlite3.DatabaseError as exc:
+        raise SqliteReadError(f"{path}: corrupt or unreadable SQLite file ({exc})") from exc
+    missing = [t for t in REQUIRED_TABLES if t not in names]
+    if missing:
+        shown = ", ".join(sorted(names)[:8]) or "no tables"
+        raise NotAnLcmDb(
+            f"{path}: SQLite file but not a lossless-claw lcm.db (missing tables {', '.join(missing)}; has {shown})"
+        )
+    tables = {}
+    for table in LCM_TABLES:
+        if table in names:
+            tables[table] = tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{table}")'))
+    done: frozenset[str] = frozenset()
+    if "lcm_migration_state" in names:
+        done = frozenset(r[0] for r in conn.execute("SELECT step_name FROM lcm_migration_state"))
+    return LcmDbSchema(path=path, tables=tables, all_tables=tuple(sorted(names)), completed_backfills=done)
+
+
+def open_lcmdb(snapshot: SqliteSnapshot) -> tuple[sqlite3.Connection, LcmDbSchema]:
+    """Connect to a snapshot and read its schema (raises for non-lcm.db and corrupt files)."""
+    conn = snapshot.connect()
+    try:
+        return conn, read_lcmdb_schema(conn, str(snapshot.original))
+    except BaseException:
+        conn.close()
+        raise
+
+
+def iter_table_batches(
+    conn: sqlite3.Connection, schema: LcmDbSchema, table: str, batch_rows: int = 65_536
+) -> Iterator[pa.RecordBatch]:
+    """Stream one table as Arrow record batches with the canonical columns (stdlib reader)."""
+    names = schema.output_columns(table)
+    types = [_ARROW_TYPES[c.sql_type] for c in CANONICAL[table]]
+    arrow_schema = pa.schema(list(zip(names, types, strict=True)))
+    if table not in schema.tables:
+        return
+    try:
+        cursor = conn.execute(schema.select_sql(table))
+        while rows := cursor.fetchmany(batch_rows):
+            columns = list(zip(*rows, strict=True))
+            arrays = []
+            for name, arrow_type, values in zip(names, types, columns, strict=True):
+                try:
+                    arrays.append(pa.array(values, type=arrow_type))
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                    raise SqliteReadError(
+                        f"{schema.path}: {table}.{name} holds a value that is not {arrow_type} ({exc})"
+                    ) from exc
+            yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+    except sqlite3.DatabaseError as exc:
+        raise SqliteReadError(f"{schema.path}: corrupt or unreadable table {table} ({exc})") from exc
+
+
+def count_rows(conn: sqlite3.Connection, tables: tuple[str, ...] = LCM_TABLES) -> dict[str, int]:
+    """``SELECT count(*)`` of each lossless-claw table present."""
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return {t: int(conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]) for t in tables if t in present}

@@ -1,0 +1,279 @@
+"""Bulk import of a lossless-claw ``lcm.db`` snapshot into the lab tables.
+
+Two ways to get rows out of SQLite, one set of SQL transforms:
+
+* ``scanner`` (default, faster: see reports/benchmarks/load.md): DuckDB's SQLite scanner
+  extension reads the snapshot directly; each transform runs once over a view.
+* ``sqlite3`` (fallback): the stdlib reader streams Arrow batches
+  (:func:`lcm_lab.io.lcmdb.iter_table_batches`); each transform runs per batch, so memory stays
+  bounded by the batch size.
+
+Lab conversation ids are ``base + origin conversation_id`` (``base`` = the largest lab id so
+far), which keeps every transform a streaming one (no global renumbering). The naming trap
+``summary_parents.parent_summary_id`` (= the *source* of a condensed summary) is resolved here
+into ``summary_sources.source_summary_id``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import duckdb
+import pyarrow as pa
+
+from lcm_lab.io.lcmdb import CANONICAL, LCM_TABLES, LcmDbSchema, iter_table_batches
+
+if TYPE_CHECKING:
+    from lcm_lab.store.core import LabStore
+
+BACKENDS = ("scanner", "sqlite3")
+_BATCH = "_lcm_batch"
+
+
+class ScannerFailed(Exception):
+    """DuckDB's SQLite scanner could not read the file (the stdlib reader may still)."""
+
+
+@dataclass
+class LcmDbImport:
+    """Rows imported per lab table, and notes on rows that could not be linked."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    backend: str = "scanner"
+
+
+def _conversations(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO conversations (conversation_id, source_id, kind, origin_conversation_id, session_id, session_key,
+        title, active, archived_at, archive_cause, bootstrapped_at, created_at, updated_at)
+    SELECT conversation_id + {p['base']}, {p['source_id']}, 'lcm_db', conversation_id, session_id, session_key,
+        title, COALESCE(active, 1) <> 0, archived_at, archive_cause, bootstrapped_at, created_at, updated_at
+    FROM {rel}"""
+
+
+_OWN_CONVERSATIONS = "(SELECT origin_conversation_id FROM conversations WHERE source_id = {source_id})"
+
+
+def _messages(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO messages (conversation_id, seq, role, runtime_role, content, token_count, token_estimate,
+        created_at, transcript_entry_id, identity_hash, sender_metadata, stable_event_key, large_content,
+        origin_message_id)
+    SELECT conversation_id + {p['base']}, seq, role, CASE role WHEN 'tool' THEN 'toolResult' ELSE role END,
+        content, token_count, lcm_estimate_tokens(content), created_at, transcript_entry_id, identity_hash,
+        openclaw_sender_metadata, stable_event_key, large_content, message_id
+    FROM {rel}
+    WHERE conversation_id IN {_OWN_CONVERSATIONS.format(**p)}"""
+
+
+def _message_parts(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO message_parts (conversation_id, seq, ordinal, part_id, part_type, text_content, tool_call_id,
+        tool_name, tool_input, tool_output, metadata, is_ignored, is_synthetic, tool_status, tool_error,
+        tool_title, patch_hash, patch_files, file_mime, file_name, file_url, subtask_prompt, subtask_desc,
+        subtask_agent, step_reason, step_cost, step_tokens_in, step_tokens_out, snapshot_hash, compaction_auto)
+    SELECT k.conversation_id, k.seq, r.ordinal, r.part_id, r.part_type, r.text_content, r.tool_call_id,
+        r.tool_name, r.tool_input, r.tool_output, r.metadata, r.is_ignored, r.is_synthetic, r.tool_status,
+        r.tool_error, r.tool_title, r.patch_hash, r.patch_files, r.file_mime, r.file_name, r.file_url,
+        r.subtask_prompt, r.subtask_desc, r.subtask_agent, r.step_reason, r.step_cost, r.step_tokens_in,
+        r.step_tokens_out, r.snapshot_hash, r.compaction_auto
+    FROM {rel} r JOIN _lcm_message_keys k ON k.message_id = r.message_id"""
+
+
+def _summaries(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO summaries (conversation_id, summary_id, kind, depth, content, token_count, token_estimate,
+        earliest_at, latest_at, descendant_count, descendant_token_count, source_message_token_count, file_ids,
+        model, created_at, creation_order)
+    SELECT conversation_id + {p['base']}, summary_id, kind, COALESCE(depth, CASE kind WHEN 'leaf' THEN 0 END),
+        content, token_count, lcm_estimate_tokens(content), earliest_at, latest_at, descendant_count,
+        descendant_token_count, source_message_token_count,
+        CASE WHEN json_valid(file_ids) THEN CAST(from_json(file_ids, '["VARCHAR"]') AS VARCHAR[]) END,
+        model, created_at, origin_rowid
+    FROM {rel}
+    WHERE conversation_id IN {_OWN_CONVERSATIONS.format(**p)}"""
+
+
+def _summary_parents(rel: str, p: dict[str, int]) -> str:
+    # lossless-claw: summary_id = the condensed node, parent_summary_id = one of its SOURCES.
+    return f"""
+    INSERT INTO summary_sources (conversation_id, summary_id, source_summary_id, ordinal)
+    SELECT k.conversation_id, r.summary_id, r.parent_summary_id, r.ordinal
+    FROM {rel} r JOIN _lcm_summary_keys k ON k.summary_id = r.summary_id"""
+
+
+def _summary_messages(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO summary_messages (conversation_id, summary_id, seq, ordinal)
+    SELECT k.conversation_id, r.summary_id, k.seq, r.ordinal
+    FROM {rel} r JOIN _lcm_message_keys k ON k.message_id = r.message_id"""
+
+
+def _context_items(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO context_items (conversation_id, ordinal, item_type, seq, summary_id, created_at)
+    SELECT r.conversation_id + {p['base']}, r.ordinal, r.item_type, k.seq, r.summary_id, r.created_at
+    FROM {rel} r LEFT JOIN _lcm_message_keys k ON k.message_id = r.message_id
+    WHERE r.conversation_id IN {_OWN_CONVERSATIONS.format(**p)}
+      AND (r.item_type <> 'message' OR k.seq IS NOT NULL)"""
+
+
+def _large_files(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO large_files (conversation_id, file_id, file_name, mime_type, byte_size, line_count, storage_uri,
+        exploration_summary, created_at)
+    SELECT conversation_id + {p['base']}, file_id, file_name, mime_type, byte_size, line_count, storage_uri,
+        exploration_summary, created_at
+    FROM {rel}
+    WHERE conversation_id IN {_OWN_CONVERSATIONS.format(**p)}"""
+
+
+_TRANSFORMS: dict[str, Callable[[str, dict[str, int]], str]] = {
+    "conversations": _conversations,
+    "messages": _messages,
+    "message_parts": _message_parts,
+    "summaries": _summaries,
+    "summary_parents": _summary_parents,
+    "summary_messages": _summary_messages,
+    "context_items": _context_items,
+    "large_files": _large_files,
+}
+_LAB_TABLE = {"summary_parents": "summary_sources"}
+
+
+def _after(store: LabStore, table: str, p: dict[str, int]) -> None:
+    """Key maps later transforms join on, built from what was just inserted."""
+    own = f"SELECT conversation_id FROM conversations WHERE source_id = {p['source_id']}"
+    if table == "messages":
+        store.execute(
+            "CREATE OR REPLACE TEMP TABLE _lcm_message_keys AS SELECT origin_message_id AS message_id, "
+            f"conversation_id, seq FROM messages WHERE conversation_id IN ({own})"
+        )
+    elif table == "summaries":
+        store.execute(
+            "CREATE OR REPLACE TEMP TABLE _lcm_summary_keys AS SELECT summary_id, conversation_id "
+            f"FROM summaries WHERE conversation_id IN ({own})"
+        )
+
+
+def import_lcm_db(
+    store: LabStore,
+    conn: sqlite3.Connection,
+    schema: LcmDbSchema,
+    source_id: int,
+    *,
+    scanner_alias: str | None = None,
+) -> LcmDbImport:
+    """Insert every row of an lcm.db's lossless-claw tables; the caller holds the transaction.
+
+    With ``scanner_alias`` (a database attached by :meth:`LabStore.attached_sqlite`) the rows
+    come through DuckDB's SQLite scanner, else through the stdlib connection ``conn``.
+    """
+    backend = "scanner" if scanner_alias else "sqlite3"
+    try:
+        return _import(store, conn, schema, source_id, scanner_alias)
+    except duckdb.Error as exc:
+        if backend == "scanner":
+            raise ScannerFailed(f"{schema.path}: SQLite scanner failed ({exc})") from exc
+        raise
+
+
+def _import(
+    store: LabStore, conn: sqlite3.Connection, schema: LcmDbSchema, source_id: int, scanner_alias: str | None
+) -> LcmDbImport:
+    params = {"source_id": source_id, "base": store.next_id("conversations", "conversation_id") - 1}
+    result = LcmDbImport(backend="scanner" if scanner_alias else "sqlite3")
+    try:
+        for table in LCM_TABLES:
+            lab_table = _LAB_TABLE.get(table, table)
+            inserted = 0
+            if table in schema.tables:
+                if scanner_alias:
+                    sql = _TRANSFORMS[table](f"({schema.select_sql(table, f'{scanner_alias}.{table}')})", params)
+                    inserted = _count(store.execute(sql).fetchone())
+                else:
+                    for batch in iter_table_batches(conn, schema, table):
+                        store.con.register(_BATCH, pa.Table.from_batches([batch]))
+                        try:
+                            inserted += _count(store.execute(_TRANSFORMS[table](_BATCH, params)).fetchone())
+                        finally:
+                            store.con.unregister(_BATCH)
+            result.counts[lab_table] = inserted
+            _after(store, table, params)
+    finally:
+        store.execute("DROP TABLE IF EXISTS _lcm_message_keys")
+        store.execute("DROP TABLE IF EXISTS _lcm_summary_keys")
+    _derive_missing_summary_columns(store, schema, source_id, result)
+    return result
+
+
+def _count(row: tuple[int, ...] | None) -> int:
+    return int(row[0]) if row else 0
+
+
+def _derive_missing_summary_columns(store: LabStore, schema: LcmDbSchema, source_id: int, result: LcmDbImport) -> None:
+    """Fill summary columns an old schema lacks the way the plugin's backfills compute them (spec §1.6)."""
+    if "summaries" not in schema.tables:
+        return
+    missing = set(schema.missing_columns("summaries"))
+    own = f"conversation_id IN (SELECT conversation_id FROM conversations WHERE source_id = {source_id})"
+    if "depth" in missing:
+        _derive_depths(store, own)
+    if "descendant_count" in missing:
+        store.execute(f"UPDATE summaries SET descendant_count = 0 WHERE {own} AND kind = 'leaf'")
+    if "descendant_token_count" in missing:
+        store.execute(f"UPDATE summaries SET descendant_token_count = 0 WHERE {own} AND kind = 'leaf'")
+    if "source_message_token_count" in missing:
+        store.execute(f"""
+            UPDATE summaries s SET source_message_token_count = COALESCE(x.total, 0)
+            FROM (SELECT sm.conversation_id, sm.summary_id, sum(m.token_count) AS total
+                  FROM summary_messages sm JOIN messages m USING (conversation_id, seq)
+                  GROUP BY ALL) x
+            WHERE s.{own} AND s.kind = 'leaf'
+              AND x.conversation_id = s.conversation_id AND x.summary_id = s.summary_id""")
+        store.execute(f"UPDATE summaries SET source_message_token_count = 0 "
+                      f"WHERE {own} AND kind = 'leaf' AND source_message_token_count IS NULL")
+    aggregated = [c for c in ("descendant_count", "descendant_token_count", "source_message_token_count") if c in missing]
+    if aggregated:
+        max_depth = store.fetch_all(f"SELECT COALESCE(max(depth), 0) FROM summaries WHERE {own}")[0][0]
+        sums = {
+            "descendant_count": "sum(src.descendant_count + 1)",
+            "descendant_token_count": "sum(src.token_count + src.descendant_token_count)",
+            "source_message_token_count": "sum(src.source_message_token_count)",
+        }
+        for depth in range(1, int(max_depth) + 1):
+            select = ", ".join(f"{sums[c]} AS {c}" for c in aggregated)
+            assign = ", ".join(f"{c} = COALESCE(x.{c}, 0)" for c in aggregated)
+            store.execute(f"""
+                UPDATE summaries s SET {assign}
+                FROM (SELECT e.conversation_id, e.summary_id, {select}
+                      FROM summary_sources e JOIN summaries src
+                        ON src.conversation_id = e.conversation_id AND src.summary_id = e.source_summary_id
+                      GROUP BY ALL) x
+                WHERE s.{own} AND s.kind = 'condensed' AND s.depth = {depth}
+                  AND x.conversation_id = s.conversation_id AND x.summary_id = s.summary_id""")
+
+
+def _derive_depths(store: LabStore, own: str) -> None:
+    """Leaves 0; condensed 1 + max(source depth), resolved iteratively; unresolvable → 1."""
+    store.execute(f"UPDATE summaries SET depth = 0 WHERE {own} AND kind = 'leaf'")
+    while True:
+        changed = store.execute(f"""
+            UPDATE summaries s SET depth = x.depth
+            FROM (SELECT e.conversation_id, e.summary_id, 1 + max(src.depth) AS depth,
+                         bool_and(src.depth IS NOT NULL) AS resolved
+                  FROM summary_sources e JOIN summaries src
+                    ON src.conversation_id = e.conversation_id AND src.summary_id = e.source_summary_id
+                  GROUP BY ALL) x
+            WHERE s.{own} AND s.depth IS NULL AND x.resolved
+              AND x.conversation_id = s.conversation_id AND x.summary_id = s.summary_id""").fetchone()
+        if not _count(changed):
+            break
+    store.execute(f"UPDATE summaries SET depth = 1 WHERE {own} AND depth IS NULL")
+
+
+__all__ = ["BACKENDS", "CANONICAL", "LcmDbImport", "ScannerFailed", "import_lcm_db"]

@@ -1,0 +1,85 @@
+"""The ``sources`` table: one row per file load attempt, the key to idempotent loading."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lcm_lab.store.core import LabStore
+
+LOADED_STATUSES = ("loaded", "appended")
+
+
+@dataclass(frozen=True)
+class FileFingerprint:
+    path: str
+    sha256: str
+    size_bytes: int
+    mtime: float
+
+
+def fingerprint(path: str | os.PathLike[str], chunk: int = 1 << 20) -> FileFingerprint:
+    """sha256, size and mtime of a file, read in chunks (never the whole file in memory)."""
+    digest = hashlib.sha256()
+    target = Path(path)
+    with open(target, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    st = target.stat()
+    return FileFingerprint(str(target.resolve()), digest.hexdigest(), st.st_size, st.st_mtime)
+
+
+def find_loaded(store: LabStore, sha256: str) -> tuple[int, str] | None:
+    """(source_id, path) of an earlier successful load of identical bytes, if any."""
+    row = store.fetch_all(
+        "SELECT source_id, path FROM sources WHERE sha256 = ? AND status IN ('loaded', 'appended') "
+        "ORDER BY source_id LIMIT 1",
+        [sha256],
+    )
+    return (int(row[0][0]), str(row[0][1])) if row else None
+
+
+def add_source(
+    store: LabStore,
+    *,
+    path: str,
+    kind: str,
+    status: str,
+    loader_version: str,
+    fp: FileFingerprint | None = None,
+    warnings: list[str] | None = None,
+    skipped_lines: int = 0,
+    meta: dict[str, Any] | None = None,
+) -> int:
+    """Insert a sources row and return its id."""
+    source_id = store.next_id("sources", "source_id")
+    store.execute(
+        "INSERT INTO sources (source_id, path, kind, status, sha256, size_bytes, mtime, loader_version, warnings,"
+        " skipped_lines, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            source_id,
+            fp.path if fp else path,
+            kind,
+            status,
+            fp.sha256 if fp else None,
+            fp.size_bytes if fp else None,
+            fp.mtime if fp else None,
+            loader_version,
+            list(warnings or []),
+            skipped_lines,
+            json.dumps(meta) if meta else None,
+        ],
+    )
+    return source_id
+
+
+def finish_source(store: LabStore, source_id: int, *, status: str, warnings: list[str], skipped_lines: int) -> None:
+    store.execute(
+        "UPDATE sources SET status = ?, warnings = ?, skipped_lines = ? WHERE source_id = ?",
+        [status, list(warnings), skipped_lines, source_id],
+    )
