@@ -1,0 +1,57 @@
+"""``lcm-lab doctor path/to/lcm.db [--json]``: check an lcm.db for degraded or broken summaries.
+
+Read-only: the file is never modified (WAL databases are read from a private copy). One finding
+per line (conversation, summary id, severity, check, evidence); ``--json`` prints one JSON object
+per line instead. Exit status: 0 clean, 1 findings at or above ``--fail-on``, 2 unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+
+from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
+from lcm_lab.io.sqlite_read import SqliteReadError
+from lcm_lab.metrics.doctor import CHECKS, SEVERITY_RANK, diagnose
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check an lcm.db for fallback summaries, leaks and broken DAG links (read-only)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("path", help="lcm.db file (also .db.gz)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per finding per line")
+    parser.add_argument(
+        "--fail-on",
+        choices=("info", "warning", "error"),
+        default="info",
+        help="lowest severity that makes the exit status 1 (default: info, i.e. any finding)",
+    )
+    parser.add_argument("--list-checks", action="store_true", help="print every check with its severity and exit")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_checks:
+        for check, severity in CHECKS.items():
+            print(f"{severity:7} {check}")
+        return 0
+    try:
+        rows = read_lcmdb_rows(args.path)
+    except (SqliteReadError, OSError) as exc:
+        print(f"lcm-lab doctor: {exc}", file=sys.stderr)
+        return 2
+    findings = diagnose(rows)
+    for finding in findings:
+        print(json.dumps(finding.as_dict(), ensure_ascii=False) if args.json else finding.line())
+    if not args.json:
+        counts = Counter(f.severity for f in findings)
+        summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info")) if findings else "no findings"
+        print(f"{args.path}: {len(rows.conversations)} conversations, {len(rows.summaries)} summaries; {summary}", file=sys.stderr)
+    threshold = SEVERITY_RANK[args.fail_on]
+    return 1 if any(SEVERITY_RANK[f.severity] >= threshold for f in findings) else 0

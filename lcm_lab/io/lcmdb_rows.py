@@ -1,0 +1,143 @@
+"""Raw rows of an lcm.db, exactly as stored, for consistency checks (``lcm-lab doctor``).
+
+The loader (:mod:`lcm_lab.io.lcmdb`) turns rows into resolved values and therefore cannot show
+a dangling edge or a cycle. The doctor needs the rows as they are: this module reads them
+read-only (through :func:`lcm_lab.io.sqlite_read.sqlite_snapshot`, which never touches the
+original file) and tolerates every historical schema (missing columns come back as ``None``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_snapshot
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    message_id: int
+    conversation_id: int
+    seq: int
+    role: str
+    content: str
+    token_count: int
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    summary_id: str
+    conversation_id: int
+    kind: str
+    depth: int | None
+    content: str
+    token_count: int
+    model: str | None
+    source_message_token_count: int | None
+
+
+@dataclass(frozen=True)
+class EdgeRow:
+    """``summary_messages`` (target = message_id) or ``summary_parents`` (target = source summary)."""
+
+    summary_id: str
+    target: int | str
+    ordinal: int
+
+
+@dataclass(frozen=True)
+class ContextRow:
+    conversation_id: int
+    ordinal: int
+    item_type: str
+    message_id: int | None
+    summary_id: str | None
+
+
+@dataclass(frozen=True)
+class LcmDbRows:
+    """Every row the doctor looks at, for the whole file (all conversations)."""
+
+    path: str
+    conversations: dict[int, str]  # conversation_id -> session_id
+    messages: tuple[MessageRow, ...]
+    summaries: tuple[SummaryRow, ...]
+    summary_messages: tuple[EdgeRow, ...]
+    summary_parents: tuple[EdgeRow, ...]
+    context_items: tuple[ContextRow, ...]
+
+
+_REQUIRED = ("conversations", "messages", "summaries", "summary_messages", "summary_parents", "context_items")
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _select(conn: sqlite3.Connection, table: str, wanted: tuple[str, ...]) -> Iterator[tuple[object, ...]]:
+    present = _columns(conn, table)
+    exprs = ", ".join(col if col in present else "NULL" for col in wanted)
+    yield from conn.execute(f"SELECT {exprs} FROM {table}")
+
+
+def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
+    """All doctor-relevant rows from an open lcm.db connection."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [t for t in _REQUIRED if t not in tables]
+    if missing:
+        raise SqliteReadError(f"{path}: not an lcm.db (missing tables: {', '.join(missing)})")
+    conversations = {int(cid): str(sid) for cid, sid in _select(conn, "conversations", ("conversation_id", "session_id"))}
+    messages = tuple(
+        MessageRow(int(mid), int(cid), int(seq), str(role), content or "", int(tok or 0))  # type: ignore[arg-type]
+        for mid, cid, seq, role, content, tok in _select(
+            conn, "messages", ("message_id", "conversation_id", "seq", "role", "content", "token_count")
+        )
+    )
+    summaries = tuple(
+        SummaryRow(
+            str(sid),
+            int(cid),  # type: ignore[arg-type]
+            str(kind),
+            None if depth is None else int(depth),  # type: ignore[arg-type]
+            content or "",  # type: ignore[arg-type]
+            int(tok or 0),  # type: ignore[arg-type]
+            None if model is None else str(model),
+            None if smt is None else int(smt),  # type: ignore[arg-type]
+        )
+        for sid, cid, kind, depth, content, tok, model, smt in _select(
+            conn,
+            "summaries",
+            ("summary_id", "conversation_id", "kind", "depth", "content", "token_count", "model", "source_message_token_count"),
+        )
+    )
+    summary_messages = tuple(
+        EdgeRow(str(sid), int(mid), int(ordinal or 0))  # type: ignore[arg-type]
+        for sid, mid, ordinal in _select(conn, "summary_messages", ("summary_id", "message_id", "ordinal"))
+    )
+    summary_parents = tuple(
+        EdgeRow(str(sid), str(pid), int(ordinal or 0))  # type: ignore[arg-type]
+        for sid, pid, ordinal in _select(conn, "summary_parents", ("summary_id", "parent_summary_id", "ordinal"))
+    )
+    context_items = tuple(
+        ContextRow(int(cid), int(ordinal), str(kind), None if mid is None else int(mid), None if sid is None else str(sid))  # type: ignore[arg-type]
+        for cid, ordinal, kind, mid, sid in _select(
+            conn, "context_items", ("conversation_id", "ordinal", "item_type", "message_id", "summary_id")
+        )
+    )
+    return LcmDbRows(path, conversations, messages, summaries, summary_messages, summary_parents, context_items)
+
+
+def read_lcmdb_rows(path: str | os.PathLike[str]) -> LcmDbRows:
+    """Read an lcm.db (or ``.db.gz``) without modifying it; :class:`SqliteReadError` if unreadable."""
+    with sqlite_snapshot(path) as snapshot:
+        conn = snapshot.connect()
+        try:
+            rows = read_rows(conn, str(path))
+        except sqlite3.DatabaseError as exc:
+            raise SqliteReadError(f"{path}: cannot read ({exc})") from exc
+        finally:
+            conn.close()
+        snapshot.verify_unchanged()
+    return rows

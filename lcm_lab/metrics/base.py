@@ -1,0 +1,125 @@
+"""Shared values of the scoring layer: the :class:`Score` row and text views of stored items.
+
+Every metric in :mod:`lcm_lab.metrics` returns ``Score`` values: one number for one thing
+(a summary, a DAG depth, a turn, a QA item, a whole run) with JSON-able details. They are
+written to the lab store's ``scores`` table by :mod:`lcm_lab.store.scores`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lcm_lab.engine.types import Assembly, StoredMessage
+
+Scope = Literal["run", "summary", "depth", "turn", "qa", "needle", "fact_type", "age", "category", "probe", "fixture"]
+SCOPES: tuple[str, ...] = ("run", "summary", "depth", "turn", "qa", "needle", "fact_type", "age", "category", "probe", "fixture")
+
+
+@dataclass(frozen=True)
+class Score:
+    """One measured value.
+
+    ``scope`` says what was measured (``"summary"``, ``"depth"``, ``"turn"``, ``"run"``,
+    ``"qa"``, ...) and ``scope_id`` which one (a summary id, a depth, a turn index, a QA id;
+    ``""`` for the run). ``value`` is ``None`` when the metric is undefined for that thing
+    (for example a retention ratio whose ceiling equals its floor); the reason is in ``details``.
+
+    >>> Score("run-1", "run", "", "peak_context_tokens", 5120.0).metric
+    'peak_context_tokens'
+    """
+
+    run_id: str
+    scope: str
+    scope_id: str
+    metric: str
+    value: float | None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise ValueError(f"unknown score scope {self.scope!r}; expected one of {SCOPES}")
+        if self.value is not None and not isinstance(self.value, int | float):
+            raise TypeError(f"score {self.metric}: value must be a number or None, got {type(self.value).__name__}")
+
+    def details_json(self) -> str:
+        """``details`` as canonical JSON text (sorted keys)."""
+        return json.dumps(self.details, sort_keys=True, default=_json_default)
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, set | frozenset | tuple):
+        return sorted(value) if isinstance(value, set | frozenset) else list(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def mean(values: Iterable[float]) -> float | None:
+    """Arithmetic mean, ``None`` for no values."""
+    items = list(values)
+    return sum(items) / len(items) if items else None
+
+
+# -- text of stored and assembled items --------------------------------------------------------
+
+
+def _strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings_in(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings_in(v)]
+    return []
+
+
+def message_text(message: StoredMessage) -> str:
+    """What a reader of the transcript sees of a stored message.
+
+    The plain-text projection (``content``) plus the arguments of tool calls (which the
+    projection leaves out): a ``command`` argument is rendered as ``$ <command>`` so that shell
+    commands are recognisable, other string arguments as they are.
+    """
+    pieces = [message.content] if message.content else []
+    for part in message.parts:
+        if part.part_type != "tool" or not part.tool_input:
+            continue
+        try:
+            args = json.loads(part.tool_input)
+        except ValueError:
+            pieces.append(part.tool_input)
+            continue
+        if isinstance(args, Mapping) and isinstance(args.get("command"), str):
+            pieces.append("$ " + args["command"])
+            rest = {k: v for k, v in args.items() if k != "command"}
+            pieces.extend(_strings_in(rest))
+        else:
+            pieces.extend(_strings_in(args))
+    return "\n".join(pieces)
+
+
+def assembled_message_text(message: Mapping[str, Any]) -> str:
+    """All text in one assembled runtime message (strings at any depth of its content)."""
+    return "\n".join(_strings_in(message.get("content", "")))
+
+
+def assembly_refs(assembly: Assembly) -> tuple[frozenset[int], frozenset[str]]:
+    """Message seqs and summary ids that an assembly shows the model."""
+    seqs = frozenset(int(i.ref) for i in assembly.items if i.kind == "message" and i.ref is not None)
+    sids = frozenset(str(i.ref) for i in assembly.items if i.kind == "summary" and i.ref is not None)
+    return seqs, sids
+
+
+def age_bucket(age: int, edges: tuple[int, ...] = (1, 4, 16, 64, 256)) -> str:
+    """A coarse, log-spaced label for an age in turns or messages.
+
+    >>> [age_bucket(a) for a in (0, 3, 20, 1000)]
+    ['0', '1-3', '16-63', '256+']
+    """
+    if age < edges[0]:
+        return "0" if edges[0] == 1 else f"0-{edges[0] - 1}"
+    for low, high in zip(edges, edges[1:], strict=False):
+        if low <= age < high:
+            return f"{low}-{high - 1}"
+    return f"{edges[-1]}+"

@@ -1,0 +1,289 @@
+"""Doctor checks: what is wrong or degraded in a summary DAG, one finding per problem.
+
+Like the plugin's own doctor and lcm-tui's repair, but read-only and exhaustive. Checks and their
+severities (``docs/metrics.md`` has the full table):
+
+* **error** — the DAG itself is broken, the plugin or the lab cannot trust it: ``broken-link``
+  (an edge or context item points at a missing row), ``cross-conversation-link``,
+  ``cyclic-dag``, ``orphaned-context-item``, ``leaf-without-sources``,
+  ``condensed-without-sources``.
+* **warning** — a summary lost quality in a way the plugin records or that is visible in its
+  content: every fallback/truncation/cap marker of spec §5.9 (``truncation-fallback``,
+  ``directive-omitted-fallback``, ``summarizer-fallback``, ``legacy-emergency-fallback``,
+  ``capped-summary``), ``emergency-fallback-model``, ``empty-summary``,
+  ``reasoning-only-summary``, ``leaked-tool-output``, ``leaked-base64``,
+  ``summary-larger-than-source``, ``depth-mismatch``.
+* **info** — worth knowing, not necessarily wrong: ``directive-omitted-inline`` (the fallback
+  sanitiser replaced prompt-injection-like text), ``unreachable-summary`` (neither in context nor
+  under a summary in context, e.g. after ``/new`` pruning), ``duplicate-context-ref``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from lcm_lab.io.lcmdb_rows import ContextRow, EdgeRow, LcmDbRows, MessageRow, SummaryRow
+from lcm_lab.metrics.base import Score
+from lcm_lab.metrics.dag import Dag
+from lcm_lab.metrics.markers import EMERGENCY_MODEL, MARKERS, find_markers
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
+
+CHECKS: dict[str, Severity] = {
+    "broken-link": "error",
+    "cross-conversation-link": "error",
+    "cyclic-dag": "error",
+    "orphaned-context-item": "error",
+    "leaf-without-sources": "error",
+    "condensed-without-sources": "error",
+    **{m.check: ("info" if m.check == "directive-omitted-inline" else "warning") for m in MARKERS},
+    "emergency-fallback-model": "warning",
+    "empty-summary": "warning",
+    "reasoning-only-summary": "warning",
+    "leaked-tool-output": "warning",
+    "leaked-base64": "warning",
+    "summary-larger-than-source": "warning",
+    "depth-mismatch": "warning",
+    "unreachable-summary": "info",
+    "duplicate-context-ref": "info",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: where (conversation, summary), which check, how bad, and the evidence."""
+
+    conversation_id: int
+    session_id: str
+    summary_id: str | None
+    check: str
+    severity: Severity
+    evidence: str
+
+    def line(self) -> str:
+        """One human-readable line: ``conv=1 summary=sum_… warning truncation-fallback: …``."""
+        return f"conv={self.conversation_id} summary={self.summary_id or '-'} {self.severity} {self.check}: {self.evidence}"
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+_THINK_OPENER = re.compile(r"^\s*(?:<\|think\|>|\[thinking\]|<(?:think|thinking|reasoning)>)", re.IGNORECASE)
+_TOOL_LEAK = re.compile(
+    r"\"type\"\s*:\s*\"(?:tool_result|toolResult|tool_use|toolUse|toolCall|function_call|function_call_output)\""
+    r"|\"(?:toolCallId|tool_use_id|tool_call_id)\"\s*:"
+    r"|\[lossless-claw\] missing tool result"
+    r"|^Tool (?:input|output) \([^)\n]*\):"
+    r"|<(?:tool_result|function_results)\b",
+    re.MULTILINE,
+)
+_DATA_URL = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]{16,}")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{200,}={0,2}")
+
+
+def _snippet(text: str, limit: int = 80) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def _looks_base64(run: str) -> bool:
+    return any(c.isdigit() for c in run) and any(c.isupper() for c in run) and any(c.islower() for c in run)
+
+
+def content_checks(content: str, model: str | None) -> list[tuple[str, str]]:
+    """``(check, evidence)`` pairs for one summary's content and model (no DAG needed)."""
+    out: list[tuple[str, str]] = []
+    for hit in find_markers(content):
+        out.append((hit.kind.check, hit.evidence))
+    if model == EMERGENCY_MODEL:
+        out.append(("emergency-fallback-model", f"model={model}"))
+    if not content.strip():
+        out.append(("empty-summary", f"content={content!r}"))
+    elif _THINK_OPENER.match(content) or not _THINK_BLOCK.sub("", content).strip():
+        out.append(("reasoning-only-summary", _snippet(content)))
+    leak = _TOOL_LEAK.search(content)
+    if leak:
+        out.append(("leaked-tool-output", _snippet(content[leak.start() : leak.start() + 120])))
+    data_url = _DATA_URL.search(content)
+    if data_url:
+        out.append(("leaked-base64", f"data URL of {len(data_url.group(0))} chars: {data_url.group(0)[:40]}…"))
+    else:
+        run = next((m.group(0) for m in _BASE64_RUN.finditer(content) if _looks_base64(m.group(0))), None)
+        if run:
+            out.append(("leaked-base64", f"base64-like run of {len(run)} chars: {run[:32]}…"))
+    return out
+
+
+def _find_cycles(sources: dict[str, list[str]]) -> list[list[str]]:
+    """Cycles in the summary -> source-summary graph (each reported once, by its smallest id)."""
+    color: dict[str, int] = {}
+    cycles: list[list[str]] = []
+    seen_keys: set[frozenset[str]] = set()
+    for start in sorted(sources):
+        if color.get(start):
+            continue
+        stack: list[tuple[str, Iterable[str]]] = [(start, iter(sources.get(start, ())))]
+        path = [start]
+        color[start] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(iter(children), None)  # type: ignore[call-overload]
+            if child is None:
+                color[node] = 2
+                stack.pop()
+                path.pop()
+                continue
+            state = color.get(child, 0)
+            if state == 1:
+                cycle = path[path.index(child) :]
+                key = frozenset(cycle)
+                if key not in seen_keys:
+                    seen_keys.add(key)
+                    cycles.append(cycle + [child])
+            elif state == 0:
+                color[child] = 1
+                path.append(child)
+                stack.append((child, iter(sources.get(child, ()))))
+    return cycles
+
+
+def diagnose(rows: LcmDbRows) -> list[Finding]:
+    """Run every check over all conversations of an lcm.db; findings in a stable order."""
+    findings: list[Finding] = []
+    session = rows.conversations
+    messages = {m.message_id: m for m in rows.messages}
+    summaries = {s.summary_id: s for s in rows.summaries}
+    msg_edges: dict[str, list[EdgeRow]] = defaultdict(list)
+    for edge in rows.summary_messages:
+        msg_edges[edge.summary_id].append(edge)
+    parent_edges: dict[str, list[EdgeRow]] = defaultdict(list)
+    for edge in rows.summary_parents:
+        parent_edges[edge.summary_id].append(edge)
+
+    def add(cid: int, sid: str | None, check: str, evidence: str) -> None:
+        findings.append(Finding(cid, session.get(cid, "?"), sid, check, CHECKS[check], evidence))
+
+    # -- edges ---------------------------------------------------------------------------------
+    for sid in sorted(set(msg_edges) | set(parent_edges)):
+        owner = summaries.get(sid)
+        cid = owner.conversation_id if owner else -1
+        if owner is None:
+            add(cid, sid, "broken-link", "summary_messages/summary_parents rows for a summary that does not exist")
+            continue
+        for edge in msg_edges.get(sid, ()):
+            target = messages.get(int(edge.target))
+            if target is None:
+                add(cid, sid, "broken-link", f"summary_messages -> missing message_id {edge.target}")
+            elif target.conversation_id != cid:
+                add(cid, sid, "cross-conversation-link", f"source message_id {edge.target} belongs to conversation {target.conversation_id}")
+        for edge in parent_edges.get(sid, ()):
+            source = summaries.get(str(edge.target))
+            if source is None:
+                add(cid, sid, "broken-link", f"summary_parents -> missing source summary {edge.target}")
+            elif source.conversation_id != cid:
+                add(cid, sid, "cross-conversation-link", f"source summary {edge.target} belongs to conversation {source.conversation_id}")
+    graph = {sid: [str(e.target) for e in edges] for sid, edges in parent_edges.items()}
+    for cycle in _find_cycles(graph):
+        owner = summaries.get(cycle[0])
+        add(owner.conversation_id if owner else -1, cycle[0], "cyclic-dag", " -> ".join(cycle))
+
+    # -- summaries -----------------------------------------------------------------------------
+    for summary in rows.summaries:
+        cid, sid = summary.conversation_id, summary.summary_id
+        for check, evidence in content_checks(summary.content, summary.model):
+            add(cid, sid, check, evidence)
+        if summary.kind == "leaf":
+            sources = [messages[int(e.target)] for e in msg_edges.get(sid, ()) if int(e.target) in messages]
+            if not msg_edges.get(sid):
+                add(cid, sid, "leaf-without-sources", "no summary_messages rows")
+            source_tokens = sum(m.token_count for m in sources)
+            if summary.depth not in (0, None):
+                add(cid, sid, "depth-mismatch", f"leaf with depth {summary.depth}")
+        else:
+            inputs = [summaries[str(e.target)] for e in parent_edges.get(sid, ()) if str(e.target) in summaries]
+            if not parent_edges.get(sid):
+                add(cid, sid, "condensed-without-sources", "no summary_parents rows")
+            source_tokens = sum(s.token_count for s in inputs)
+            depths = [s.depth for s in inputs if s.depth is not None]
+            if depths and summary.depth is not None and summary.depth != max(depths) + 1:
+                add(cid, sid, "depth-mismatch", f"depth {summary.depth}, inputs at depths {sorted(set(depths))}")
+        if source_tokens and summary.token_count > source_tokens:
+            add(cid, sid, "summary-larger-than-source", f"{summary.token_count} tokens from {source_tokens} source tokens")
+
+    # -- context items -------------------------------------------------------------------------
+    by_conv: dict[int, list[ContextRow]] = defaultdict(list)
+    for item in rows.context_items:
+        by_conv[item.conversation_id].append(item)
+    for cid, items in sorted(by_conv.items()):
+        if cid not in session:
+            add(cid, None, "orphaned-context-item", f"{len(items)} context items for a conversation that does not exist")
+        counts = Counter((i.item_type, i.message_id if i.item_type == "message" else i.summary_id) for i in items)
+        for (kind, ref), n in sorted(counts.items(), key=str):
+            if n > 1:
+                add(cid, ref if kind == "summary" else None, "duplicate-context-ref", f"{kind} {ref} appears {n} times")
+        for item in sorted(items, key=lambda i: i.ordinal):
+            if item.item_type == "message":
+                target_m: MessageRow | None = messages.get(item.message_id) if item.message_id is not None else None
+                if target_m is None:
+                    add(cid, None, "orphaned-context-item", f"ordinal {item.ordinal} -> missing message_id {item.message_id}")
+                elif target_m.conversation_id != cid:
+                    add(cid, None, "orphaned-context-item", f"ordinal {item.ordinal} -> message_id {item.message_id} of conversation {target_m.conversation_id}")
+            elif item.item_type == "summary":
+                target_s: SummaryRow | None = summaries.get(item.summary_id) if item.summary_id is not None else None
+                if target_s is None:
+                    add(cid, item.summary_id, "orphaned-context-item", f"ordinal {item.ordinal} -> missing summary {item.summary_id}")
+                elif target_s.conversation_id != cid:
+                    add(cid, item.summary_id, "orphaned-context-item", f"ordinal {item.ordinal} -> summary of conversation {target_s.conversation_id}")
+            else:
+                add(cid, None, "orphaned-context-item", f"ordinal {item.ordinal} has item_type {item.item_type!r}")
+    # Reachability: from context summaries down their sources.
+    reachable: set[str] = set()
+    frontier = [i.summary_id for i in rows.context_items if i.item_type == "summary" and i.summary_id]
+    while frontier:
+        sid = frontier.pop()
+        if sid in reachable:
+            continue
+        reachable.add(sid)
+        frontier.extend(str(e.target) for e in parent_edges.get(sid, ()))
+    for summary in rows.summaries:
+        if summary.summary_id not in reachable and summary.conversation_id in by_conv:
+            add(summary.conversation_id, summary.summary_id, "unreachable-summary", "not in context and not a source of any summary in context")
+    findings.sort(key=lambda f: (f.conversation_id, -SEVERITY_RANK[f.severity], f.check, f.summary_id or ""))
+    return findings
+
+
+def rows_from_dag(dag: Dag, conversation_id: int = 1) -> LcmDbRows:
+    """Doctor rows for a replay's or loaded conversation's DAG (message ids = seqs)."""
+    msgs = tuple(MessageRow(m.seq, conversation_id, m.seq, m.role, m.content, m.token_count) for m in dag.messages)
+    sums = tuple(
+        SummaryRow(s.summary_id, conversation_id, s.kind, s.depth, s.content, s.token_count, s.model, s.source_message_token_count)
+        for s in dag.summaries
+    )
+    sm = tuple(EdgeRow(s.summary_id, seq, i) for s in dag.summaries for i, seq in enumerate(s.source_message_seqs))
+    sp = tuple(EdgeRow(s.summary_id, src, i) for s in dag.summaries for i, src in enumerate(s.source_summary_ids))
+    ctx = tuple(
+        ContextRow(conversation_id, i, c.kind, int(c.ref) if c.kind == "message" else None, str(c.ref) if c.kind == "summary" else None)
+        for i, c in enumerate(dag.context)
+    )
+    return LcmDbRows(dag.label, {conversation_id: dag.label}, msgs, sums, sm, sp, ctx)
+
+
+def doctor_scores(findings: Iterable[Finding], run_id: str) -> list[Score]:
+    """Counts of findings per check (run scope) and per summary (``doctor_findings``)."""
+    items = list(findings)
+    scores = [Score(run_id, "run", "", f"doctor_{check.replace('-', '_')}", float(sum(1 for f in items if f.check == check)), {"severity": sev}) for check, sev in CHECKS.items()]
+    for severity in ("error", "warning", "info"):
+        scores.append(Score(run_id, "run", "", f"doctor_{severity}s", float(sum(1 for f in items if f.severity == severity))))
+    per_summary: dict[str, list[str]] = defaultdict(list)
+    for f in items:
+        if f.summary_id:
+            per_summary[f.summary_id].append(f.check)
+    for sid, checks in sorted(per_summary.items()):
+        scores.append(Score(run_id, "summary", sid, "doctor_findings", float(len(checks)), {"checks": sorted(checks)}))
+    return scores

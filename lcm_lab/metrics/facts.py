@@ -1,0 +1,274 @@
+"""Hard-fact extraction: the specifics a continuing agent needs verbatim.
+
+Factory's probe evaluation found the "artifact trail" (files, commands, identifiers) the weakest
+dimension of every compaction method. This module makes that deterministic: regular expressions
+pull typed facts out of source text, and :class:`TextIndex` answers "which texts contain this
+fact?" quickly (token postings, then a boundary-aware check) so retention can be measured per
+summary and per turn without an LLM.
+
+Fact types, in the order they claim text (an earlier type wins an overlapping span, so the path
+inside a URL is not counted again): ``url``, ``command``, ``error``, ``datetime``, ``money``,
+``version``, ``number_unit``, ``path``, ``hash``, ``identifier``, ``name``.
+
+>>> [(f.kind, f.text) for f in extract_facts("Run `pytest -x tests/` then open https://x.org/a.")]
+[('url', 'https://x.org/a'), ('command', 'pytest -x tests/')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+FACT_TYPES: tuple[str, ...] = (
+    "url",
+    "command",
+    "error",
+    "datetime",
+    "money",
+    "version",
+    "number_unit",
+    "path",
+    "hash",
+    "identifier",
+    "name",
+)
+
+_MONTHS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December"
+    "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
+)
+_COMMANDS = (
+    "git|npm|npx|pnpm|yarn|pip|pip3|python|python3|pytest|node|deno|bun|cargo|rustc|go|make|cmake|"
+    "docker|kubectl|helm|terraform|ls|cat|cd|grep|rg|sed|awk|find|curl|wget|ssh|scp|rsync|rm|mv|cp|"
+    "mkdir|chmod|chown|touch|tar|unzip|bash|sh|zsh|uv|brew|apt|apt-get|tsc|vitest|jest|ruff|mypy|"
+    "openclaw|sqlite3|psql|redis-cli|systemctl|journalctl|gh|head|tail|wc|sort|echo|export|source|kill"
+)
+_UNITS = (
+    "ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
+    "[KMGT]i?B|kb|mb|gb|tb|bytes?|bits?|tokens?|px|pt|em|rem|°[CF]|km|m|cm|mm|mi|kg|g|lbs?|"
+    "lines?|files?|tests?|requests?|rps|qps|fps|Hz|kHz|MHz|GHz|cores?|threads?|x|%"
+)
+
+_PATTERNS: dict[str, re.Pattern[str]] = {
+    "url": re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`)\]}]+"),
+    "command": re.compile(
+        rf"(?:^|(?<=\n))\s*\$ (?P<c1>[^\n]+)|`(?P<c2>(?:{_COMMANDS})\b[^`\n]*)`",
+    ),
+    "error": re.compile(
+        r"\b(?:[A-Z][A-Za-z0-9]*(?:Error|Exception|Failure)|E[A-Z]{3,}|(?:fatal|error)(?=:))"
+        r"(?::[ \t]*(?:[^\n.,;]|[.,;](?![ \t]|$)){1,100})?"
+        r"|\bexit(?:ed)? (?:code|status) \d+"
+    ),
+    "datetime": re.compile(
+        r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?"
+        rf"|\b\d{{1,2}} (?:{_MONTHS})\.?,? \d{{4}}"
+        rf"|\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b"
+        rf"|\b(?:{_MONTHS}) \d{{4}}\b"
+        r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?(?![\d:])"
+        r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+    ),
+    "money": re.compile(
+        r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:[kKmMbB]n?|million|billion|thousand)\b)?"
+        r"|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|dollars|euros|cents)\b"
+    ),
+    "version": re.compile(r"\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?\b|\bv\d+(?:\.\d+)?\b"),
+    "number_unit": re.compile(rf"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:{_UNITS})(?![\w])"),
+    "path": re.compile(
+        r"(?<![\w/.:-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+/?"
+        r"|(?<![\w/.-])[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|txt|yaml|yml|toml|rs|go|sh|db|"
+        r"sql|csv|tsv|html|css|c|h|cc|cpp|hpp|java|kt|rb|php|lock|log|cfg|ini|env|xml|ipynb|png|jpg|pdf|gz|zip)\b"
+    ),
+    "hash": re.compile(
+        r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+        r"|\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b",
+        re.IGNORECASE,
+    ),
+    "identifier": re.compile(
+        r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b"  # snake_case, sum_abc, file_…
+        r"|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b"  # camelCase
+        r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"  # PascalCase (ContextAssembler)
+        r"|\b[A-Z]{2,}-\d+\b"  # tickets PROJ-123
+        r"|\b[A-Z]{2,}[0-9]+[A-Z0-9]*\b"  # SOC2, ES2022
+        r"|#[A-Za-z][\w-]+"  # channels, tags
+    ),
+    "name": re.compile(r"\b[A-Z][a-z][A-Za-z'’-]*(?:\s+(?:[A-Z][a-z][A-Za-z'’-]*|de|van|von|da|del|of))*(?<!\s(?:de|of))\b"),
+}
+
+# Capitalised words that are not names (sentence openers, pronouns, calendar words, ...).
+_NOT_NAMES = frozenset(
+    """a about after again all also an and any are as at be because been before but by can could
+    did do does done during each even every for from had has have he her here hers him his how i if
+    in into is it its just let like many may maybe me more most my no not now of off oh ok okay on
+    once one only or our out over please see she so some still such than thanks thank that the their
+    them then there these they this those though through to too two under until up us very was we
+    well were what when where which while who why will with would yes yeah yet you your yours hey hi
+    hello good nice wow sure sounds sorry also absolutely awesome cool congrats congratulations
+    definitely hmm really right totally true wait done next first second third last note todo
+    monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday
+    january february march april june july august september october november december
+    user assistant tool system summary error warning info debug true false null none""".split()
+)
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|[\"“(]\s*)$")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One hard fact: its type, the text as written, its match key, and where it first appeared."""
+
+    kind: str
+    text: str
+    key: str
+    seq: int | None = None  # message seq of the first mention (None for free text)
+
+
+def normalize(text: str) -> str:
+    """Lower-case, whitespace collapsed to single spaces (used for facts and for targets)."""
+    return " ".join(text.lower().split())
+
+
+def fact_key(kind: str, text: str) -> str:
+    """The string a target must contain for the fact to count as present.
+
+    Trailing punctuation is stripped (a sentence's full stop is not part of a path), and for
+    numbers with units and money the space between number and unit is dropped.
+    """
+    key = normalize(text)
+    if kind != "command":
+        key = key.rstrip(".,;:!?)]}'\"")
+    if kind in ("number_unit", "money"):
+        key = re.sub(r"(?<=\d) (?=\D)", "", key)
+    return key
+
+
+def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in taken)
+
+
+def _trim_name(surface: str, start: int) -> tuple[int, str]:
+    """Drop non-name words (``Hey``, ``Thanks``) from both ends of a capitalised run."""
+    words = list(re.finditer(r"\S+", surface))
+    while words and words[0].group(0).lower().strip("'’") in _NOT_NAMES:
+        words.pop(0)
+    while words and words[-1].group(0).lower().strip("'’") in _NOT_NAMES:
+        words.pop()
+    if not words:
+        return start, ""
+    return start + words[0].start(), surface[words[0].start() : words[-1].end()]
+
+
+def _is_name(text: str, start: int, source: str) -> bool:
+    words = text.split()
+    if all(w.lower().strip("'’") in _NOT_NAMES for w in words):
+        return False
+    if len(words) == 1:
+        if len(text) < 3:
+            return False
+        # A single capitalised word at a sentence start is usually just a sentence start.
+        if _SENTENCE_START.search(source[max(0, start - 3) : start]) or start == 0:
+            return False
+    return True
+
+
+def extract_facts(text: str, seq: int | None = None, kinds: Sequence[str] = FACT_TYPES) -> list[Fact]:
+    """Typed hard facts in ``text``, in order of appearance, de-duplicated by (type, key)."""
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, Fact]] = []
+    seen: set[tuple[str, str]] = set()
+    for kind in FACT_TYPES:
+        if kind not in kinds and kind != "url":
+            continue
+        for match in _PATTERNS[kind].finditer(text):
+            start, end = match.span()
+            surface = match.group(0)
+            if kind == "command":
+                group = "c1" if match.group("c1") is not None else "c2"
+                start, end = match.span(group)
+                surface = match.group(group).strip()
+            if kind == "name":
+                start, surface = _trim_name(surface, start)
+                end = start + len(surface)
+            elif kind != "command":
+                surface = surface.strip().rstrip(".,;:!?)]}'\"")
+            surface = surface.strip()
+            if not surface or _overlaps((start, end), taken):
+                continue
+            if kind == "path" and "/" not in surface and "." not in surface:
+                continue
+            if kind == "path" and re.fullmatch(r"[\d/.]+", surface):
+                continue  # dates like 5/6/2023 and plain numbers
+            if kind == "name" and not _is_name(surface, start, text):
+                continue
+            taken.append((start, end))
+            if kind not in kinds:
+                continue
+            key = fact_key(kind, surface)
+            if len(key) < 2 or (kind, key) in seen:
+                continue
+            seen.add((kind, key))
+            found.append((start, Fact(kind, surface, key, seq)))
+    return [fact for _, fact in sorted(found, key=lambda pair: pair[0])]
+
+
+def facts_from_texts(texts: Iterable[tuple[int, str]], kinds: Sequence[str] = FACT_TYPES) -> list[Fact]:
+    """Facts of ``(seq, text)`` pairs in order; a fact repeated later keeps its first seq."""
+    seen: set[tuple[str, str]] = set()
+    out: list[Fact] = []
+    for seq, text in texts:
+        for fact in extract_facts(text, seq=seq, kinds=kinds):
+            if (fact.kind, fact.key) in seen:
+                continue
+            seen.add((fact.kind, fact.key))
+            out.append(fact)
+    return out
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _boundary_pattern(key: str) -> re.Pattern[str]:
+    left = r"(?<![a-z0-9])" if key[:1].isalnum() else ""
+    right = r"(?![a-z0-9])" if key[-1:].isalnum() else ""
+    return re.compile(left + re.escape(key) + right)
+
+
+class TextIndex:
+    """Which of many texts contain a fact (boundary-aware, case/whitespace-insensitive).
+
+    >>> idx = TextIndex([(1, "Edit src/app.py now"), (2, "nothing here")])
+    >>> idx.containing(Fact("path", "src/app.py", "src/app.py"))
+    frozenset({1})
+    """
+
+    def __init__(self, texts: Iterable[tuple[object, str]]) -> None:
+        self.refs: list[object] = []
+        self.texts: list[str] = []
+        self.squeezed: list[str] = []
+        self._postings: dict[str, set[int]] = {}
+        for ref, text in texts:
+            norm = normalize(text)
+            i = len(self.refs)
+            self.refs.append(ref)
+            self.texts.append(norm)
+            self.squeezed.append(re.sub(r"(?<=\d) (?=\D)", "", norm))
+            for token in set(_TOKEN.findall(norm)):
+                self._postings.setdefault(token, set()).add(i)
+        self._memo: dict[tuple[str, str], frozenset[object]] = {}
+
+    def containing(self, fact: Fact) -> frozenset[object]:
+        """Refs of the texts that contain ``fact.key``."""
+        memo_key = (fact.kind, fact.key)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        tokens = set(_TOKEN.findall(fact.key))
+        if tokens:
+            postings = [self._postings.get(t, set()) for t in tokens]
+            candidates = set.intersection(*postings) if all(postings) else set()
+        else:
+            candidates = set(range(len(self.refs)))
+        pattern = _boundary_pattern(fact.key)
+        corpus = self.squeezed if fact.kind in ("number_unit", "money") else self.texts
+        hits = frozenset(self.refs[i] for i in sorted(candidates) if pattern.search(corpus[i]))
+        self._memo[memo_key] = hits
+        return hits

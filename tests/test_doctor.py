@@ -1,0 +1,264 @@
+"""``lcm-lab doctor``: every marker format found in hand-made lcm.db files, nothing in clean ones,
+structural breakage reported as errors, exit codes, and read-only on every shared fixture."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lcm_lab.cli import main
+from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
+from lcm_lab.metrics.doctor import CHECKS, diagnose
+from lcm_lab.metrics.markers import MARKERS
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+# A current-schema subset of the plugin's DDL (spec §1.2): the tables the doctor reads.
+SCHEMA = """
+CREATE TABLE conversations (conversation_id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+  session_key TEXT, title TEXT, created_at TEXT NOT NULL DEFAULT (datetime('now')));
+CREATE TABLE messages (message_id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, token_count INTEGER NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (datetime('now')));
+CREATE TABLE summaries (summary_id TEXT PRIMARY KEY, conversation_id INTEGER NOT NULL, kind TEXT NOT NULL,
+  depth INTEGER NOT NULL DEFAULT 0, content TEXT NOT NULL, token_count INTEGER NOT NULL,
+  source_message_token_count INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL DEFAULT (datetime('now')),
+  file_ids TEXT NOT NULL DEFAULT '[]', model TEXT NOT NULL DEFAULT 'unknown');
+CREATE TABLE summary_messages (summary_id TEXT NOT NULL, message_id INTEGER NOT NULL, ordinal INTEGER NOT NULL,
+  PRIMARY KEY (summary_id, message_id));
+CREATE TABLE summary_parents (summary_id TEXT NOT NULL, parent_summary_id TEXT NOT NULL, ordinal INTEGER NOT NULL,
+  PRIMARY KEY (summary_id, parent_summary_id));
+CREATE TABLE context_items (conversation_id INTEGER NOT NULL, ordinal INTEGER NOT NULL, item_type TEXT NOT NULL,
+  message_id INTEGER, summary_id TEXT, created_at TEXT NOT NULL DEFAULT (datetime('now')),
+  PRIMARY KEY (conversation_id, ordinal));
+"""
+
+CLEAN_LEAF = "Decided to keep the retry loop in src/net/client.py; tests pass.\nExpand for details about: retry timings"
+
+# Every marker format of spec §5.9 (all versions), as the plugin writes it.
+MARKER_CONTENTS: dict[str, str] = {
+    "truncation-fallback": "[2026-01-01 10:00 UTC | user]\nplease check item 1\n[Truncated from 18 tokens]",
+    "directive-omitted-fallback": (
+        "ok so far [LCM fallback summary omitted directive-shaped untrusted content]. more\n"
+        "[LCM fallback summary; directive-shaped untrusted content omitted]\n[Truncated from 640 tokens]"
+    ),
+    "summarizer-fallback": "source prefix text\n[LCM fallback summary; truncated for context management]",
+    "legacy-emergency-fallback": "old source prefix\n[Truncated for context management]",
+    "capped-summary": "long summary text\n[Capped from 7311 tokens to ~7200]",
+    "directive-omitted-inline": "a [LCM fallback summary omitted directive-shaped untrusted content]. b\n[Truncated from 90 tokens]",
+}
+CAP_VARIANTS = ("text\n[Capped to ~600]", "text\n[Capped]")
+EMPTY_SOURCE_FALLBACK = "[Truncated from 0 tokens]"
+
+
+def build_db(path: Path, summaries: list[dict[str, object]], *, extra_sql: str = "") -> Path:
+    """One conversation with 4 messages; each summary dict is a leaf over messages 1-2 unless
+    it says otherwise; all summaries go into the context after the two tail messages."""
+    con = sqlite3.connect(path)
+    con.executescript(SCHEMA)
+    con.execute("INSERT INTO conversations (conversation_id, session_id) VALUES (1, 'sess-1')")
+    for seq in range(1, 5):
+        con.execute(
+            "INSERT INTO messages (message_id, conversation_id, seq, role, content, token_count) VALUES (?, 1, ?, ?, ?, 400)",
+            (seq, seq, "user" if seq % 2 else "assistant", f"message {seq} about src/app.py"),
+        )
+    ordinal = 0
+    for spec in summaries:
+        sid = str(spec["id"])
+        kind = str(spec.get("kind", "leaf"))
+        con.execute(
+            "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, model) VALUES (?, 1, ?, ?, ?, ?, ?)",
+            (sid, kind, int(spec.get("depth", 0)), str(spec["content"]), int(spec.get("tokens", 20)), str(spec.get("model", "m1"))),
+        )
+        for i, mid in enumerate(spec.get("messages", [1, 2] if kind == "leaf" else [])):  # type: ignore[arg-type]
+            con.execute("INSERT INTO summary_messages VALUES (?, ?, ?)", (sid, mid, i))
+        for i, parent in enumerate(spec.get("parents", [])):  # type: ignore[arg-type]
+            con.execute("INSERT INTO summary_parents VALUES (?, ?, ?)", (sid, parent, i))
+        if spec.get("in_context", True):
+            con.execute("INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id) VALUES (1, ?, 'summary', ?)", (ordinal, sid))
+            ordinal += 1
+    for mid in (3, 4):
+        con.execute("INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (1, ?, 'message', ?)", (ordinal, mid))
+        ordinal += 1
+    if extra_sql:
+        con.executescript(extra_sql)
+    con.commit()
+    con.close()
+    return path
+
+
+def checks_of(path: Path) -> list[tuple[str | None, str]]:
+    return [(f.summary_id, f.check) for f in diagnose(read_lcmdb_rows(path))]
+
+
+def test_clean_db_has_no_findings(tmp_path: Path) -> None:
+    db = build_db(
+        tmp_path / "clean.db",
+        [
+            {"id": "sum_a", "content": CLEAN_LEAF, "in_context": False},
+            {"id": "sum_b", "content": CLEAN_LEAF, "messages": [3], "in_context": False},
+            {"id": "sum_c", "kind": "condensed", "depth": 1, "content": "Condensed: kept retry loop.", "parents": ["sum_a", "sum_b"]},
+        ],
+    )
+    assert checks_of(db) == []
+    assert main(["doctor", str(db)]) == 0
+
+
+@pytest.mark.parametrize("check", sorted(MARKER_CONTENTS))
+def test_every_marker_format_is_found(tmp_path: Path, check: str) -> None:
+    db = build_db(tmp_path / f"{check}.db", [{"id": "sum_x", "content": MARKER_CONTENTS[check]}])
+    assert ("sum_x", check) in checks_of(db)
+
+
+def test_marker_table_covers_spec_formats() -> None:
+    assert {m.check for m in MARKERS} == set(MARKER_CONTENTS)
+
+
+@pytest.mark.parametrize("content", CAP_VARIANTS)
+def test_all_cap_suffix_variants(tmp_path: Path, content: str) -> None:
+    db = build_db(tmp_path / "cap.db", [{"id": "sum_x", "content": content}])
+    assert ("sum_x", "capped-summary") in checks_of(db)
+
+
+def test_empty_source_fallback_and_emergency_model(tmp_path: Path) -> None:
+    db = build_db(
+        tmp_path / "e.db",
+        [
+            {"id": "sum_empty_src", "content": EMPTY_SOURCE_FALLBACK},
+            {"id": "sum_emerg", "content": "prefix\n[LCM fallback summary; truncated for context management]", "model": "emergency-fallback"},
+        ],
+    )
+    found = checks_of(db)
+    assert ("sum_empty_src", "truncation-fallback") in found
+    assert ("sum_emerg", "emergency-fallback-model") in found
+    assert ("sum_emerg", "summarizer-fallback") in found
+
+
+def test_content_problems(tmp_path: Path) -> None:
+    b64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk" * 6
+    db = build_db(
+        tmp_path / "c.db",
+        [
+            {"id": "sum_empty", "content": "   \n"},
+            {"id": "sum_think", "content": "<think>I should summarise the work.</think>"},
+            {"id": "sum_think2", "content": "[thinking] planning the summary"},
+            {"id": "sum_tool", "content": 'Result: {"type":"toolResult","toolCallId":"call_1","content":"ls output"}'},
+            {"id": "sum_part", "content": "Tool output (exec):\na.txt\nb.txt"},
+            {"id": "sum_b64", "content": f"Screenshot data {b64} end"},
+            {"id": "sum_dataurl", "content": "img data:image/png;base64,iVBORw0KGgoAAAANSUhEUg== shown"},
+            {"id": "sum_big", "content": "x", "tokens": 900},
+        ],
+    )
+    found = set(checks_of(db))
+    assert {
+        ("sum_empty", "empty-summary"),
+        ("sum_think", "reasoning-only-summary"),
+        ("sum_think2", "reasoning-only-summary"),
+        ("sum_tool", "leaked-tool-output"),
+        ("sum_part", "leaked-tool-output"),
+        ("sum_b64", "leaked-base64"),
+        ("sum_dataurl", "leaked-base64"),
+        ("sum_big", "summary-larger-than-source"),
+    } <= found
+    assert not any(sid == "sum_think" and c == "empty-summary" for sid, c in found)
+
+
+def test_structural_errors(tmp_path: Path) -> None:
+    db = build_db(
+        tmp_path / "s.db",
+        [
+            {"id": "sum_leaf", "content": CLEAN_LEAF, "in_context": False},
+            {"id": "sum_c1", "kind": "condensed", "depth": 1, "content": "c1", "parents": ["sum_c2"]},
+            {"id": "sum_c2", "kind": "condensed", "depth": 1, "content": "c2", "parents": ["sum_c1", "sum_leaf"]},
+            {"id": "sum_ghost_src", "kind": "condensed", "depth": 1, "content": "g", "parents": ["sum_missing"]},
+            {"id": "sum_nosrc", "content": "leaf without sources", "messages": []},
+            {"id": "sum_badmsg", "content": "leaf over a missing message", "messages": [99]},
+            {"id": "sum_lost", "content": CLEAN_LEAF, "in_context": False},
+        ],
+        extra_sql="""
+        INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (1, 50, 'message', 77);
+        INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id) VALUES (1, 51, 'summary', 'sum_nowhere');
+        INSERT INTO context_items (conversation_id, ordinal, item_type, message_id) VALUES (9, 0, 'message', 1);
+        """,
+    )
+    found = checks_of(db)
+    by_check = {c for _, c in found}
+    assert {"cyclic-dag", "broken-link", "leaf-without-sources", "orphaned-context-item", "unreachable-summary"} <= by_check
+    assert ("sum_ghost_src", "broken-link") in found
+    assert ("sum_badmsg", "broken-link") in found
+    assert ("sum_nosrc", "leaf-without-sources") in found
+    assert ("sum_lost", "unreachable-summary") in found
+    assert ("sum_nowhere", "orphaned-context-item") in found
+    assert sum(1 for _, c in found if c == "cyclic-dag") == 1
+    severities = {f.check: f.severity for f in diagnose(read_lcmdb_rows(db))}
+    assert severities["cyclic-dag"] == "error" and severities["unreachable-summary"] == "info"
+
+
+def test_cli_output_json_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = build_db(tmp_path / "m.db", [{"id": "sum_x", "content": MARKER_CONTENTS["capped-summary"]}])
+    assert main(["doctor", str(db), "--json"]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines == [
+        {
+            "conversation_id": 1,
+            "session_id": "sess-1",
+            "summary_id": "sum_x",
+            "check": "capped-summary",
+            "severity": "warning",
+            "evidence": "[Capped from 7311 tokens to ~7200]",
+        }
+    ]
+    assert main(["doctor", str(db)]) == 1
+    assert capsys.readouterr().out.strip() == "conv=1 summary=sum_x warning capped-summary: [Capped from 7311 tokens to ~7200]"
+    assert main(["doctor", str(db), "--fail-on", "error"]) == 0
+    capsys.readouterr()
+    not_db = tmp_path / "notes.txt"
+    not_db.write_text("hello")
+    assert main(["doctor", str(not_db)]) == 2
+    assert "not a SQLite database" in capsys.readouterr().err
+    assert main(["doctor", str(tmp_path / "missing.db")]) == 2
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    assert main(["doctor", str(other)]) == 2
+    assert "not an lcm.db" in capsys.readouterr().err
+
+
+def test_every_check_has_a_severity() -> None:
+    assert set(CHECKS.values()) <= {"error", "warning", "info"}
+
+
+def _shared_dbs() -> list[Path]:
+    return sorted(SHARED_FIXTURES.glob("lcm-db-versions/*.db.gz")) + sorted(SHARED_FIXTURES.glob("reference-runs/db/*.db.gz"))
+
+
+def test_runs_read_only_on_every_shared_lcm_db(tmp_path: Path) -> None:
+    dbs = _shared_dbs()
+    if not dbs:
+        pytest.skip(f"shared fixtures not found under {SHARED_FIXTURES}")
+    expected = {  # from the reference-runs inventory (fallback / capped counts per run)
+        "before-compaction__C2-tight": {"truncation-fallback": 7},
+        "before-compaction__C6-deep-reachable": {"truncation-fallback": 9},
+        "synth-1__C2-tight": {"truncation-fallback": 2, "capped-summary": 1},
+        "synth-2__C2-tight": {"capped-summary": 1},
+    }
+    for gz in dbs:
+        plain = tmp_path / gz.name.removesuffix(".gz")
+        with gzip.open(gz, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        before = hashlib.sha256(plain.read_bytes()).hexdigest()
+        listing_before = sorted(p.name for p in tmp_path.iterdir())
+        findings = diagnose(read_lcmdb_rows(plain))
+        assert hashlib.sha256(plain.read_bytes()).hexdigest() == before, gz.name
+        assert sorted(p.name for p in tmp_path.iterdir()) == listing_before, f"side files created for {gz.name}"
+        assert not [f for f in findings if f.severity == "error"], (gz.name, findings[:3])
+        run = gz.name.removesuffix(".db.gz")
+        for check, count in expected.get(run, {}).items():
+            assert sum(1 for f in findings if f.check == check) == count, (run, check)
+        plain.unlink()
