@@ -71,7 +71,9 @@ def load_state(db_path: Path) -> EngineState:
             )
         messages: dict[int, StoredMessage] = {}
         seq_of_id: dict[int, int] = {}
-        for row in db.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq", (conversation_id,)):
+        for row in db.execute(
+            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY seq", (conversation_id,)
+        ):
             seq_of_id[row["message_id"]] = row["seq"]
             messages[row["seq"]] = StoredMessage(
                 seq=row["seq"],
@@ -89,13 +91,19 @@ def load_state(db_path: Path) -> EngineState:
             )
         sources: dict[str, list[str]] = {}
         # Naming trap: summary_parents.summary_id is the condensed node, parent_summary_id its source.
-        for row in db.execute("SELECT summary_id, parent_summary_id FROM summary_parents ORDER BY summary_id, ordinal"):
+        for row in db.execute(
+            "SELECT summary_id, parent_summary_id FROM summary_parents ORDER BY summary_id, ordinal"
+        ):
             sources.setdefault(row[0], []).append(row[1])
         source_seqs: dict[str, list[int]] = {}
-        for row in db.execute("SELECT summary_id, message_id FROM summary_messages ORDER BY summary_id, ordinal"):
+        for row in db.execute(
+            "SELECT summary_id, message_id FROM summary_messages ORDER BY summary_id, ordinal"
+        ):
             source_seqs.setdefault(row[0], []).append(seq_of_id[row[1]])
         summaries: dict[str, Summary] = {}
-        for row in db.execute("SELECT * FROM summaries WHERE conversation_id = ? ORDER BY rowid", (conversation_id,)):
+        for row in db.execute(
+            "SELECT * FROM summaries WHERE conversation_id = ? ORDER BY rowid", (conversation_id,)
+        ):
             summaries[row["summary_id"]] = Summary(
                 summary_id=row["summary_id"],
                 kind=row["kind"],
@@ -182,7 +190,9 @@ def differences(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> list[
     ]
     got_items, want_items = actual["items"], [list(i) for i in expected["items"]]
     if got_items != want_items:
-        problems.append(f"items differ: {len(got_items)} vs {len(want_items)} (first at {_first_diff(got_items, want_items)})")
+        problems.append(
+            f"items differ: {len(got_items)} vs {len(want_items)} (first at {_first_diff(got_items, want_items)})"
+        )
     got_json, want_json = actual["messages_canonical_json"], expected["messages_canonical_json"]
     if got_json != want_json:
         i = _first_diff(got_json, want_json)
@@ -224,3 +234,55 @@ def state_from_json(data: Mapping[str, Any]) -> EngineState:
         summaries[fields["summary_id"]] = Summary(**fields)
     context = [ContextItem(kind, ref) for kind, ref in data["context"]]
     return EngineState(messages, summaries, context)
+
+
+SMALL_FIXTURE = REPO / "tests" / "fixtures" / "assembly" / "reference-assemblies.json.gz"
+SMALL_FIXTURE_RUNS = (
+    "golden__G0-golden",
+    "golden__C1-defaults-32k",
+    "synth-1__C2-tight",
+    "synth-2__C2-tight",
+    "synth-2__C6-deep-reachable",
+    "before-compaction__C2-tight",
+)
+
+
+def build_small_fixture(db_dir: Path, out: Path = SMALL_FIXTURE) -> None:
+    """Write the always-on regression fixture: the final state of a few reference runs,
+    trimmed to the rows assembly reads, with the trace's expected assemblies and settings."""
+    runs = []
+    for run_id in SMALL_FIXTURE_RUNS:
+        trace = load_trace(run_id)
+        state = load_state(db_dir / f"{run_id}.db")
+        used = {item.ref for item in state.context}
+        trimmed = EngineState(
+            {seq: m for seq, m in state.messages.items() if seq in used},
+            {sid: s for sid, s in state.summaries.items() if sid in used},
+            state.context,
+        )
+        config = trace["resolved_config"]
+        runs.append(
+            {
+                "run_id": run_id,
+                "settings": {
+                    "fresh_tail_count": config["freshTailCount"],
+                    "fresh_tail_max_tokens": config.get("freshTailMaxTokens"),
+                    "timezone": config.get("timezone") or "UTC",
+                },
+                "summary_keys": summary_keys(trace),
+                "state": state_to_json(trimmed),
+                "expected": trace["assembled"],
+            }
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(
+        {"format": "lcm-lab-assembly-fixture-v1", "runs": runs}, ensure_ascii=False, sort_keys=True
+    )
+    with gzip.GzipFile(out, "wb", mtime=0) as fh:
+        fh.write(payload.encode("utf-8"))
+
+
+if __name__ == "__main__":  # regenerate: python tests/assembly_reference.py <dir with unpacked .db files>
+    import sys
+
+    build_small_fixture(Path(sys.argv[1]))

@@ -117,11 +117,22 @@ def resolve_message(message: StoredMessage, ordinal: int) -> _Resolved | None:
 def resolve_summary(summary: Summary, ordinal: int, timezone: str) -> _Resolved:
     """A summary item: a user message holding the summary XML."""
     xml = summary_xml(summary, timezone)
-    return _Resolved(ordinal, "summary", summary.summary_id, {"role": "user", "content": xml}, estimate_tokens(xml), summary.content, False)
+    return _Resolved(
+        ordinal,
+        "summary",
+        summary.summary_id,
+        {"role": "user", "content": xml},
+        estimate_tokens(xml),
+        summary.content,
+        False,
+    )
 
 
 def _resolve_all(
-    messages: Mapping[int, StoredMessage], summaries: Mapping[str, Summary], context: Sequence[ContextItem], timezone: str
+    messages: Mapping[int, StoredMessage],
+    summaries: Mapping[str, Summary],
+    context: Sequence[ContextItem],
+    timezone: str,
 ) -> list[_Resolved]:
     resolved: list[_Resolved] = []
     for ordinal, item in enumerate(context):
@@ -171,7 +182,9 @@ def relevance_score(item_text: str, prompt: str) -> float:
 # -- step 6: cleaning the selection -------------------------------------------------------------
 
 
-def _strip_orphan_tool_calls(selected: list[_Resolved], tail_start: int, all_results: Mapping[str, list[int]]) -> list[_Resolved]:
+def _strip_orphan_tool_calls(
+    selected: list[_Resolved], tail_start: int, all_results: Mapping[str, list[int]]
+) -> list[_Resolved]:
     """Drop assistant tool calls whose result is not selected after them.
 
     Outside the fresh tail such a call always goes; inside it only when its result exists
@@ -191,9 +204,17 @@ def _strip_orphan_tool_calls(selected: list[_Resolved], tail_start: int, all_res
         removed_any = False
         kept_blocks: list[Any] = []
         for block in content:
-            if isinstance(block, Mapping) and isinstance(block.get("type"), str) and block["type"] in TOOL_CALL_TYPES:
-                call_id = next((block[k] for k in ("id", "call_id") if isinstance(block.get(k), str) and block[k]), None)
-                if call_id is not None and not any(o > item.ordinal for o in selected_results.get(call_id, ())):
+            if (
+                isinstance(block, Mapping)
+                and isinstance(block.get("type"), str)
+                and block["type"] in TOOL_CALL_TYPES
+            ):
+                call_id = next(
+                    (block[k] for k in ("id", "call_id") if isinstance(block.get(k), str) and block[k]), None
+                )
+                if call_id is not None and not any(
+                    o > item.ordinal for o in selected_results.get(call_id, ())
+                ):
                     if item.ordinal < tail_start or all_results.get(call_id):
                         removed_any = True
                         continue
@@ -211,7 +232,12 @@ def _replace_message(item: _Resolved, message: dict[str, Any]) -> _Resolved:
 
 
 def _is_blank_text_block(block: Any) -> bool:
-    return isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str) and not js_trim(block["text"])
+    return (
+        isinstance(block, Mapping)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        and not js_trim(block["text"])
+    )
 
 
 def _normalize_assistant(item: _Resolved) -> _Resolved:
@@ -238,7 +264,10 @@ def is_empty_message_content(message: Mapping[str, Any]) -> bool:
         if not content:
             return True
         if message.get("role") == "assistant":
-            thinking_only = all(isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking", "reasoning") for b in content)
+            thinking_only = all(
+                isinstance(b, Mapping) and b.get("type") in ("thinking", "redacted_thinking", "reasoning")
+                for b in content
+            )
             return thinking_only or all(_is_blank_text_block(b) for b in content)
         return False
     if isinstance(content, str):
@@ -276,9 +305,16 @@ def assemble(
         "totalContextItems": len(resolved),
     }
     raw_items = [r for r in resolved if r.kind == "message"]
-    max_tokens = math.floor(fresh_tail_max_tokens) if fresh_tail_max_tokens is not None and fresh_tail_max_tokens >= 0 else None
+    max_tokens = (
+        math.floor(fresh_tail_max_tokens)
+        if fresh_tail_max_tokens is not None and fresh_tail_max_tokens >= 0
+        else None
+    )
     tail_start = fresh_tail_start(
-        [(r.ordinal, r.source_is_user) for r in raw_items], lambda i: raw_items[i].tokens, fresh_tail_count, max_tokens
+        [(r.ordinal, r.source_is_user) for r in raw_items],
+        lambda i: raw_items[i].tokens,
+        fresh_tail_count,
+        max_tokens,
     )
     all_results: dict[str, list[int]] = {}
     for r in resolved:
@@ -351,7 +387,9 @@ def _output_item(entry: Tagged, by_ordinal: Mapping[int, _Resolved]) -> Assemble
     message = dict(entry.message)
     role = str(message.get("role"))
     if entry.tag is None:
-        return AssembledItem(role, "synthetic", None, message, estimate_tokens(js_stringify(message.get("content"))))
+        return AssembledItem(
+            role, "synthetic", None, message, estimate_tokens(js_stringify(message.get("content")))
+        )
     source = by_ordinal[int(entry.tag)]  # type: ignore[call-overload]
     return AssembledItem(role, source.kind, source.ref, message, source.tokens)
 
@@ -373,7 +411,11 @@ def _is_opaque_binary(key: str, value: str) -> bool:
     if key not in _OPAQUE_FIELD_KEYS:
         return False
     head = value[:512]
-    return bool(_BASE64_HEAD.fullmatch(head)) and any(c.isdigit() for c in head) and any(c.isascii() and c.isalpha() for c in head)
+    return (
+        bool(_BASE64_HEAD.fullmatch(head))
+        and any(c.isdigit() for c in head)
+        and any(c.isascii() and c.isalpha() for c in head)
+    )
 
 
 def estimate_serialized_message_tokens(message: Mapping[str, Any]) -> int:

@@ -205,7 +205,11 @@ def tool_call_block(
             block["arguments"] = arguments
         return block
     # Providers normalise block.id and fail on a missing one, so a placeholder is minted.
-    block["id"] = tool_call_id if _nonempty_str(tool_call_id) else f"toolu_lcm_{part_id if part_id is not None else 'unknown'}"
+    block["id"] = (
+        tool_call_id
+        if _nonempty_str(tool_call_id)
+        else f"toolu_lcm_{part_id if part_id is not None else 'unknown'}"
+    )
     if _nonempty_str(tool_name):
         block["name"] = tool_name
     if arguments is not UNDEFINED:
@@ -262,7 +266,9 @@ def block_from_part(part: StoredPart, message_has_identity: bool | None = None) 
     ``message_has_identity`` is the message-level gate for keeping thinking signatures (the
     identity lives on the ordinal-0 part only); ``None`` checks this part alone.
     """
-    has_identity = model_identity([part]) is not None if message_has_identity is None else message_has_identity
+    has_identity = (
+        model_identity([part]) is not None if message_has_identity is None else message_has_identity
+    )
     meta = _metadata(part)
     meta_raw_type = _nonempty_str(meta.get("rawType"))
     raw = meta.get("raw")
@@ -339,7 +345,13 @@ def content_from_parts(parts: Sequence[StoredPart], role: RuntimeRole, fallback:
     if not blocks:
         return _fallback_content(role, fallback)
     first = blocks[0]
-    if role == "user" and len(blocks) == 1 and isinstance(first, dict) and first.get("type") == "text" and isinstance(first.get("text"), str):
+    if (
+        role == "user"
+        and len(blocks) == 1
+        and isinstance(first, dict)
+        and first.get("type") == "text"
+        and isinstance(first.get("text"), str)
+    ):
         return first["text"]
     return blocks
 

@@ -24,9 +24,7 @@ from typing import Any, NamedTuple
 from lcm_lab.engine.blocks import TOOL_CALL_TYPES
 from lcm_lab.engine.jsjson import js_trim
 
-MISSING_TOOL_RESULT_TEXT = (
-    "[lossless-claw] missing tool result in session history; inserted synthetic error result for transcript repair."
-)
+MISSING_TOOL_RESULT_TEXT = "[lossless-claw] missing tool result in session history; inserted synthetic error result for transcript repair."
 _OPENAI_FUNCTION_CALL_TYPES = frozenset({"functionCall", "function_call"})
 _THINKING_LIKE_TYPES = ("thinking", "redacted_thinking", "reasoning")
 
@@ -73,7 +71,9 @@ def _call_id(block: Mapping[str, Any]) -> str | None:
 
 
 def _is_tool_call_block(block: Any) -> bool:
-    return isinstance(block, Mapping) and isinstance(block.get("type"), str) and block["type"] in TOOL_CALL_TYPES
+    return (
+        isinstance(block, Mapping) and isinstance(block.get("type"), str) and block["type"] in TOOL_CALL_TYPES
+    )
 
 
 def _normalize_reasoning_order(msg: Message) -> Message:
@@ -143,7 +143,10 @@ def _is_blank_text_block(block: Any) -> bool:
 
 
 def _is_thinking_like(block: Any) -> bool:
-    return isinstance(block, Mapping) and str(block.get("type") if block.get("type") is not None else "") in _THINKING_LIKE_TYPES
+    return (
+        isinstance(block, Mapping)
+        and str(block.get("type") if block.get("type") is not None else "") in _THINKING_LIKE_TYPES
+    )
 
 
 def _empty_after_tool_use_drop(content: Any) -> bool:
@@ -152,7 +155,9 @@ def _empty_after_tool_use_drop(content: Any) -> bool:
     return all(_is_thinking_like(b) or _is_blank_text_block(b) for b in content)
 
 
-def _filter_tool_uses(msg: Message, seen: set[str], *, drop_all: bool = False, record: bool = True) -> tuple[Message, list[_Drop]]:
+def _filter_tool_uses(
+    msg: Message, seen: set[str], *, drop_all: bool = False, record: bool = True
+) -> tuple[Message, list[_Drop]]:
     content = msg.get("content")
     if not isinstance(content, list):
         return msg, []
@@ -179,7 +184,10 @@ def is_synthetic_missing_result(msg: Message) -> bool:
     content = msg.get("content")
     if msg.get("isError") is not True or not isinstance(content, list):
         return False
-    return any(isinstance(b, Mapping) and b.get("type") == "text" and b.get("text") == MISSING_TOOL_RESULT_TEXT for b in content)
+    return any(
+        isinstance(b, Mapping) and b.get("type") == "text" and b.get("text") == MISSING_TOOL_RESULT_TEXT
+        for b in content
+    )
 
 
 def missing_tool_result(call_id: str, tool_name: str | None) -> dict[str, Any]:
@@ -226,7 +234,9 @@ def repair_tagged(entries: Sequence[Tagged]) -> tuple[list[Tagged], RepairReport
             index = result_positions.get(rid)
             if index is not None:
                 existing = out[index]
-                if is_synthetic_missing_result(existing.message) and not is_synthetic_missing_result(entry.message):
+                if is_synthetic_missing_result(existing.message) and not is_synthetic_missing_result(
+                    entry.message
+                ):
                     out[index] = entry
             report.dropped_duplicate_results += 1
             report.changed = True
@@ -264,7 +274,9 @@ def repair_tagged(entries: Sequence[Tagged]) -> tuple[list[Tagged], RepairReport
         if normalized is not msg:
             report.changed = True
         terminal = _is_terminal(normalized)
-        assistant, drops = _filter_tool_uses(normalized, seen_tool_use_ids, drop_all=terminal, record=not terminal)
+        assistant, drops = _filter_tool_uses(
+            normalized, seen_tool_use_ids, drop_all=terminal, record=not terminal
+        )
         if drops:
             report.changed = True
             record_drops(drops)
@@ -296,7 +308,18 @@ def repair_tagged(entries: Sequence[Tagged]) -> tuple[list[Tagged], RepairReport
                 next_msg, next_drops, next_calls = preview(nxt.message, seen_tool_use_ids)
                 if next_calls:
                     if next_drops:
-                        _pull_delayed_results(entries, j, call_ids, seen_tool_use_ids, next_calls, moved_indexes, seen_result_ids, span_results, report, preview)
+                        _pull_delayed_results(
+                            entries,
+                            j,
+                            call_ids,
+                            seen_tool_use_ids,
+                            next_calls,
+                            moved_indexes,
+                            seen_result_ids,
+                            span_results,
+                            report,
+                            preview,
+                        )
                     break
                 if next_drops:
                     report.changed = True

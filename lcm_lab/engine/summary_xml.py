@@ -47,7 +47,9 @@ def summary_xml(summary: Summary, timezone: str) -> str:
     lines = [f"<summary {' '.join(attributes)}>"]
     if summary.kind == "condensed" and summary.source_summary_ids:
         lines.append("  <parents>")
-        lines.extend(f'    <summary_ref id="{escape_xml_attribute(ref)}" />' for ref in summary.source_summary_ids)
+        lines.extend(
+            f'    <summary_ref id="{escape_xml_attribute(ref)}" />' for ref in summary.source_summary_ids
+        )
         lines.append("  </parents>")
     lines += ["  <content>", escape_xml_text(summary.content), "  </content>", "</summary>"]
     return "\n".join(lines)
