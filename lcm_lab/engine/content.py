@@ -1,0 +1,863 @@
+"""Content projection of a runtime message: stored text, ``message_parts`` and stored tokens.
+
+Mirrors lossless-claw's ``src/message-content.ts`` (``extractMessageContent``,
+``buildMessageParts``, ``toStoredMessage``, ``normalizeMessageContentForStorage``), the block
+reconstruction of ``src/assembler.ts`` (``blockFromPart``) and ``src/token-accounting.ts``
+(``estimateContentTokensForRole``) — spec §3 items 2–4 and §2.3.
+
+Messages are the runtime ``AgentMessage`` dicts exactly as parsed from a transcript's
+``message`` field. JavaScript semantics matter throughout: a missing key (``undefined``) differs
+from ``null`` for ``JSON.stringify`` and ``!==  undefined`` tests, ``??`` skips both, and the
+``safeString``/``safeBoolean`` helpers accept only real strings/booleans. The helpers below keep
+those distinctions (:data:`~lcm_lab.engine.jsjson.UNDEFINED` marks a missing value).
+
+>>> project_message({"role": "user", "content": [{"type": "text", "text": "list files"}]})
+ProjectedMessage(role='user', content='list files', token_count=3)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lcm_lab.engine.jsjson import UNDEFINED, js_number, js_parse, js_stringify
+from lcm_lab.engine.jsstr import js_trim
+from lcm_lab.engine.tokens import estimate_tokens
+from lcm_lab.engine.types import StoredPart
+
+__all__ = [
+    "PERSISTABLE_ROLES",
+    "ProjectedMessage",
+    "block_from_part",
+    "build_message_parts",
+    "estimate_content_tokens_for_role",
+    "extract_message_content",
+    "extract_model_identity",
+    "extract_structured_text",
+    "has_replay_critical_raw_block",
+    "normalize_content_for_storage",
+    "project_message",
+    "to_db_role",
+    "to_json",
+    "to_runtime_role_for_tokens",
+]
+
+PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
+
+STRUCTURED_TEXT_FIELD_KEYS = ("text", "transcript", "transcription", "message", "summary")
+STRUCTURED_ARRAY_FIELD_KEYS = (
+    "segments",
+    "utterances",
+    "paragraphs",
+    "alternatives",
+    "words",
+    "items",
+    "results",
+)
+STRUCTURED_NESTED_FIELD_KEYS = ("content", "output", "result", "payload", "data", "value")
+MAX_STRUCTURED_TEXT_DEPTH = 6
+
+TOOL_CALL_RAW_TYPES = frozenset(
+    {"tool_use", "toolUse", "tool-use", "toolCall", "tool_call", "functionCall", "function_call"}
+)
+TOOL_RESULT_RAW_TYPES = frozenset({"function_call_output", "tool_result", "toolResult", "tool_use_result"})
+TOOL_RAW_TYPES = TOOL_CALL_RAW_TYPES | TOOL_RESULT_RAW_TYPES
+REASONING_RAW_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning"})
+REPLAY_CRITICAL_RAW_TYPES = TOOL_RAW_TYPES | REASONING_RAW_TYPES
+
+_PART_TYPES = {
+    "text": "text",
+    "thinking": "reasoning",
+    "redacted_thinking": "reasoning",
+    "reasoning": "reasoning",
+    "tool_use": "tool",
+    "toolUse": "tool",
+    "tool-use": "tool",
+    "toolCall": "tool",
+    "functionCall": "tool",
+    "function_call": "tool",
+    "function_call_output": "tool",
+    "tool_result": "tool",
+    "toolResult": "tool",
+    "tool": "tool",
+    "patch": "patch",
+    "file": "file",
+    "image": "file",
+    "subtask": "subtask",
+    "compaction": "compaction",
+    "step_start": "step_start",
+    "step-start": "step_start",
+    "step_finish": "step_finish",
+    "step-finish": "step_finish",
+    "snapshot": "snapshot",
+    "retry": "retry",
+    "agent": "agent",
+}
+# Raw block types that blockFromPart routes through the tool-call / tool-result rebuilders.
+_ASSEMBLY_TOOL_CALL_TYPES = frozenset(
+    {"toolCall", "tool_use", "tool-use", "toolUse", "functionCall", "function_call"}
+)
+_ASSEMBLY_TOOL_RESULT_TYPES = frozenset({"function_call_output", "toolResult", "tool_result"})
+
+
+# -- JavaScript value helpers ----------------------------------------------------------------
+
+
+def prop(value: Any, key: str) -> Any:
+    """``value?.[key]``: the member, or UNDEFINED for missing keys and non-objects."""
+    if isinstance(value, Mapping):
+        return value.get(key, UNDEFINED)
+    return UNDEFINED
+
+
+def safe_string(value: Any) -> str | None:
+    """``safeString``: the value if it is a string, else nothing (``None`` acts as undefined)."""
+    return value if isinstance(value, str) else None
+
+
+def safe_boolean(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def first_string(record: Any, keys: Sequence[str]) -> str | None:
+    """``safeString(r.a) ?? safeString(r.b) ?? …`` (an empty string stops the chain)."""
+    for key in keys:
+        found = safe_string(prop(record, key))
+        if found is not None:
+            return found
+    return None
+
+
+def is_number(value: Any) -> bool:
+    """``typeof value === "number"``."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def js_truthy(value: Any) -> bool:
+    if value is UNDEFINED or value is None or value is False:
+        return False
+    if isinstance(value, str):
+        return value != ""
+    if is_number(value):
+        return value == value and value != 0
+    return True  # objects and arrays, even empty ones
+
+
+def js_to_string(value: Any) -> str:
+    """``String(value)``."""
+    if value is UNDEFINED:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return value
+    if is_number(value):
+        if isinstance(value, float) and value != value:
+            return "NaN"
+        if isinstance(value, float) and value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return js_number(value)
+    if isinstance(value, list | tuple):
+        return ",".join("" if item is None or item is UNDEFINED else js_to_string(item) for item in value)
+    return "[object Object]"
+
+
+def to_json(value: Any) -> str:
+    """The plugin's ``toJson``: ``JSON.stringify(value)`` or ``""`` when that is undefined."""
+    if value is UNDEFINED:
+        return ""
+    return js_stringify(value)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON constant {name}")
+
+
+def strict_json_parse(text: str) -> Any:
+    """``JSON.parse``: rejects NaN/Infinity (which :func:`json.loads` would accept)."""
+    # js_parse gives objects JavaScript key order; constants are not JSON.
+    json.loads(text, parse_constant=_reject_constant)  # validation only
+    return js_parse(text)
+
+
+def _defined(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """An object literal; members whose value is undefined are dropped at stringify time."""
+    return {key: value for key, value in pairs if value is not UNDEFINED}
+
+
+def _opt(value: Any) -> Any:
+    """Map a ``safe*`` result (``None`` = undefined) to UNDEFINED for object literals."""
+    return UNDEFINED if value is None else value
+
+
+# -- text extraction (extractMessageContent) ---------------------------------------------------
+
+
+def _looks_like_json_payload(value: str) -> bool:
+    trimmed = js_trim(value)
+    if not trimmed:
+        return False
+    return (trimmed.startswith("{") and trimmed.endswith("}")) or (
+        trimmed.startswith("[") and trimmed.endswith("]")
+    )
+
+
+def extract_structured_text(value: Any, depth: int = 0) -> str | None:
+    """``extractStructuredText``: best-effort plain text of a content value (``None`` if none)."""
+    if value is None or value is UNDEFINED or depth > MAX_STRUCTURED_TEXT_DEPTH:
+        return None
+    if isinstance(value, str):
+        if _looks_like_json_payload(value):
+            try:
+                parsed = strict_json_parse(js_trim(value))
+            except ValueError:
+                parsed = UNDEFINED
+            if parsed is not UNDEFINED:
+                parsed_text = extract_structured_text(parsed, depth + 1)
+                if parsed_text:
+                    return parsed_text
+        return value
+    if isinstance(value, list | tuple):
+        texts = [
+            t for t in (extract_structured_text(e, depth + 1) for e in value) if t is not None and js_trim(t)
+        ]
+        return "\n".join(texts) if texts else None
+    if not isinstance(value, Mapping):
+        return None
+
+    block_type = value.get("type")
+    if isinstance(block_type, str) and block_type in REASONING_RAW_TYPES:
+        return None
+    if isinstance(block_type, str) and block_type in TOOL_RAW_TYPES:
+        if safe_boolean(value.get("toolOutputExternalized")):
+            for key in ("output", "content", "result"):
+                externalized = extract_structured_text(value.get(key), depth + 1)
+                if externalized is not None:
+                    # JS `??` picks the first defined candidate, then checks it is non-blank.
+                    return externalized if js_trim(externalized) else None
+        return None
+
+    for key in STRUCTURED_TEXT_FIELD_KEYS:
+        candidate = value.get(key)
+        if isinstance(candidate, str) and js_trim(candidate):
+            return candidate
+    for key in STRUCTURED_ARRAY_FIELD_KEYS:
+        candidate = value.get(key)
+        if isinstance(candidate, list):
+            texts = [
+                t
+                for t in (extract_structured_text(e, depth + 1) for e in candidate)
+                if t is not None and js_trim(t)
+            ]
+            if texts:
+                return "\n".join(texts)
+    for key in STRUCTURED_NESTED_FIELD_KEYS:
+        nested_text = extract_structured_text(value.get(key), depth + 1)
+        if nested_text is not None and js_trim(nested_text):
+            return nested_text
+    return None
+
+
+def _is_tool_or_reasoning_block(item: Any) -> bool:
+    return (
+        isinstance(item, Mapping)
+        and isinstance(item.get("type"), str)
+        and (item["type"] in TOOL_RAW_TYPES or item["type"] in REASONING_RAW_TYPES)
+    )
+
+
+def extract_message_content(content: Any) -> str:
+    """``extractMessageContent``: the plain-text projection stored in ``messages.content``.
+
+    >>> extract_message_content([{"type": "thinking", "thinking": "x"}, {"type": "text", "text": "hi"}])
+    'hi'
+    >>> extract_message_content([{"type": "toolCall", "id": "t1", "name": "ls", "arguments": {}}])
+    ''
+    """
+    extracted = extract_structured_text(content)
+    if extracted is not None:
+        return extracted
+    if content is None or content is UNDEFINED:
+        return ""
+    if isinstance(content, list | tuple):
+        if not content or all(_is_tool_or_reasoning_block(item) for item in content):
+            return ""
+    serialized = js_stringify(content)
+    return serialized
+
+
+def _append_text_value(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, list | tuple):
+        for entry in value:
+            _append_text_value(entry, out)
+    elif isinstance(value, Mapping):
+        _append_text_value(value.get("text"), out)
+        _append_text_value(value.get("value"), out)
+
+
+def _extract_reasoning_text(record: Mapping[str, Any]) -> str | None:
+    chunks: list[str] = []
+    _append_text_value(record.get("summary"), chunks)
+    normalized: list[str] = []
+    for chunk in (js_trim(c) for c in chunks):
+        if chunk and chunk not in normalized:
+            normalized.append(chunk)
+    return "\n".join(normalized) if normalized else None
+
+
+def has_replay_critical_raw_block(value: Any) -> bool:
+    """True when content holds a tool or reasoning block somewhere (nested keys included)."""
+    if isinstance(value, list | tuple):
+        return any(has_replay_critical_raw_block(entry) for entry in value)
+    if not isinstance(value, Mapping):
+        return False
+    raw_type = safe_string(value.get("type"))
+    if raw_type is None:
+        raw_type = safe_string(value.get("rawType"))
+    if raw_type is not None and raw_type in REPLAY_CRITICAL_RAW_TYPES:
+        return True
+    return any(has_replay_critical_raw_block(value.get(k)) for k in STRUCTURED_NESTED_FIELD_KEYS) or any(
+        has_replay_critical_raw_block(value.get(k)) for k in STRUCTURED_ARRAY_FIELD_KEYS
+    )
+
+
+# -- roles -----------------------------------------------------------------------------------
+
+
+def to_db_role(role: Any) -> str:
+    """``toDbRole``: ``toolResult``→``tool``; unknown roles fall back to ``assistant``."""
+    if role in ("tool", "toolResult"):
+        return "tool"
+    if role in ("system", "user", "assistant"):
+        return str(role)
+    return "assistant"
+
+
+def to_runtime_role_for_tokens(role: Any) -> str:
+    if role in ("tool", "toolResult"):
+        return "toolResult"
+    if role in ("user", "system"):
+        return "user"
+    return "assistant"
+
+
+# -- message parts (buildMessageParts) -------------------------------------------------------
+
+
+def extract_model_identity(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Assistant ``provider``/``api``/``model`` (+``responseModel``) when all three are present."""
+    if message.get("role") != "assistant":
+        return None
+    provider = safe_string(message.get("provider"))
+    api = safe_string(message.get("api"))
+    model = safe_string(message.get("model"))
+    if provider is None or api is None or model is None:
+        return None
+    return {
+        "modelProvider": provider,
+        "modelApi": api,
+        "modelId": model,
+        "responseModelId": _opt(safe_string(message.get("responseModel"))),
+    }
+
+
+def _top_level_reasoning(role: str, message: Mapping[str, Any]) -> str | None:
+    if role != "assistant":
+        return None
+    content = safe_string(message.get("reasoning_content"))
+    return content if content and js_trim(content) else None
+
+
+def _reasoning_metadata(reasoning: str | None, only: bool = False) -> list[tuple[str, Any]]:
+    if reasoning is None:
+        return []
+    return [
+        ("topLevelReasoningField", "reasoning_content"),
+        ("topLevelReasoningContent", reasoning),
+        ("topLevelReasoningOnly", True if only else UNDEFINED),
+    ]
+
+
+def _normalize_unknown_block(value: Any) -> tuple[str, str | None, Any]:
+    """``normalizeUnknownBlock`` → (type, text, raw)."""
+    if not isinstance(value, Mapping):
+        return "agent", None, value
+    raw_type = safe_string(value.get("type"))
+    text = safe_string(value.get("text"))
+    if text is None:
+        text = safe_string(value.get("thinking"))
+    if text is None and raw_type in ("reasoning", "thinking"):
+        text = _extract_reasoning_text(value)
+    return (raw_type if raw_type is not None else "agent"), text, value
+
+
+_TOP_LEVEL_CALL_ID_KEYS = ("toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id", "id")
+_BLOCK_CALL_ID_KEYS = ("toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id")
+
+
+def _tool_input(record: Any) -> str | None:
+    for key in ("input", "arguments", "toolInput"):
+        value = prop(record, key)
+        if value is not UNDEFINED:
+            return to_json(value)
+    return safe_string(prop(record, "tool_input"))
+
+
+def _tool_output(record: Any) -> str | None:
+    for key in ("output", "toolOutput"):
+        value = prop(record, key)
+        if value is not UNDEFINED:
+            return to_json(value)
+    return safe_string(prop(record, "tool_output"))
+
+
+def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> list[StoredPart]:
+    """``buildMessageParts``: one part per content block, metadata JSON byte-exact.
+
+    ``fallback_content`` is the stored ``messages.content`` of the row. Part ids are left
+    ``None`` (the plugin draws random UUIDs).
+    """
+    role = message["role"] if isinstance(message.get("role"), str) else "unknown"
+    top_call_id = first_string(message, _TOP_LEVEL_CALL_ID_KEYS)
+    top_tool_name = first_string(message, ("toolName", "tool_name"))
+    top_is_error = safe_boolean(message.get("isError"))
+    if top_is_error is None:
+        top_is_error = safe_boolean(message.get("is_error"))
+    reasoning = _top_level_reasoning(role, message)
+    raw_payload_externalized = safe_boolean(message.get("rawPayloadExternalized"))
+    externalized_file_id = safe_string(message.get("externalizedFileId"))
+    identity = extract_model_identity(message)
+    identity_pairs = list(identity.items()) if identity else []
+    file_ids_value = message.get("externalizedFileIds")
+    externalized_file_ids = (
+        [f for f in file_ids_value if isinstance(f, str)] if isinstance(file_ids_value, list) else UNDEFINED
+    )
+    file_blocks_externalized = safe_boolean(message.get("fileBlocksExternalized"))
+    original_byte_size = (
+        message.get("originalByteSize") if is_number(message.get("originalByteSize")) else UNDEFINED
+    )
+    externalization_reason = safe_string(message.get("externalizationReason"))
+
+    if "content" not in message and "command" in message and "output" in message:
+        meta = _defined(
+            [
+                ("originalRole", role),
+                ("source", "bash-exec"),
+                ("command", _opt(safe_string(message.get("command")))),
+            ]
+        )
+        return [StoredPart("text", 0, text_content=fallback_content, metadata=to_json(meta))]
+
+    if "content" not in message:
+        meta = _defined([("originalRole", role), ("source", "unknown-message-shape"), ("raw", message)])
+        return [StoredPart("agent", 0, text_content=fallback_content or None, metadata=to_json(meta))]
+
+    content = message["content"]
+    if isinstance(content, str):
+        meta = _defined(
+            [
+                ("originalRole", role),
+                *identity_pairs,
+                ("toolCallId", _opt(top_call_id)),
+                ("toolName", _opt(top_tool_name)),
+                ("isError", _opt(top_is_error)),
+                *_reasoning_metadata(reasoning),
+                ("rawPayloadExternalized", True if raw_payload_externalized else UNDEFINED),
+                ("externalizedFileId", _opt(externalized_file_id)),
+                ("externalizedFileIds", externalized_file_ids),
+                ("fileBlocksExternalized", True if file_blocks_externalized else UNDEFINED),
+                ("originalByteSize", original_byte_size),
+                ("externalizationReason", _opt(externalization_reason)),
+            ]
+        )
+        return [StoredPart("text", 0, text_content=content, metadata=to_json(meta))]
+
+    if not isinstance(content, list):
+        meta = _defined(
+            [
+                ("originalRole", role),
+                ("source", "non-array-content"),
+                ("raw", content),
+                *_reasoning_metadata(reasoning),
+            ]
+        )
+        return [StoredPart("agent", 0, text_content=fallback_content or None, metadata=to_json(meta))]
+
+    parts: list[StoredPart] = []
+    if not content and reasoning is not None:
+        meta = _defined(
+            [
+                ("originalRole", role),
+                *identity_pairs,
+                ("rawType", "reasoning_content"),
+                *_reasoning_metadata(reasoning, only=True),
+            ]
+        )
+        parts.append(StoredPart("reasoning", 0, text_content=None, metadata=to_json(meta)))
+
+    for ordinal, original in enumerate(content):
+        block_type, block_text, record = _normalize_unknown_block(original)
+        raw_type_override = safe_string(prop(record, "rawType"))
+        raw_block_type = raw_type_override if raw_type_override is not None else block_type
+        part_type = _PART_TYPES.get(raw_block_type, "agent")
+        if js_truthy(record) and raw_block_type != block_type:
+            raw_block: Any = dict(record)
+            raw_block["type"] = raw_block_type  # spread keeps the key's original position
+        else:
+            raw_block = record
+        tool_call_id = first_string(record, _BLOCK_CALL_ID_KEYS)
+        if tool_call_id is None and part_type == "tool":
+            tool_call_id = safe_string(prop(record, "id"))
+        if tool_call_id is None:
+            tool_call_id = top_call_id
+        tool_name = first_string(record, ("name", "toolName", "tool_name"))
+        if tool_name is None:
+            tool_name = top_tool_name
+        byte_size = prop(record, "originalByteSize")
+        meta = _defined(
+            [
+                ("originalRole", role),
+                *(identity_pairs if ordinal == 0 else []),
+                ("toolCallId", _opt(top_call_id)),
+                ("toolName", _opt(top_tool_name)),
+                ("isError", _opt(top_is_error)),
+                *(_reasoning_metadata(reasoning) if ordinal == 0 else []),
+                ("externalizedFileId", _opt(safe_string(prop(record, "externalizedFileId")))),
+                ("originalByteSize", byte_size if is_number(byte_size) else UNDEFINED),
+                ("imageExternalized", _opt(safe_boolean(prop(record, "imageExternalized")))),
+                ("toolOutputExternalized", _opt(safe_boolean(prop(record, "toolOutputExternalized")))),
+                ("externalizationReason", _opt(safe_string(prop(record, "externalizationReason")))),
+                ("rawType", raw_block_type),
+                ("raw", raw_block),
+            ]
+        )
+        parts.append(
+            StoredPart(
+                part_type,
+                ordinal,
+                text_content=block_text,
+                tool_call_id=tool_call_id,
+                tool_name=tool_name,
+                tool_input=_tool_input(record),
+                tool_output=_tool_output(record),
+                metadata=to_json(meta),
+            )
+        )
+    return parts
+
+
+# -- block reconstruction (assembler blockFromPart) --------------------------------------------
+
+
+def _parse_json(value: Any) -> Any:
+    """The assembler's ``parseJson``: UNDEFINED for blanks and invalid JSON."""
+    if not isinstance(value, str) or not js_trim(value):
+        return UNDEFINED
+    try:
+        return strict_json_parse(value)
+    except ValueError:
+        return UNDEFINED
+
+
+@dataclass(frozen=True)
+class _PartMetadata:
+    original_role: str | None
+    raw_type: str | None
+    raw: Any
+    reasoning_field: str | None
+    reasoning_content: str | None
+    reasoning_only: bool | None
+
+
+def _nonempty_string(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def part_metadata(part: StoredPart) -> _PartMetadata:
+    """``getPartMetadata``: the fields of a part's metadata JSON the assembler reads."""
+    decoded = _parse_json(part.metadata)
+    record = decoded if isinstance(decoded, Mapping) else {}
+    if not js_truthy(decoded) or not isinstance(decoded, Mapping | list):
+        record = {}
+    only = record.get("topLevelReasoningOnly")
+    return _PartMetadata(
+        original_role=_nonempty_string(record.get("originalRole")),
+        raw_type=_nonempty_string(record.get("rawType")),
+        raw=record.get("raw", UNDEFINED),
+        reasoning_field=_nonempty_string(record.get("topLevelReasoningField")),
+        reasoning_content=_nonempty_string(record.get("topLevelReasoningContent")),
+        reasoning_only=only if isinstance(only, bool) else None,
+    )
+
+
+def pick_model_identity(parts: Sequence[StoredPart]) -> dict[str, str] | None:
+    """The first part metadata carrying provider+api+model (the assembler's gate)."""
+    for part in parts:
+        decoded = _parse_json(part.metadata)
+        if not isinstance(decoded, Mapping):
+            continue
+        identity: dict[str, str] = {}
+        for source, target in (
+            ("modelProvider", "provider"),
+            ("modelApi", "api"),
+            ("modelId", "model"),
+            ("responseModelId", "responseModel"),
+        ):
+            value = _nonempty_string(decoded.get(source))
+            if value is not None:
+                identity[target] = value
+        if {"provider", "api", "model"} <= identity.keys():
+            return identity
+    return None
+
+
+def _parse_stored_value(value: Any) -> Any:
+    if not isinstance(value, str) or not value:
+        return UNDEFINED
+    parsed = _parse_json(value)
+    return parsed if parsed is not UNDEFINED else value
+
+
+def _restore_openai_reasoning(raw: Any) -> Any:
+    if not isinstance(raw, Mapping) or raw.get("type") != "thinking":
+        return None
+    signature = raw.get("thinkingSignature")
+    if not isinstance(signature, str) or not signature.startswith("{"):
+        return None
+    try:
+        parsed = strict_json_parse(signature)
+    except ValueError:
+        return None
+    if (
+        isinstance(parsed, Mapping)
+        and parsed.get("type") == "reasoning"
+        and isinstance(parsed.get("id"), str)
+    ):
+        return parsed
+    return None
+
+
+def tool_call_block_from_part(part: StoredPart, raw_type: str | None) -> dict[str, Any]:
+    """``toolCallBlockFromPart``."""
+    block_type = raw_type if raw_type in _ASSEMBLY_TOOL_CALL_TYPES else "toolCall"
+    tool_input = _parse_stored_value(part.tool_input)
+    block: dict[str, Any] = {"type": block_type}
+    if block_type == "function_call":
+        if part.tool_call_id:
+            block["call_id"] = part.tool_call_id
+        if part.tool_name:
+            block["name"] = part.tool_name
+        if tool_input is not UNDEFINED:
+            block["arguments"] = tool_input
+        return block
+    block["id"] = part.tool_call_id if part.tool_call_id else f"toolu_lcm_{part.part_id or 'unknown'}"
+    if part.tool_name:
+        block["name"] = part.tool_name
+    if tool_input is not UNDEFINED:
+        block["arguments" if block_type in ("functionCall", "toolCall") else "input"] = tool_input
+    return block
+
+
+def tool_result_block_from_part(part: StoredPart, raw_type: str | None, raw: Any) -> dict[str, Any]:
+    """``toolResultBlockFromPart``."""
+    raw_record = raw if isinstance(raw, Mapping) else None
+    if (
+        raw_record is not None
+        and isinstance(raw_record.get("text"), str)
+        and "output" not in raw_record
+        and "content" not in raw_record
+        and not part.tool_output
+        and (part.text_content is None or part.text_content == raw_record["text"])
+    ):
+        return {"type": "text", "text": raw_record["text"]}
+    block_type = raw_type if raw_type in _ASSEMBLY_TOOL_RESULT_TYPES else "tool_result"
+    output = _parse_stored_value(part.tool_output)
+    block: dict[str, Any] = {"type": block_type}
+    if part.tool_name:
+        block["name"] = part.tool_name
+    if output is not UNDEFINED:
+        block["output"] = output
+    elif isinstance(part.text_content, str):
+        block["output"] = part.text_content
+    elif raw_record is not None and "output" in raw_record:
+        block["output"] = raw_record["output"]
+    elif raw_record is not None and "content" in raw_record:
+        block["content"] = raw_record["content"]
+    else:
+        block["output"] = ""
+    if raw_record is not None and isinstance(raw_record.get("is_error"), bool):
+        block["is_error"] = raw_record["is_error"]
+    elif raw_record is not None and isinstance(raw_record.get("isError"), bool):
+        block["isError"] = raw_record["isError"]
+    if block_type == "function_call_output":
+        if part.tool_call_id:
+            block["call_id"] = part.tool_call_id
+        return block
+    if part.tool_call_id:
+        block["tool_use_id"] = part.tool_call_id
+    return block
+
+
+def _reasoning_block_from_part(part: StoredPart, raw_type: str | None) -> dict[str, Any]:
+    block_type = "thinking" if raw_type == "thinking" else "reasoning"
+    if part.text_content:
+        return {"type": block_type, ("thinking" if block_type == "thinking" else "text"): part.text_content}
+    return {"type": block_type}
+
+
+def block_from_part(part: StoredPart, message_has_model_identity: bool | None = None) -> Any:
+    """``blockFromPart``: the runtime content block assembly rebuilds from a stored part.
+
+    Returns ``None`` when the plugin drops the block (a ``reasoning_content`` sentinel thinking
+    block without stored model identity). Thinking signatures survive only with identity.
+    """
+    has_identity = (
+        message_has_model_identity
+        if message_has_model_identity is not None
+        else pick_model_identity([part]) is not None
+    )
+    meta = part_metadata(part)
+    raw = meta.raw
+    if js_truthy(raw) and isinstance(raw, Mapping | list):
+        restored = _restore_openai_reasoning(raw)
+        if restored is not None:
+            return restored
+        raw_type = (
+            raw.get("type")
+            if isinstance(raw, Mapping) and isinstance(raw.get("type"), str)
+            else meta.raw_type
+        )
+        if (
+            raw_type == "thinking"
+            and isinstance(raw, Mapping)
+            and isinstance(raw.get("thinkingSignature"), str)
+        ):
+            if raw["thinkingSignature"] == "reasoning_content":
+                return raw if has_identity else None
+            if has_identity:
+                return raw
+            return {k: v for k, v in raw.items() if k != "thinkingSignature"}
+        if raw_type not in _ASSEMBLY_TOOL_CALL_TYPES and raw_type not in _ASSEMBLY_TOOL_RESULT_TYPES:
+            return raw
+        # Tool blocks are rebuilt from columns; backfill the columns from the raw block first.
+        raw_record = raw if isinstance(raw, Mapping) else {}
+        raw_call_id = _nonempty_string(raw_record.get("id")) or _nonempty_string(raw_record.get("call_id"))
+        if raw_call_id and not part.tool_call_id:
+            part = replace(part, tool_call_id=raw_call_id)
+        raw_name = _nonempty_string(raw_record.get("name"))
+        if raw_name and not part.tool_name:
+            part = replace(part, tool_name=raw_name)
+        if not part.tool_input:
+            raw_args = raw_record.get("arguments", UNDEFINED)
+            if raw_args is UNDEFINED or raw_args is None:
+                raw_args = raw_record.get("input", UNDEFINED)
+            if raw_args is not UNDEFINED:
+                part = replace(
+                    part, tool_input=raw_args if isinstance(raw_args, str) else js_stringify(raw_args)
+                )
+    raw_for_result = raw if js_truthy(raw) and isinstance(raw, Mapping | list) else None
+    if part.part_type == "reasoning":
+        return _reasoning_block_from_part(part, meta.raw_type)
+    if part.part_type == "tool":
+        if meta.original_role == "toolResult" or meta.raw_type == "function_call_output":
+            return tool_result_block_from_part(part, meta.raw_type, raw_for_result)
+        return tool_call_block_from_part(part, meta.raw_type)
+    if meta.raw_type in _ASSEMBLY_TOOL_CALL_TYPES:
+        return tool_call_block_from_part(part, meta.raw_type)
+    if meta.raw_type in _ASSEMBLY_TOOL_RESULT_TYPES:
+        return tool_result_block_from_part(part, meta.raw_type, raw_for_result)
+    if part.part_type == "text":
+        return {"type": "text", "text": part.text_content if part.text_content is not None else ""}
+    if part.text_content:
+        return {"type": "text", "text": part.text_content}
+    decoded = _parse_json(part.metadata)
+    if js_truthy(decoded) and isinstance(decoded, Mapping | list):
+        return {"type": "text", "text": js_stringify(decoded)}
+    return {"type": "text", "text": ""}
+
+
+def _is_text_block(value: Any) -> bool:
+    return isinstance(value, Mapping) and value.get("type") == "text" and isinstance(value.get("text"), str)
+
+
+def _empty_fallback(role: str, fallback_content: str) -> Any:
+    if role == "assistant":
+        return [{"type": "text", "text": fallback_content}] if fallback_content else []
+    if role == "toolResult":
+        return [{"type": "text", "text": fallback_content}]
+    return fallback_content
+
+
+def normalize_content_for_storage(message: Mapping[str, Any], fallback_content: str) -> Any:
+    """``normalizeMessageContentForStorage``: the content shape assembly would emit."""
+    if "content" not in message:
+        return fallback_content
+    role = to_runtime_role_for_tokens(message.get("role"))
+    parts = [
+        replace(p, part_id=f"estimate-part-{p.ordinal}")
+        for p in build_message_parts(message, fallback_content)
+    ]
+    if not parts:
+        return _empty_fallback(role, fallback_content)
+    has_identity = extract_model_identity(message) is not None
+    blocks = [b for b in (block_from_part(p, has_identity) for p in parts) if b is not None]
+    if not blocks:
+        return _empty_fallback(role, fallback_content)
+    if role == "user" and len(blocks) == 1 and _is_text_block(blocks[0]):
+        return blocks[0]["text"]
+    return blocks
+
+
+def estimate_content_tokens_for_role(role: str, content: Any, fallback_content: str) -> int:
+    """``estimateContentTokensForRole`` (spec §2.3)."""
+    if isinstance(content, str):
+        return estimate_tokens(content)
+    if isinstance(content, list):
+        if not content:
+            return estimate_tokens(fallback_content)
+        if role == "user" and len(content) == 1 and _is_text_block(content[0]):
+            return estimate_tokens(content[0]["text"])
+        return estimate_tokens(js_stringify(content))
+    if isinstance(content, Mapping):
+        if role == "user" and _is_text_block(content):
+            return estimate_tokens(content["text"])
+        return estimate_tokens(js_stringify([content]))
+    return estimate_tokens(fallback_content)
+
+
+@dataclass(frozen=True)
+class ProjectedMessage:
+    """``toStoredMessage``: role, stored content and stored token count of a message."""
+
+    role: str
+    content: str
+    token_count: int
+
+
+def project_message(message: Mapping[str, Any]) -> ProjectedMessage:
+    """``toStoredMessage`` (before large-payload interception)."""
+    if "content" in message:
+        content = extract_message_content(message["content"])
+    elif "output" in message:
+        content = f"$ {js_to_string(message.get('command') if message.get('command') is not None else '')}\n{js_to_string(message.get('output', UNDEFINED))}"
+    else:
+        content = ""
+    role = message.get("role")
+    if "content" in message:
+        runtime_role = to_runtime_role_for_tokens(role)
+        normalized = normalize_content_for_storage(message, content)
+        tokens = estimate_content_tokens_for_role(runtime_role, normalized, content)
+    else:
+        tokens = estimate_tokens(content)
+    reasoning = _top_level_reasoning(role if isinstance(role, str) else "", message)
+    if reasoning is not None:
+        tokens += estimate_tokens(reasoning)
+    return ProjectedMessage(to_db_role(role), content, tokens)
