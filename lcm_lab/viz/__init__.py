@@ -1,0 +1,61 @@
+"""Plotly figures of replays, loaded conversations and scores.
+
+Every ``plot_x(obj)`` is ``_x_figure(x_info(obj))``: the ``*_info`` step is pure (no plotly)
+and tested on its own; the figure step only maps it to traces.
+"""
+
+from lcm_lab.viz.budget import budget_df, budget_info, plot_budget_timeline, split_context
+from lcm_lab.viz.context import context_df, context_info, plot_context_at
+from lcm_lab.viz.dag import dag_info, plot_dag, to_networkx
+from lcm_lab.viz.diff import match_summaries, summary_diff_info
+from lcm_lab.viz.quality import (
+    fact_survival_info,
+    mean_interval,
+    metric_by_depth_info,
+    parallel_info,
+    pareto_info,
+    pareto_mask,
+    plot_fact_survival,
+    plot_metric_by_depth,
+    plot_parallel_coordinates,
+    plot_pareto,
+    plot_qa_retention,
+    plot_run_comparison,
+    plot_sweep_heatmap,
+    qa_retention_info,
+    run_comparison_info,
+    sweep_heatmap_info,
+    wilson_interval,
+)
+
+__all__ = [
+    "budget_df",
+    "budget_info",
+    "context_df",
+    "context_info",
+    "dag_info",
+    "fact_survival_info",
+    "match_summaries",
+    "mean_interval",
+    "metric_by_depth_info",
+    "parallel_info",
+    "pareto_info",
+    "pareto_mask",
+    "plot_budget_timeline",
+    "plot_context_at",
+    "plot_dag",
+    "plot_fact_survival",
+    "plot_metric_by_depth",
+    "plot_parallel_coordinates",
+    "plot_pareto",
+    "plot_qa_retention",
+    "plot_run_comparison",
+    "plot_sweep_heatmap",
+    "qa_retention_info",
+    "run_comparison_info",
+    "split_context",
+    "summary_diff_info",
+    "sweep_heatmap_info",
+    "to_networkx",
+    "wilson_interval",
+]

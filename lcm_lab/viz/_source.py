@@ -1,0 +1,44 @@
+"""Normalise what the plots accept (a replay, a loaded conversation, bare summaries) into one shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lcm_lab.engine.types import Conversation, StoredMessage, Summary
+
+
+@dataclass(frozen=True)
+class DagSource:
+    """Summaries (creation order) and the stored messages they cover, keyed by seq."""
+
+    summaries: tuple[Summary, ...]
+    messages: Mapping[int, StoredMessage]
+    label: str
+
+
+def dag_source(obj: Any) -> DagSource:
+    """Accept a ``Replay``, a ``Conversation`` (e.g. a loaded lcm.db) or an iterable of ``Summary``."""
+    if isinstance(obj, DagSource):
+        return obj
+    if isinstance(obj, Conversation):
+        messages = obj.stored_messages
+        label = obj.title or obj.session_id
+        summaries = obj.summaries
+    elif hasattr(obj, "summaries") and hasattr(obj, "messages") and hasattr(obj, "turns"):
+        summaries = obj.summaries
+        messages = obj.messages
+        conversation = getattr(obj, "conversation", None)
+        label = getattr(obj, "run_id", None) or getattr(conversation, "session_id", None) or "replay"
+    elif isinstance(obj, Iterable) and not isinstance(obj, str | bytes | Mapping):
+        summaries = tuple(obj)
+        messages = ()
+        label = "summaries"
+    else:
+        raise TypeError(f"expected a Replay, a Conversation or Summary values, got {type(obj).__name__}")
+    summaries = tuple(summaries)
+    for s in summaries:
+        if not isinstance(s, Summary):
+            raise TypeError(f"expected Summary values, got {type(s).__name__}")
+    return DagSource(summaries=summaries, messages={m.seq: m for m in messages}, label=str(label))

@@ -1,0 +1,193 @@
+"""Token budget timeline: where the context's tokens go, turn by turn.
+
+Per turn (after compaction) the stored context splits into summaries by depth, the fresh tail
+(the newest raw messages, protected) and evictable raw messages; lines show the budget, the
+compaction threshold and the stored tokens before compaction, markers show where sweeps ran.
+``plot_budget_timeline(replay)`` is ``_budget_figure(budget_info(replay))``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from lcm_lab.engine.tail import fresh_tail_start
+from lcm_lab.engine.types import ContextItem, StoredMessage, Summary, TurnRecord
+from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+
+class ContextSplit(NamedTuple):
+    """Tokens of one context by category."""
+
+    summary_tokens_by_depth: dict[int, int]
+    fresh_tail_tokens: int
+    evictable_tokens: int
+    fresh_tail_start: int | None  # ordinal in the context, None if no raw message is protected
+
+
+class BudgetInfo(NamedTuple):
+    turns: tuple[int, ...]
+    summary_tokens_by_depth: dict[int, tuple[int, ...]]  # depth -> per turn
+    fresh_tail_tokens: tuple[int, ...]
+    evictable_tokens: tuple[int, ...]
+    stored_before: tuple[int, ...]
+    tokens_after: tuple[int, ...]
+    threshold: tuple[int, ...]
+    token_budget: int
+    sweep_turns: tuple[int, ...]
+    sweep_y: tuple[int, ...]
+    sweep_hover: tuple[str, ...]
+    marker_turn: int | None
+    title: str
+
+
+def split_context(
+    items: tuple[ContextItem, ...],
+    messages: dict[int, StoredMessage] | Any,
+    summaries: dict[str, Summary] | Any,
+    fresh_tail_count: int,
+    fresh_tail_max_tokens: int | None = None,
+) -> ContextSplit:
+    """Split context items into summary tokens by depth, fresh tail and evictable messages.
+
+    The fresh tail is the plugin's rule (:func:`lcm_lab.engine.tail.fresh_tail_start`) over the
+    raw messages of the context, measured with their stored ``token_count``.
+    """
+    raw: list[tuple[int, bool]] = []
+    raw_tokens: list[int] = []
+    by_depth: dict[int, int] = {}
+    for ordinal, item in enumerate(items):
+        if item.kind == "summary":
+            s = summaries[item.ref]
+            by_depth[s.depth] = by_depth.get(s.depth, 0) + s.token_count
+        else:
+            m = messages[item.ref]
+            raw.append((ordinal, m.role == "user"))
+            raw_tokens.append(m.token_count)
+    start = fresh_tail_start(raw, raw_tokens.__getitem__, fresh_tail_count, fresh_tail_max_tokens)
+    tail = sum(t for (ordinal, _), t in zip(raw, raw_tokens, strict=True) if ordinal >= start)
+    return ContextSplit(
+        summary_tokens_by_depth=by_depth,
+        fresh_tail_tokens=tail,
+        evictable_tokens=sum(raw_tokens) - tail,
+        fresh_tail_start=start if raw and start <= raw[-1][0] else None,
+    )
+
+
+def budget_info(replay: Any, marker_turn: int | None = None, title: str | None = None) -> BudgetInfo:
+    """Per-turn token split of a replay's context (after each turn's compaction)."""
+    turns: tuple[TurnRecord, ...] = replay.turns
+    if not turns:
+        raise ValueError("the replay has no turns to plot")
+    messages = {m.seq: m for m in replay.messages}
+    summaries = {s.summary_id: s for s in replay.summaries}
+    config = replay.config
+    splits = [
+        split_context(t.context_after, messages, summaries, config.fresh_tail_count, config.fresh_tail_max_tokens)
+        for t in turns
+    ]
+    depths = sorted({d for sp in splits for d in sp.summary_tokens_by_depth})
+    sweep_turns: list[int] = []
+    sweep_y: list[int] = []
+    sweep_hover: list[str] = []
+    for t in turns:
+        if not t.sweeps:
+            continue
+        acted = [w for w in t.sweeps if w.action_taken]
+        sweep_turns.append(t.turn)
+        sweep_y.append(t.stored_tokens_before)
+        sweep_hover.append(
+            f"turn {t.turn}: {len(t.sweeps)} sweep(s), {len(acted)} acted<br>"
+            f"stored {t.stored_tokens_before:,} → {t.tokens_after:,} tokens (threshold {t.threshold:,})<br>"
+            f"{len(t.created_summary_ids)} summaries created"
+            + ("<br>condensed" if any(w.condensed for w in acted) else "")
+        )
+    label = getattr(replay, "run_id", None) or getattr(replay.conversation, "session_id", "replay")
+    return BudgetInfo(
+        turns=tuple(t.turn for t in turns),
+        summary_tokens_by_depth={d: tuple(sp.summary_tokens_by_depth.get(d, 0) for sp in splits) for d in depths},
+        fresh_tail_tokens=tuple(sp.fresh_tail_tokens for sp in splits),
+        evictable_tokens=tuple(sp.evictable_tokens for sp in splits),
+        stored_before=tuple(t.stored_tokens_before for t in turns),
+        tokens_after=tuple(t.tokens_after for t in turns),
+        threshold=tuple(t.threshold for t in turns),
+        token_budget=int(replay.token_budget),
+        sweep_turns=tuple(sweep_turns),
+        sweep_y=tuple(sweep_y),
+        sweep_hover=tuple(sweep_hover),
+        marker_turn=marker_turn,
+        title=title or f"{label}: context tokens per turn (budget {int(replay.token_budget):,})",
+    )
+
+
+def budget_df(replay: Any) -> pd.DataFrame:
+    """The budget timeline as a table: one row per turn, one column per category."""
+    import pandas as pd
+
+    info = budget_info(replay)
+    columns: dict[str, Any] = {"turn": info.turns}
+    for d, values in info.summary_tokens_by_depth.items():
+        columns[f"summaries_d{d}"] = values
+    columns |= {
+        "fresh_tail": info.fresh_tail_tokens,
+        "evictable": info.evictable_tokens,
+        "tokens_after": info.tokens_after,
+        "stored_before": info.stored_before,
+        "threshold": info.threshold,
+        "budget": [info.token_budget] * len(info.turns),
+        "swept": [t in set(info.sweep_turns) for t in info.turns],
+    }
+    return pd.DataFrame(columns)
+
+
+def _budget_figure(info: BudgetInfo) -> go.Figure:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    x = list(info.turns)
+    layers: list[tuple[str, tuple[int, ...], str]] = [
+        (f"summaries depth {d}", values, depth_color(d)) for d, values in info.summary_tokens_by_depth.items()
+    ]
+    layers += [("evictable messages", info.evictable_tokens, EVICTABLE_COLOR), ("fresh tail", info.fresh_tail_tokens, FRESH_TAIL_COLOR)]
+    for name, values, color in layers:
+        fig.add_trace(
+            go.Scatter(
+                x=x, y=list(values), name=name, mode="lines", stackgroup="context", line={"width": 0.5, "color": color},
+                line_shape="hv", hovertemplate=f"{name}: %{{y:,}}<extra>turn %{{x}}</extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(x=x, y=list(info.stored_before), name="stored before compaction", mode="lines",
+                   line={"color": "#444", "width": 1, "dash": "dot"}, line_shape="hv")
+    )
+    fig.add_trace(
+        go.Scatter(x=x, y=list(info.threshold), name="threshold", mode="lines", line={"color": "#E45756", "dash": "dash"})
+    )
+    fig.add_trace(
+        go.Scatter(x=[x[0], x[-1]], y=[info.token_budget] * 2, name="budget", mode="lines", line={"color": "#000", "width": 2})
+    )
+    if info.sweep_turns:
+        fig.add_trace(
+            go.Scatter(x=list(info.sweep_turns), y=list(info.sweep_y), name="sweeps", mode="markers",
+                       marker={"symbol": "triangle-down", "size": 9, "color": "#E45756"},
+                       hovertext=list(info.sweep_hover), hoverinfo="text")
+        )
+    if info.marker_turn is not None:
+        fig.add_vline(x=info.marker_turn, line={"color": "#333", "width": 1})
+    fig.update_layout(
+        title={"text": info.title}, template="plotly_white", height=420, hovermode="x unified",
+        xaxis={"title": {"text": "turn"}}, yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
+        legend={"orientation": "h", "y": -0.2}, margin={"l": 60, "r": 20, "t": 50, "b": 40},
+    )
+    return fig
+
+
+def plot_budget_timeline(replay: Any, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
+    """Stacked context tokens per turn with budget, threshold and sweep markers.
+
+    ``marker_turn`` draws a vertical line (the scrubber's current turn).
+    """
+    return _budget_figure(budget_info(replay, marker_turn=marker_turn, title=title))
