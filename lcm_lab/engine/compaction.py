@@ -323,6 +323,9 @@ class Compactor:
         configured = self.config.leaf_target_tokens if kind == "leaf" else self.config.condensed_target_tokens
         cap = math.ceil(configured * self.config.summary_max_overage_factor)
         tokens = estimate_tokens(summary)
+        if tokens > math.ceil(configured * 1.5):
+            over = math.floor((tokens / configured - 1) * 100 + 0.5)  # JavaScript Math.round
+            self.logs.append(f"warn: [lcm] summary exceeds target by {over}%: {tokens} tokens vs target {configured}")
         if tokens > cap:
             summary = cap_summary(summary, tokens, cap)
             level = "capped"
@@ -345,6 +348,7 @@ class Compactor:
         source = "\n\n".join(b for b in blocks if b is not None)
         if not js_trim(source):
             return PassOutcome(summary=None, skipped=True)
+        calls_before = len(self.calls)
         outcome = self.summarize_with_escalation(source, "leaf", 0, previous)
         if outcome is None:
             return PassOutcome(summary=None)
@@ -365,6 +369,7 @@ class Compactor:
             source_message_seqs=tuple(m.seq for m in messages),
             level=level,
             created_turn=self.turn,
+            summarizer_calls=len(self.calls) - calls_before,
         )
         state.add_summary(summary, positions[0], positions[-1])
         self.created.append(summary)
@@ -385,6 +390,7 @@ class Compactor:
             return PassOutcome(summary=None, skipped=True)
         file_ids = file_ids_in([" ".join(s.file_ids) for s in inputs] + [s.content for s in inputs])
         previous = self.prior_summary_context(positions[0], depth) if depth == 0 else None
+        calls_before = len(self.calls)
         outcome = self.summarize_with_escalation(source, "condensed", depth + 1, previous)
         if outcome is None:
             return PassOutcome(summary=None)
@@ -409,6 +415,7 @@ class Compactor:
             source_summary_ids=tuple(s.summary_id for s in inputs),
             level=level,
             created_turn=self.turn,
+            summarizer_calls=len(self.calls) - calls_before,
         )
         removed = sum(max(0, s.token_count) for s in inputs)
         state.add_summary(summary, positions[0], positions[-1])

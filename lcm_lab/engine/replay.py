@@ -1,26 +1,45 @@
 """Turn-by-turn replay of a conversation through the compaction engine.
 
 ``replay(conversation, config, summarizer, token_budget=...)`` follows the reference protocol
-(reference-runs README §1): each turn's messages are ingested, stored tokens are compared with
-``floor(contextThreshold × budget)``, and threshold compaction runs inline when over.
+(reference-runs README §1): each turn's messages are ingested as the live plugin ingests them,
+stored tokens are compared with ``floor(contextThreshold × budget)``, and threshold compaction
+runs inline when over. The result is a :class:`Replay`: what happened at every turn, the final
+summary DAG, and views of what the model would see.
+
+Three starting points:
+
+* a transcript (``conversation.entries``): ingest and compact turn by turn;
+* an lcm.db conversation from its raw messages (``conversation.stored_messages``): the stored
+  rows are replayed turn by turn (a turn starts at each user message) under the given settings;
+* an lcm.db conversation from its recorded state (``from_recorded=True``): start from the loaded
+  summaries and context items, then evaluate and compact once under the given settings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lcm_lab.engine.assembly import assemble as assemble_context
+from lcm_lab.engine.compaction import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.ingest import is_persistable, to_stored_message
+from lcm_lab.engine.protocol import Summarizer
+from lcm_lab.engine.state import EngineState
+from lcm_lab.engine.turns import split_turns
 from lcm_lab.engine.types import (
     Assembly,
     ContextItem,
     Conversation,
+    InputEntry,
     LargeFile,
     StoredMessage,
     Summary,
     TurnRecord,
 )
+
+DEFAULT_TOKEN_BUDGET = 128_000  # what the plugin assumes when the host reports no window
 
 
 @dataclass(frozen=True)
@@ -32,12 +51,16 @@ class Replay:
     token_budget: int
     summarizer: str
     turns: tuple[TurnRecord, ...]
-    messages: tuple[StoredMessage, ...]  # by seq (seq = index + 1)
+    messages: tuple[StoredMessage, ...]  # by seq
     summaries: tuple[Summary, ...]  # creation order
     large_files: tuple[LargeFile, ...] = ()
     fidelity: str = "faithful"
     run_id: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def final_context(self) -> tuple[ContextItem, ...]:
+        return self.context_at(-1)
 
     def context_at(self, turn: int = -1) -> tuple[ContextItem, ...]:
         """Context items after ``turn`` (negative indexes count from the end)."""
@@ -52,5 +75,187 @@ class Replay:
         raise KeyError(summary_id)
 
     def assemble(self, turn: int = -1, budget: int | None = None, prompt: str | None = None) -> Assembly:
-        """What the model would see after ``turn`` at ``budget`` tokens (default: the run budget)."""
-        raise NotImplementedError("assembly lands with lcm_lab.engine.assembly")
+        """What the model would see after ``turn`` at ``budget`` tokens (default: the run budget).
+
+        This is the plugin's bare assembler (what the reference traces record); pass a
+        ``prompt`` to use prompt-aware eviction when the config enables it.
+        """
+        context = self.context_at(turn)
+        return assemble_context(
+            {m.seq: m for m in self.messages},
+            {s.summary_id: s for s in self.summaries},
+            context,
+            token_budget=self.token_budget if budget is None else budget,
+            fresh_tail_count=self.config.fresh_tail_count,
+            fresh_tail_max_tokens=self.config.fresh_tail_max_tokens,
+            timezone=self.config.timezone,
+            prompt=prompt,
+            prompt_aware_eviction=self.config.prompt_aware_eviction and prompt is not None,
+        )
+
+
+@dataclass(frozen=True)
+class _TurnInput:
+    index: int
+    lines: tuple[int, int] | None
+    entries: tuple[InputEntry, ...] = ()
+    stored: tuple[StoredMessage, ...] = ()
+
+    @property
+    def input_messages(self) -> int:
+        return len(self.stored) if self.stored else sum(1 for e in self.entries if e.message is not None)
+
+
+def _transcript_turns(conversation: Conversation, single_turn: bool) -> list[_TurnInput]:
+    turns = split_turns(conversation.entries, conversation.meta.get("last_line"))
+    if single_turn and turns:
+        entries = tuple(e for t in turns for e in t.entries)
+        return [_TurnInput(0, (turns[0].first_line, turns[-1].last_line), entries)]
+    return [_TurnInput(t.index, t.lines, t.entries) for t in turns]
+
+
+def _stored_turns(messages: Sequence[StoredMessage], single_turn: bool) -> list[_TurnInput]:
+    if single_turn:
+        return [_TurnInput(0, None, stored=tuple(messages))] if messages else []
+    groups: list[list[StoredMessage]] = []
+    for message in messages:
+        if not groups or message.role == "user":
+            groups.append([message])
+        else:
+            groups[-1].append(message)
+    return [_TurnInput(i, None, stored=tuple(g)) for i, g in enumerate(groups)]
+
+
+def replay(
+    conversation: Conversation,
+    config: LcmConfig | None = None,
+    summarizer: Summarizer | None = None,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    *,
+    single_turn: bool = False,
+    from_recorded: bool = False,
+    fidelity: Fidelity = "faithful",
+    intercept_large_payloads: bool = True,
+    on_turn: Callable[[TurnRecord], None] | None = None,
+    run_id: str | None = None,
+) -> Replay:
+    """Replay ``conversation`` turn by turn under ``config`` with ``summarizer``.
+
+    >>> from lcm_lab.summarizers.stub import StubV1Summarizer
+    >>> from lcm_lab.engine.types import Conversation, InputEntry
+    >>> chat = Conversation("demo", entries=(
+    ...     InputEntry(2, "message", {"role": "user", "content": "hello " * 400, "timestamp": 0}),
+    ...     InputEntry(3, "message", {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "timestamp": 1000}),
+    ...     InputEntry(4, "message", {"role": "user", "content": "and now?", "timestamp": 2000})))
+    >>> result = replay(chat, LcmConfig(fresh_tail_count=1), StubV1Summarizer(), token_budget=500)
+    >>> [t.compacted for t in result.turns], [s.kind for s in result.summaries]
+    ([False, True], ['leaf'])
+    """
+    if summarizer is None:
+        raise ValueError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
+    config = config or LcmConfig()
+    if from_recorded:
+        state = EngineState(conversation.stored_messages, conversation.summaries, conversation.context_items, conversation.large_files)
+        turn_inputs = [_TurnInput(0, None)]
+    elif conversation.entries:
+        state = EngineState()
+        turn_inputs = _transcript_turns(conversation, single_turn)
+    else:
+        state = EngineState()
+        turn_inputs = _stored_turns(conversation.stored_messages, single_turn)
+
+    compactor = Compactor(
+        state, config, summarizer, session_id=conversation.session_id, fidelity=fidelity, clock=SimulatedClock()
+    )
+    records: list[TurnRecord] = []
+    for turn_input in turn_inputs:
+        record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads)
+        records.append(record)
+        if on_turn is not None:
+            on_turn(record)
+
+    return Replay(
+        conversation=conversation,
+        config=config,
+        token_budget=token_budget,
+        summarizer=getattr(summarizer, "name", type(summarizer).__name__),
+        turns=tuple(records),
+        messages=tuple(state.messages[seq] for seq in sorted(state.messages)),
+        summaries=tuple(state.summaries.values()),
+        large_files=tuple(state.large_files),
+        fidelity=fidelity,
+        run_id=run_id,
+        meta={"single_turn": single_turn, "from_recorded": from_recorded},
+    )
+
+
+def _ingest(compactor: Compactor, turn_input: _TurnInput, intercept: bool) -> tuple[list[int], int]:
+    state = compactor.state
+    seqs: list[int] = []
+    persistable = 0
+    if turn_input.stored:
+        for message in turn_input.stored:
+            persistable += 1
+            state.append_message(message)
+            seqs.append(message.seq)
+        return seqs, persistable
+    for entry in turn_input.entries:
+        if entry.message is None or not is_persistable(entry.message):
+            continue
+        persistable += 1
+        result = to_stored_message(
+            entry.message,
+            state.next_seq(),
+            entry_id=None,  # the runtime-batch protocol carries no transcript entry ids
+            intercept_large_payloads=intercept,
+            large_file_token_threshold=compactor.config.large_file_token_threshold,
+        )
+        if result.stored is None:
+            continue
+        state.append_message(result.stored)
+        state.large_files.extend(result.large_files)
+        seqs.append(result.stored.seq)
+    return seqs, persistable
+
+
+def _run_turn(compactor: Compactor, turn_input: _TurnInput, token_budget: int, intercept: bool) -> TurnRecord:
+    state = compactor.state
+    compactor.turn = turn_input.index
+    calls_before, created_before = len(compactor.calls), len(compactor.created)
+    compactor.logs.clear()
+    seqs, persistable = _ingest(compactor, turn_input, intercept)
+    stored = state.stored_tokens()
+    threshold = compactor.config.threshold_tokens(token_budget)
+    should = stored > threshold
+    result = compactor.compact_threshold(token_budget) if should else None
+    return TurnRecord(
+        turn=turn_input.index,
+        lines=turn_input.lines,
+        input_messages=turn_input.input_messages,
+        input_persistable_messages=persistable,
+        ingested_seqs=tuple(seqs),
+        stored_tokens_before=stored,
+        threshold=threshold,
+        should_compact=should,
+        compacted=bool(result and result.compacted),
+        sweeps=tuple(result.sweeps) if result else (),
+        calls=tuple(compactor.calls[calls_before:]),
+        created_summary_ids=tuple(s.summary_id for s in compactor.created[created_before:]),
+        tokens_after=state.stored_tokens(),
+        context_after=tuple(state.context),
+        logs=tuple(compactor.logs),
+        spend_backoff_would_open=bool(result and result.compacted and not result.ok),
+        compact_result=(
+            None
+            if result is None
+            else {
+                "ok": result.ok,
+                "compacted": result.compacted,
+                "reason": result.reason,
+                "tokensBefore": result.tokens_before,
+                "tokensAfter": result.tokens_after,
+                "rounds": result.rounds,
+            }
+        ),
+    )
+

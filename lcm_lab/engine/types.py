@@ -93,6 +93,7 @@ class Summary:
     source_summary_ids: tuple[str, ...] = ()  # condensed: summary_parents.parent_summary_id
     level: Level | None = None  # escalation level when known (replays); not stored by the plugin
     created_turn: int | None = None
+    summarizer_calls: int = 0  # calls that produced it (replays): 1 normal, 2 after escalation
 
 
 @dataclass(frozen=True)
@@ -239,3 +240,4 @@ class TurnRecord:
     context_after: tuple[ContextItem, ...]
     logs: tuple[str, ...] = ()
     spend_backoff_would_open: bool = False
+    compact_result: Mapping[str, Any] | None = None  # engine.compact's report (ok, reason, rounds, ...)

@@ -1,0 +1,323 @@
+"""The reference trace format (``lcref-trace-v1``) and a structural comparison of two traces.
+
+The reference runs of the real lossless-claw engine are recorded in this format (see the
+reference-runs README §4). Writing a lab replay in the same format makes "does the lab behave
+like the plugin?" a diff. Summary ids become creation-order keys ``S1, S2, …`` and externalised
+file ids are canonicalised, because both are random in the plugin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lcm_lab.engine.jsjson import js_stringify
+from lcm_lab.engine.replay import Replay
+from lcm_lab.engine.types import Assembly, ContextItem, SummarizerCall, TurnRecord
+
+TRACE_FORMAT = "lcref-trace-v1"
+_FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
+_CANON_FILE_ID = "file_0000000000000000"
+_EXTERNALISED = ("LCM file:", "[LCM Tool Output:", "[LCM File:", "[LCM Raw Payload:")
+
+
+def canon(text: str) -> str:
+    """Replace externalised-payload ids (random in the plugin) by a constant."""
+    return _FILE_ID.sub(_CANON_FILE_ID, text)
+
+
+def canon_sha256(text: str) -> str:
+    return hashlib.sha256(canon(text).encode("utf-8")).hexdigest()
+
+
+def summary_keys(replay: Replay) -> dict[str, str]:
+    """``summary_id`` → ``S<k>`` in creation order."""
+    return {s.summary_id: f"S{i}" for i, s in enumerate(replay.summaries, start=1)}
+
+
+def _item(item: ContextItem, keys: Mapping[str, str]) -> list[Any]:
+    return ["message", item.ref] if item.kind == "message" else ["summary", keys.get(str(item.ref), item.ref)]
+
+
+def _call(call: SummarizerCall) -> dict[str, Any]:
+    return {
+        "kind": call.kind,
+        "depth": call.depth,
+        "aggressive": call.aggressive,
+        "source_sha256": canon_sha256(call.source_text),
+        "source_tokens": call.source_tokens,
+        "source_chars": len(call.source_text),
+        "previous_summary_sha256": None if call.previous_summary is None else canon_sha256(call.previous_summary),
+        "output": call.output,
+        "output_tokens": call.output_tokens,
+    }
+
+
+def _turn(record: TurnRecord, replay: Replay, keys: Mapping[str, str]) -> dict[str, Any]:
+    created = [replay.summary(sid) for sid in record.created_summary_ids]
+    out: dict[str, Any] = {
+        "turn": record.turn,
+        "lines": list(record.lines) if record.lines else None,
+        "input_messages": record.input_messages,
+        "input_persistable_messages": record.input_persistable_messages,
+        "ingested_seqs": list(record.ingested_seqs),
+        "ingested_count": len(record.ingested_seqs),
+        "skipped_input_lines": None,
+        "stored_tokens_before": record.stored_tokens_before,
+        "threshold": record.threshold,
+        "should_compact": record.should_compact,
+        "compact": [dict(record.compact_result)] if record.compact_result else [],
+        "sweeps": [
+            {
+                "force": s.force,
+                "stopAtTokens": s.stop_at_tokens,
+                "freshTailCount": None,
+                "leafChunkTokens": None,
+                "storedBefore": s.stored_before,
+                "actionTaken": s.action_taken,
+                "tokensBefore": s.tokens_before,
+                "tokensAfter": s.tokens_after,
+                "condensed": s.condensed,
+                "level": s.level,
+                "authFailure": s.auth_failure,
+                "stoppedAtBudget": s.stopped_at_budget,
+                "createdSummary": keys.get(s.created_summary_id) if s.created_summary_id else None,
+            }
+            for s in record.sweeps
+        ],
+        "summarizer_calls": [_call(c) for c in record.calls],
+        "created_summaries": [
+            {
+                "key": keys[s.summary_id],
+                "kind": s.kind,
+                "depth": s.depth,
+                "token_count": s.token_count,
+                "level": s.level,
+                "calls": s.summarizer_calls,
+            }
+            for s in created
+        ],
+        "levels": [s.level for s in created],
+    }
+    if record.spend_backoff_would_open and record.compact_result:
+        out["spend_backoff_would_open"] = [record.compact_result["reason"]]
+    out["tokens_after"] = record.tokens_after
+    out["context_after"] = [_item(i, keys) for i in record.context_after]
+    out["logs"] = list(record.logs)
+    return out
+
+
+def _assembled(assembly: Assembly, keys: Mapping[str, str]) -> dict[str, Any]:
+    def rekey(text: str) -> str:
+        for sid, key in keys.items():
+            if sid in text:
+                text = text.replace(sid, key)
+        return canon(text)
+
+    items = []
+    for item in assembly.items:
+        ref = keys.get(str(item.ref), item.ref) if item.kind == "summary" else item.ref
+        items.append([item.role, item.kind, ref])
+    return {
+        "tokenBudget": assembly.token_budget,
+        "estimatedTokens": assembly.estimated_tokens,
+        "selectionMode": assembly.selection_mode,
+        "freshTailOrdinal": assembly.fresh_tail_ordinal,
+        "tailTokens": assembly.tail_tokens,
+        "remainingBudget": assembly.remaining_budget,
+        "evictableTotalTokens": assembly.evictable_total_tokens,
+        "stats": dict(assembly.stats),
+        "items": items,
+        "messages_canonical_json": [rekey(js_stringify(item.message)) for item in assembly.items],
+    }
+
+
+def reference_trace(
+    replay: Replay,
+    *,
+    tight_budget: int | None = None,
+    input_label: str | None = None,
+    input_file: str | None = None,
+    input_sha256: str | None = None,
+    run_id: str | None = None,
+    config_name: str | None = None,
+    plugin_config: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The replay as an ``lcref-trace-v1`` document (assembled at the run and tight budgets)."""
+    keys = summary_keys(replay)
+    budget = replay.token_budget
+    tight = budget // 4 if tight_budget is None else tight_budget
+    summaries = replay.summaries
+    levels = Counter(s.level for s in summaries if s.level)
+    final = replay.final_context
+    assembled = [_assembled(replay.assemble(budget=b), keys) for b in (budget, tight)]
+    calls = sum(len(t.calls) for t in replay.turns)
+    return {
+        "trace_format": TRACE_FORMAT,
+        "input": input_label,
+        "input_file": input_file,
+        "input_sha256": input_sha256,
+        "engine": {"repo": "lcm_lab", "commit": None, "package_version": _version()},
+        "driver": {
+            "protocol": "afterTurn-runtime-batch",
+            "description": "lcm_lab.engine.replay: ingest each turn, evaluate stored tokens, threshold-compact inline",
+            "single_turn": bool(replay.meta.get("single_turn")),
+            "stub_variant": replay.summarizer,
+        },
+        "summarizer": replay.summarizer,
+        "run_id": run_id or replay.run_id,
+        "config_name": config_name,
+        "plugin_config": dict(plugin_config or {}),
+        "harness_config": {"proactiveThresholdCompactionMode": "inline", "spendGuard": "disabled"},
+        "resolved_config": replay.config.to_plugin_config() if hasattr(replay.config, "to_plugin_config") else {},
+        "token_budget": budget,
+        "tight_budget": tight,
+        "session_id": replay.conversation.session_id,
+        "conversation": {
+            "conversation_id": 1,
+            "session_id": replay.conversation.session_id,
+            "session_key": replay.conversation.session_key,
+            "title": None,
+            "bootstrapped_at": None,
+        },
+        "turn_count": len(replay.turns),
+        "totals": {
+            "summarizer_calls": calls,
+            "summaries": len(summaries),
+            "leaves": sum(1 for s in summaries if s.kind == "leaf"),
+            "condensed": sum(1 for s in summaries if s.kind == "condensed"),
+            "max_depth": max((s.depth for s in summaries), default=-1),
+            "compacting_turns": sum(1 for t in replay.turns if t.should_compact),
+            "levels": dict(levels),
+            "final_stored_tokens": replay.turns[-1].tokens_after if replay.turns else 0,
+            "row_counts": {
+                "messages": len(replay.messages),
+                "message_parts": sum(len(m.parts) for m in replay.messages),
+                "summaries": len(summaries),
+                "summary_messages": sum(len(s.source_message_seqs) for s in summaries),
+                "summary_parents": sum(len(s.source_summary_ids) for s in summaries),
+                "context_items": len(final),
+                "large_files": len(replay.large_files),
+            },
+        },
+        "turns": [_turn(t, replay, keys) for t in replay.turns],
+        "summaries": [
+            {
+                "key": keys[s.summary_id],
+                "summary_id": s.summary_id,
+                "created_turn": s.created_turn,
+                "level": s.level,
+                "kind": s.kind,
+                "depth": s.depth,
+                "token_count": s.token_count,
+                "source_message_seqs": list(s.source_message_seqs),
+                "parent_keys": [keys[p] for p in s.source_summary_ids],
+                "earliest_at": s.earliest_at,
+                "latest_at": s.latest_at,
+                "descendant_count": s.descendant_count,
+                "descendant_token_count": s.descendant_token_count,
+                "source_message_token_count": s.source_message_token_count,
+                "file_ids": canon(js_stringify(list(s.file_ids))),
+                "model": s.model,
+                "content": s.content,
+            }
+            for s in summaries
+        ],
+        "messages": [_message(m) for m in replay.messages],
+        "large_files": [
+            {
+                "file_id": canon(f.file_id),
+                "file_name": f.file_name,
+                "mime_type": f.mime_type,
+                "byte_size": f.byte_size,
+                "line_count": f.line_count,
+                "exploration_summary_sha256": canon_sha256(f.exploration_summary or ""),
+            }
+            for f in replay.large_files
+        ],
+        "assembled": assembled,
+        "crosscheck": {},
+        "log_counts": dict(Counter(line for t in replay.turns for line in t.logs)),
+        "log_samples": {},
+    }
+
+
+def _message(m: Any) -> dict[str, Any]:
+    out = {
+        "seq": m.seq,
+        "role": m.role,
+        "token_count": m.token_count,
+        "content_sha256": canon_sha256(m.content),
+        "content_chars": len(m.content),
+        "created_at": m.created_at,
+        "transcript_entry_id": m.transcript_entry_id,
+        "sender": m.sender_metadata,
+        "stable_event_key": m.stable_event_key,
+        "parts": len(m.parts),
+    }
+    if any(marker in m.content for marker in _EXTERNALISED):
+        out["content_canonical"] = canon(m.content)
+    return out
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lcm_lab")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+# -- comparison -------------------------------------------------------------------------------------
+
+# Fields that describe the harness or the machine, not compaction behaviour.
+_IGNORED_TOP = {
+    "engine", "driver", "summarizer", "harness_config", "resolved_config", "crosscheck", "log_counts",
+    "log_samples", "input", "input_file", "input_sha256", "run_id", "config_name", "plugin_config",
+}  # fmt: skip
+_HARNESS_LOG = re.compile(r"bootstrap checkpoint refresh failed")
+_DIGITS = re.compile(r"elapsedMs=\d+")
+
+
+def _normalise_logs(lines: Sequence[str]) -> list[str]:
+    return [_DIGITS.sub("elapsedMs=#", line) for line in lines if not _HARNESS_LOG.search(line)]
+
+
+def compare_traces(got: Mapping[str, Any], expected: Mapping[str, Any], limit: int = 20) -> list[str]:
+    """Differences between two traces as readable lines (empty when they match).
+
+    Summary ids, wall-clock fields and harness log lines are ignored; everything the engine
+    decides (turn records, calls, summaries, messages, assembled output) is compared.
+    """
+    diffs: list[str] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if len(diffs) >= limit:
+            return
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for key in sorted(set(a) | set(b)):
+                if path == "" and key in _IGNORED_TOP:
+                    continue
+                if key in ("summary_id", "wall_ms"):
+                    continue
+                if key == "logs":
+                    walk(_normalise_logs(a.get(key) or []), _normalise_logs(b.get(key) or []), f"{path}.{key}")
+                    continue
+                if key not in a or key not in b:
+                    diffs.append(f"{path}.{key}: {'missing' if key not in a else 'unexpected'}")
+                    continue
+                walk(a[key], b[key], f"{path}.{key}")
+        elif isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b):
+                diffs.append(f"{path}: length {len(a)} != expected {len(b)}")
+            for i, (x, y) in enumerate(zip(a, b, strict=False)):
+                walk(x, y, f"{path}[{i}]")
+        elif a != b:
+            diffs.append(f"{path}: {str(a)[:160]!r} != expected {str(b)[:160]!r}")
+
+    walk(got, expected, "")
+    return diffs
