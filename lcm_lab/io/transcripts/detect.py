@@ -14,7 +14,7 @@ from lcm_lab.io.transcripts.base import (
     OPENCLAW_STATE_DIR,
     PI_JSONL,
 )
-from lcm_lab.io.transcripts.jsonl import UTF8_BOM, parse_json_bytes
+from lcm_lab.io.transcripts.jsonl import UTF8_BOM, is_gzip, open_bytes, parse_json_bytes, read_all_bytes
 from lcm_lab.io.transcripts.locomo import looks_like_locomo
 from lcm_lab.io.transcripts.openclaw_sqlite import SQLITE_MAGIC, sqlite_tables
 from lcm_lab.io.transcripts.pi import is_runtime_message
@@ -41,6 +41,18 @@ _LCM_TABLES = frozenset({"conversations", "messages", "summaries", "context_item
 def is_state_dir(path: Path) -> bool:
     """An OpenClaw state directory holds ``agents/`` (and often ``lcm.db``)."""
     return (path / "agents").is_dir() or (path / "lcm.db").is_file()
+
+
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 13))
+
+
+def _looks_binary(head: bytes) -> bool:
+    """NUL bytes on the first line, or control bytes in more than 1% of the head."""
+    first_line = head.lstrip().split(b"\n", 1)[0]
+    if b"\x00" in first_line:
+        return True
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    return controls > len(head) // 100
 
 
 def _classify_object(value: dict[str, Any]) -> str | None:
@@ -71,7 +83,7 @@ def _sqlite_kind(path: Path) -> str | None:
 
 
 def _sniff_lines(path: Path) -> str | None:
-    with path.open("rb") as handle:
+    with open_bytes(path) as handle:
         for number, raw in enumerate(handle):
             if number >= _SNIFF_LINES:
                 break
@@ -93,7 +105,7 @@ def _whole_document(path: Path) -> Any:
     if path.stat().st_size > _WHOLE_DOCUMENT_LIMIT:
         return None
     try:
-        return parse_json_bytes(path.read_bytes())
+        return parse_json_bytes(read_all_bytes(path))
     except ValueError:
         return None
 
@@ -110,11 +122,11 @@ def detect_format(path: str | Path) -> str | None:
     file_path = Path(path)
     if file_path.is_dir():
         return OPENCLAW_STATE_DIR if is_state_dir(file_path) else None
-    with file_path.open("rb") as handle:
+    with open_bytes(file_path) as handle:
         head = handle.read(_HEAD_BYTES)
     if head.startswith(SQLITE_MAGIC):
-        return _sqlite_kind(file_path)
-    if b"\x00" in head:
+        return None if is_gzip(file_path) else _sqlite_kind(file_path)
+    if _looks_binary(head):
         return None
     text = head.removeprefix(UTF8_BOM).lstrip()
     if not text:
@@ -146,15 +158,17 @@ def describe_file(path: str | Path) -> str:
     size = file_path.stat().st_size
     if size == 0:
         return "an empty file (0 bytes)"
-    with file_path.open("rb") as handle:
+    with open_bytes(file_path) as handle:
         head = handle.read(_HEAD_BYTES)
     if head.startswith(SQLITE_MAGIC):
+        if is_gzip(file_path):
+            return "a gzip-compressed SQLite database (decompress it to read it)"
         try:
             tables = sorted(sqlite_tables(file_path))
         except sqlite3.DatabaseError as error:
             return f"a corrupt SQLite file ({error})"
         return f"an SQLite database with tables: {', '.join(tables) or 'none'}"
-    if b"\x00" in head:
+    if _looks_binary(head):
         return f"a binary file ({size:,} bytes, NUL bytes near the start)"
     text = head.removeprefix(UTF8_BOM).strip()
     if not text:

@@ -8,17 +8,39 @@ naming file and line, and never holds more than one line in memory.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
 from lcm_lab.io.model import LoadIssue
 
 UTF8_BOM = b"\xef\xbb\xbf"
+GZIP_MAGIC = b"\x1f\x8b"
 _SNIPPET_CHARS = 60
+
+
+def is_gzip(path: str | Path) -> bool:
+    """True when the file starts with the gzip magic bytes."""
+    with Path(path).open("rb") as handle:
+        return handle.read(2) == GZIP_MAGIC
+
+
+def open_bytes(path: str | Path) -> IO[bytes]:
+    """Open a file for binary reading, decompressing gzip transparently (streaming)."""
+    file_path = Path(path)
+    if is_gzip(file_path):
+        return gzip.open(file_path, "rb")
+    return file_path.open("rb")
+
+
+def read_all_bytes(path: str | Path) -> bytes:
+    """The whole (decompressed) content of a file: only for one-document formats."""
+    with open_bytes(path) as handle:
+        return handle.read()
 
 
 def _reject_constant(name: str) -> Any:
@@ -80,7 +102,7 @@ class JsonlReader:
         self.nonblank_lines = 0
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
-        with self.path.open("rb") as handle:
+        with open_bytes(self.path) as handle:
             for number, raw in enumerate(handle, start=1):
                 self.last_line = number
                 data = raw.strip()
@@ -104,7 +126,7 @@ class JsonlReader:
 
 def first_nonblank_byte(path: str | Path, *, limit: int = 1 << 20) -> bytes:
     """The first non-whitespace byte of a file (after a UTF-8 BOM), or ``b""``."""
-    with Path(path).open("rb") as handle:
+    with open_bytes(path) as handle:
         head = handle.read(limit)
     if head.startswith(UTF8_BOM):
         head = head[len(UTF8_BOM) :]

@@ -31,7 +31,7 @@ from typing import Any
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import LoadedConversation, LoadIssue, QAItem
 from lcm_lab.io.transcripts.base import LOCOMO_JSON, TranscriptFormatError, TranscriptRead
-from lcm_lab.io.transcripts.jsonl import parse_json_bytes
+from lcm_lab.io.transcripts.jsonl import parse_json_bytes, read_all_bytes
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _EVIDENCE_ID = re.compile(r"D\d+:\d+")
@@ -212,7 +212,7 @@ def read_locomo_json(path: str | Path) -> TranscriptRead:
     """Read a LoCoMo JSON file (the whole list of samples, or a single sample object)."""
     display = str(path)
     try:
-        document = parse_json_bytes(Path(path).read_bytes())  # one JSON document
+        document = parse_json_bytes(read_all_bytes(path))  # one JSON document
     except ValueError as error:
         raise TranscriptFormatError(f"{display}: not valid JSON ({error}); expected LoCoMo JSON") from None
     if not looks_like_locomo(document):

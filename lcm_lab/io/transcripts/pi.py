@@ -24,7 +24,7 @@ from typing import Any
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
 from lcm_lab.io.transcripts.base import PI_JSONL, TranscriptFormatError, TranscriptRead
-from lcm_lab.io.transcripts.jsonl import JsonlReader, first_nonblank_byte, parse_json_bytes
+from lcm_lab.io.transcripts.jsonl import JsonlReader, first_nonblank_byte, parse_json_bytes, read_all_bytes
 from lcm_lab.io.transcripts.tree import select_leaf_path
 
 EVENT_TYPES = frozenset({"compaction", "branch_summary"})
@@ -290,7 +290,7 @@ def read_pi_records(
 
 
 def _read_json_array(path: Path, display: str) -> tuple[list[Any], int]:
-    data = path.read_bytes()  # a JSON array is one document: it cannot be streamed by lines
+    data = read_all_bytes(path)  # a JSON array is one document: it cannot be streamed by lines
     try:
         value = parse_json_bytes(data)
     except ValueError as error:
@@ -311,15 +311,16 @@ def read_pi_jsonl(path: str | Path) -> TranscriptRead:
     """
     file_path = Path(path)
     display = str(path)
+    stem = file_path.name.split(".")[0] or file_path.stem
     if first_nonblank_byte(file_path) == b"[":
         values, _ = _read_json_array(file_path, display)
-        parser = read_pi_records(enumerate(values, start=1), display, file_path.stem)
+        parser = read_pi_records(enumerate(values, start=1), display, stem)
         issues: list[LoadIssue] = []
         skipped = 0
         layout = "json-array"
     else:
         reader = JsonlReader(file_path, display_path=display)
-        parser = read_pi_records(reader, display, file_path.stem)
+        parser = read_pi_records(reader, display, stem)
         parser.last_line = max(parser.last_line, reader.last_line)
         issues, skipped = reader.issues, reader.skipped_lines
         layout = "jsonl"

@@ -134,7 +134,7 @@ def scan_state_dir(root: str | Path, *, include_checkpoints: bool = False) -> St
         keys = _session_keys(sessions / "sessions.json", issues) if (sessions / "sessions.json").is_file() else {}
         if sessions.is_dir():
             for path in sorted(sessions.iterdir()):
-                if not path.is_file() or ".jsonl" not in path.name:
+                if ".jsonl" not in path.name or path.is_dir():
                     continue
                 size = _readable(path, issues)
                 if size is None:

@@ -78,11 +78,13 @@ def select_leaf_path(nodes: Sequence[NodeT]) -> LeafPath[NodeT]:
         current_id = current.entry_id
         assert current_id is not None
         if current_id in visited:
+            closing = path[-1]  # its parent pointer closes the loop
             return LeafPath(
                 tuple(nodes),
                 "file-order",
-                f"cycle in the parent chain at id {current_id!r}; using all entries in file order",
-                current.line,
+                f"cycle in the parent chain: entry {closing.entry_id!r} points back to {current_id!r}; "
+                "using all entries in file order",
+                closing.line,
                 tuple(duplicates),
             )
         visited.add(current_id)
