@@ -22,16 +22,17 @@ import gzip
 import os
 import sqlite3
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from lcm_lab.io.lcmdb import LcmDbSchema, NotAnLcmDb, count_rows, open_lcmdb
+from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
 from lcm_lab.io.sqlite_read import (
     GZIP_MAGIC,
     SnapshotChanged,
@@ -40,6 +41,7 @@ from lcm_lab.io.sqlite_read import (
     file_head,
     is_sqlite_file,
     sqlite_snapshot,
+    sqlite_table_names,
 )
 from lcm_lab.store import LabStore
 from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed, import_lcm_db
@@ -244,17 +246,22 @@ def _count_mismatches(path: Path, expected: dict[str, int], imported: dict[str, 
     return notes
 
 
-def load_transcript(path: str | os.PathLike[str], store: LabStore | None = None) -> SourceResult:
-    """Load one transcript file (format auto-detected by :mod:`lcm_lab.io.transcripts`)."""
+def load_transcript(
+    path: str | os.PathLike[str],
+    store: LabStore | None = None,
+    *,
+    read: Callable[[], Any] | None = None,
+) -> SourceResult:
+    """Load one transcript file (format auto-detected by :mod:`lcm_lab.io.transcripts`).
+
+    ``read`` may supply the reader call (a state-directory item stamped with its session key).
+    """
     target = Path(path)
     with _store_for(store) as lab:
         reason = _unreadable_reason(target)
         if reason:
             return _failed(lab, target, "transcript", f"{target}: {reason}; nothing loaded")
-        try:
-            transcripts = _transcripts_module()
-        except ModuleNotFoundError as exc:
-            return _failed(lab, target, "transcript", f"{target}: transcript readers unavailable ({exc})")
+        transcripts = _transcripts_module()
         try:
             fp = fingerprint(target)
         except OSError as exc:
@@ -262,56 +269,55 @@ def load_transcript(path: str | os.PathLike[str], store: LabStore | None = None)
         if (earlier := find_loaded(lab, fp.sha256)) is not None:
             return _unchanged(target, "transcript", earlier)
         try:
-            read = transcripts.read_transcript(target)
+            result = read() if read is not None else transcripts.read_transcript(target)
         except (OSError, ValueError) as exc:
-            return _failed(lab, target, "transcript", f"{target}: {exc}")
+            return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
         with lab.transaction():
-            source_id = add_source(lab, path=str(target), kind=read.kind, status="loaded",
+            source_id = add_source(lab, path=str(target), kind=result.kind, status="loaded",
                                    loader_version=loader_version(), fp=fp)
-            counts = insert_loaded(lab, source_id, fp.path, read.conversations, kind=read.kind)
-            issues = [str(issue) for issue in read.issues]
-            warnings = issues + counts.warnings
+            counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind)
+            warnings = [str(issue) for issue in result.issues] + counts.warnings
             status = "appended" if counts.appended_conversations and not counts.conversations else "loaded"
             lab.execute(
                 "UPDATE sources SET status = ?, warnings = ?, skipped_lines = ? WHERE source_id = ?",
-                [status, warnings, read.skipped_lines, source_id],
+                [status, warnings, result.skipped_lines, source_id],
             )
         return SourceResult(
-            str(target), read.kind, status, source_id=source_id, conversations=counts.conversations,
+            str(target), result.kind, status, source_id=source_id, conversations=counts.conversations,
             messages=counts.messages, summaries=counts.summaries, context_items=counts.context_items,
-            qa_items=counts.qa_items, skipped_lines=read.skipped_lines, warnings=tuple(warnings),
-            details={"entries": counts.entries, "events": counts.events,
+            qa_items=counts.qa_items, skipped_lines=result.skipped_lines, warnings=tuple(warnings),
+            details={"entries": counts.entries, "events": counts.events, "not_stored": counts.not_stored,
                      "appended_conversations": counts.appended_conversations},
         )
 
 
 def _transcripts_module() -> Any:
-    import importlib
+    import lcm_lab.io.transcripts as transcripts
 
-    return importlib.import_module("lcm_lab.io.transcripts")
+    return transcripts
 
 
 def detect_kind(path: str | os.PathLike[str]) -> str | None:
-    """``"directory"``, ``"lcm_db"``, ``"sqlite"`` (other SQLite, e.g. an OpenClaw transcript
-    store: handed to the transcript readers), ``"transcript"``, or ``None`` if unrecognised."""
+    """What ``load`` would do with ``path``: ``"directory"``, ``"lcm_db"``, ``"openclaw-sqlite"``,
+    a transcript kind (``"pi-jsonl"``, ``"claude-code-jsonl"``, ``"locomo-json"``), or ``None``."""
     target = Path(path)
     if target.is_dir():
         return "directory"
+    if _unreadable_reason(target):
+        return None
     if is_sqlite_file(target):
         try:
-            with sqlite_snapshot(target) as snap:
-                conn, _schema = open_lcmdb(snap)
-                conn.close()
-            return "lcm_db"
-        except NotAnLcmDb:
-            return "sqlite"
+            tables = sqlite_table_names(target)
         except SqliteReadError:
-            return "sqlite"
+            return None
+        if "transcript_events" in tables:
+            return "openclaw-sqlite"
+        return "lcm_db" if {"conversations", "messages", "summaries"} <= tables else None
     try:
-        transcripts = _transcripts_module()
-    except ModuleNotFoundError:
+        kind = _transcripts_module().detect_format(target)
+    except OSError:
         return None
-    return "transcript" if transcripts.detect_format(target) else None
+    return kind if kind in _transcripts_module().TRANSCRIPT_KINDS else None
 
 
 def _walk(directory: Path) -> list[Path]:
@@ -328,46 +334,56 @@ def _walk(directory: Path) -> list[Path]:
 
 
 def load_file(path: Path, store: LabStore, *, backend: str = DEFAULT_BACKEND, in_directory: bool = False) -> SourceResult:
-    """Load one file of any supported kind."""
+    """Load one file of any supported kind (``.gz`` included)."""
     reason = _unreadable_reason(path)
     if reason:
         return _failed(store, path, None, f"{path}: {reason}; nothing loaded")
     try:
-        head = file_head(path, 2)
-        if head == GZIP_MAGIC and not is_sqlite_file(path):
+        if file_head(path, 2) == GZIP_MAGIC:
             with gzip.open(path, "rb") as handle:
                 handle.read(1)
     except (OSError, EOFError) as exc:
         return _failed(store, path, None, f"{path}: cannot read ({exc})")
     if is_sqlite_file(path):
-        result = load_lcm_db(path, store, backend=backend)
-        if result.status == "failed" and result.error and "not a lossless-claw lcm.db" in result.error:
-            transcript = _try_sqlite_transcript(path, store)
-            if transcript is not None:
-                _drop_failed(store, result)
-                return transcript
-        return result
-    if detect_kind(path) == "transcript":
+        if detect_kind(path) == "openclaw-sqlite":
+            return load_transcript(path, store)
+        return load_lcm_db(path, store, backend=backend)
+    if detect_kind(path) is not None:
         return load_transcript(path, store)
-    message = f"{path}: not a recognised format (lcm.db, OpenClaw/pi or Claude Code JSONL, LoCoMo JSON)"
+    message = (
+        f"{path}: not a recognised format (lossless-claw lcm.db, OpenClaw/pi or Claude Code JSONL, "
+        "LoCoMo JSON, OpenClaw SQLite transcript store)"
+    )
     if in_directory:
         return SourceResult(str(path), None, "skipped", warnings=(message,))
     return _failed(store, path, None, message)
 
 
-def _try_sqlite_transcript(path: Path, store: LabStore) -> SourceResult | None:
-    try:
-        transcripts = _transcripts_module()
-    except ModuleNotFoundError:
-        return None
-    if not transcripts.detect_format(path):
-        return None
-    return load_transcript(path, store)
+@dataclass(frozen=True)
+class _Job:
+    path: Path
+    argument: str
+    in_directory: bool
+    read: Callable[[], Any] | None = None
+    kind: str | None = None
 
 
-def _drop_failed(store: LabStore, result: SourceResult) -> None:
-    if result.source_id is not None:
-        store.execute("DELETE FROM sources WHERE source_id = ? AND status = 'failed'", [result.source_id])
+def _jobs_for(argument: str | os.PathLike[str], store: LabStore) -> tuple[list[_Job], list[SourceResult]]:
+    target = Path(argument)
+    if not target.is_dir():
+        return [_Job(target, str(argument), False)], []
+    transcripts = _transcripts_module()
+    if transcripts.detect_format(target) != transcripts.OPENCLAW_STATE_DIR:
+        return [_Job(p, str(argument), True) for p in _walk(target)], []
+    scan = transcripts.scan_state_dir(target)
+    failed = [_failed(store, Path(issue.path), None, str(issue)) for issue in scan.issues if issue.skipped]
+    jobs = []
+    for item in scan.items:
+        if item.kind == transcripts.LCM_DB:
+            jobs.append(_Job(item.path, str(argument), True, kind="lcm_db"))
+        else:
+            jobs.append(_Job(item.path, str(argument), True, read=partial(transcripts.read_state_dir_item, item)))
+    return jobs, failed
 
 
 def load(
@@ -379,21 +395,31 @@ def load(
 ) -> list[SourceResult]:
     """Load files and directories into the lab store; one :class:`SourceResult` per file.
 
-    Files that cannot be loaded at all come back with ``status == "failed"`` and a message
-    naming the file; everything loadable is still loaded.
+    Directories are walked recursively (an OpenClaw state directory through its session
+    index, so session keys and archive flags are kept). Files that cannot be loaded come back
+    with ``status == "failed"`` and a message naming the file; everything else still loads.
+    ``details["argument"]`` names the path argument each result came from.
     """
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     with _store_for(store) as lab:
-        work: list[tuple[Path, bool]] = []
+        jobs: list[_Job] = []
         results: list[SourceResult] = []
         for item in items:
-            target = Path(item)
-            if target.is_dir():
-                work.extend((p, True) for p in _walk(target))
+            found, failed = _jobs_for(item, lab)
+            jobs.extend(found)
+            results.extend(_tag(r, str(item)) for r in failed)
+        bar = tqdm(jobs, desc="loading", unit="file", disable=not progress or len(jobs) < 2, leave=False)
+        for job in bar:
+            bar.set_postfix_str(job.path.name[-40:], refresh=False)
+            if job.kind == "lcm_db":
+                result = load_lcm_db(job.path, lab, backend=backend)
+            elif job.read is not None:
+                result = load_transcript(job.path, lab, read=job.read)
             else:
-                work.append((target, False))
-        bar = tqdm(work, desc="loading", unit="file", disable=not progress or len(work) < 2, leave=False)
-        for target, in_directory in bar:
-            bar.set_postfix_str(target.name[-40:], refresh=False)
-            results.append(load_file(target, lab, backend=backend, in_directory=in_directory))
+                result = load_file(job.path, lab, backend=backend, in_directory=job.in_directory)
+            results.append(_tag(result, job.argument))
         return results
+
+
+def _tag(result: SourceResult, argument: str) -> SourceResult:
+    return replace(result, details={**result.details, "argument": argument})

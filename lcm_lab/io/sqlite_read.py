@@ -174,3 +174,15 @@ def _copy_consistently(original: Path, directory: Path) -> Path:
         f"{original}: kept changing while being copied ({_COPY_ATTEMPTS} attempts); "
         "try again when the writer is idle, or copy the file yourself with `sqlite3 SRC '.backup DST'`"
     )
+
+
+def sqlite_table_names(path: str | os.PathLike[str]) -> set[str]:
+    """Table names of a SQLite file, read through a safe snapshot (the file is never touched)."""
+    with sqlite_snapshot(path) as snap:
+        conn = snap.connect()
+        try:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        except sqlite3.DatabaseError as exc:
+            raise SqliteReadError(f"{path}: corrupt or unreadable SQLite file ({exc})") from exc
+        finally:
+            conn.close()

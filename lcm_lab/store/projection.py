@@ -40,18 +40,36 @@ def projection_available() -> bool:
     return _to_stored_message() is not None
 
 
-def project_entry(entry: InputEntry, seq: int) -> StoredProjection | None:
-    """The stored row lossless-claw would write for ``entry`` as message ``seq`` (None if unknown)."""
+class Projected(NamedTuple):
+    projection: StoredProjection | None  # None: the projection function is not available
+    skip_reason: str | None  # set when lossless-claw would not store this message
+
+
+def project_entry(entry: InputEntry, seq: int) -> Projected:
+    """The row lossless-claw would store for ``entry`` as message ``seq``.
+
+    Uses the whole-file import projection (no large-payload interception, as
+    ``lossless-claw-migrate-sessions`` does), so content stays lossless and deterministic.
+    """
     convert = _to_stored_message()
     if convert is None or entry.message is None:
-        return None
-    stored = convert(entry.message, seq=seq, transcript_entry_id=entry.entry_id, envelope_timestamp=entry.timestamp)
-    return StoredProjection(
-        content=stored.content,
-        token_count=stored.token_count,
-        created_at=stored.created_at,
-        identity_hash=stored.identity_hash,
-        sender_metadata=stored.sender_metadata,
-        stable_event_key=stored.stable_event_key,
-        parts=tuple(stored.parts),
+        return Projected(None, None)
+    result = convert(
+        entry.message, seq, entry_id=entry.entry_id, intercept_large_payloads=False,
+        envelope_timestamp=entry.timestamp,
+    )
+    stored = result.stored
+    if stored is None:
+        return Projected(None, result.skip_reason or "skipped")
+    return Projected(
+        StoredProjection(
+            content=stored.content,
+            token_count=stored.token_count,
+            created_at=stored.created_at,
+            identity_hash=stored.identity_hash,
+            sender_metadata=stored.sender_metadata,
+            stable_event_key=stored.stable_event_key,
+            parts=tuple(stored.parts),
+        ),
+        None,
     )

@@ -52,6 +52,7 @@ class WriteCounts:
     context_items: int = 0
     qa_items: int = 0
     events: int = 0
+    not_stored: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -155,16 +156,20 @@ def insert_loaded(
             message = entry.message
             entry_seq = None
             message_json = None
-            if message is not None and message.get("role") in PERSISTABLE_ROLES:
+            projected = project_entry(entry, seq + 1) if message is not None else None
+            if message is not None and message.get("role") in PERSISTABLE_ROLES and not projected.skip_reason:
                 seq += 1
                 entry_seq = seq
-                projection = project_entry(entry, seq)
+                projection = projected.projection
                 buffers.add("messages", _entry_message_row(cid, seq, entry, projection))
                 for part in projection.parts if projection else ():
                     buffers.add("message_parts", _part_row(cid, seq, part))
                 counts.messages += 1
             elif message is not None:
+                # Not stored by lossless-claw (pi-only role, or a skip rule): kept with the entry.
                 message_json = _dumps(message)
+                if projected and projected.skip_reason:
+                    counts.not_stored[projected.skip_reason] = counts.not_stored.get(projected.skip_reason, 0) + 1
             buffers.add(
                 "entries",
                 {
