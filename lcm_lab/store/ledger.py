@@ -1,0 +1,259 @@
+"""The LLM call ledger over the lab store: record every model call, serve repeats from cache.
+
+A :class:`Ledger` wraps a :class:`~lcm_lab.store.LabStore`. Model clients (the litellm
+summarizer, LLM judges) call :meth:`Ledger.lookup` with a :func:`cache_key` before going to the
+network and :meth:`Ledger.record` after every attempt — successes, errors and cache hits alike.
+The cache ``mode`` decides what is reused:
+
+* ``off`` — never read the cache, never mark rows reusable (calls are still logged);
+* ``read`` — serve hits, but do not make new rows reusable;
+* ``write`` — always call the model, make successful responses reusable;
+* ``readwrite`` — both (the default).
+
+Only successful, non-empty responses become reusable; errors never do. Text fields are
+scrubbed of the values of ``*_API_KEY``/``*_TOKEN``/``*_SECRET`` environment variables and of
+key-shaped strings before they are written, so no key reaches the database.
+
+>>> from lcm_lab.store import LabStore
+>>> ledger = Ledger(LabStore(":memory:"))
+>>> key = cache_key(model="openai/x", messages=[{"role": "user", "content": "hi"}], template_hash=None,
+...                 temperature=None, max_tokens=10, seed=None, reasoning_effort=None)
+>>> ledger.lookup(key) is None
+True
+>>> _ = ledger.record(LedgerEntry(purpose="summary", summarizer="litellm", model="openai/x", cache_key=key,
+...                               response_text="hello", cacheable=True))
+>>> ledger.lookup(key).response_text
+'hello'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, get_args
+from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+
+    from lcm_lab.store.core import LabStore
+
+CacheMode = Literal["off", "read", "write", "readwrite"]
+CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
+
+_SECRET_ENV = re.compile(r"(?:API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
+_KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}|\bAIza[0-9A-Za-z_\-]{20,}|\bBearer\s+[A-Za-z0-9._\-]{8,}")
+REDACTED = "[redacted]"
+
+
+def cache_key(
+    *,
+    model: str,
+    messages: list[dict[str, Any]],
+    template_hash: str | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    seed: int | None,
+    reasoning_effort: str | None,
+) -> str:
+    """sha256 of the canonical JSON of exactly the fields that change a model's output.
+
+    Retries, timeouts, ``api_base`` and keys are deliberately not part of it.
+    """
+    payload = {
+        "max_tokens": max_tokens,
+        "messages": messages,
+        "model": model,
+        "reasoning_effort": reasoning_effort,
+        "seed": seed,
+        "temperature": temperature,
+        "template_hash": template_hash,
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def public_api_base(api_base: str | None) -> str | None:
+    """``api_base`` without credentials in the URL (user info, query string, fragment)."""
+    if not api_base:
+        return None
+    parts = urlsplit(api_base)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One row of ``llm_calls`` (see migration ``m003_llm_calls`` for the column meanings)."""
+
+    purpose: str
+    summarizer: str
+    model: str
+    cache_key: str
+    cache_hit: bool = False
+    cacheable: bool = False
+    attempt: int = 1
+    run_id: str | None = None
+    provider: str | None = None
+    api_base: str | None = None
+    kind: str | None = None
+    depth: int | None = None
+    aggressive: bool | None = None
+    template_name: str | None = None
+    template_hash: str | None = None
+    system_template_hash: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    request_messages: list[dict[str, Any]] = field(default_factory=list)
+    response_text: str | None = None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_ms: float | None = None
+    error_class: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """A reusable response found in the ledger."""
+
+    call_id: str
+    model: str
+    response_text: str
+    finish_reason: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    latency_ms: float | None
+
+
+_COLUMNS = tuple(f for f in LedgerEntry.__dataclass_fields__)
+_INSERT = f"INSERT INTO llm_calls (call_id, {', '.join(_COLUMNS)}) VALUES ({', '.join('?' * (len(_COLUMNS) + 1))})"
+_LOOKUP = """
+SELECT call_id, model, response_text, finish_reason, input_tokens, output_tokens, cost_usd, latency_ms
+FROM llm_calls
+WHERE cache_key = ? AND cacheable AND NOT cache_hit AND error_class IS NULL AND response_text IS NOT NULL
+ORDER BY created_at, call_id
+LIMIT 1
+"""
+_LIST = """
+SELECT call_id, created_at, run_id, purpose, summarizer, model, kind, depth, aggressive, attempt,
+       cache_hit, cacheable, input_tokens, output_tokens, cost_usd, latency_ms, error_class,
+       template_name, left(template_hash, 12) AS template_hash
+FROM llm_calls {where}
+ORDER BY created_at, call_id
+"""
+_TOTALS = """
+SELECT count(*) AS calls,
+       count(*) FILTER (WHERE cache_hit) AS cache_hits,
+       count(*) FILTER (WHERE error_class IS NOT NULL) AS errors,
+       coalesce(sum(input_tokens) FILTER (WHERE NOT cache_hit), 0) AS input_tokens,
+       coalesce(sum(output_tokens) FILTER (WHERE NOT cache_hit), 0) AS output_tokens,
+       coalesce(sum(cost_usd) FILTER (WHERE NOT cache_hit), 0) AS cost_usd,
+       coalesce(sum(latency_ms) FILTER (WHERE NOT cache_hit), 0) AS latency_ms
+FROM llm_calls {where}
+"""
+
+
+class Ledger:
+    """Thread-safe access to ``llm_calls`` of one store, with a cache ``mode``."""
+
+    def __init__(self, store: LabStore, mode: CacheMode = "readwrite") -> None:
+        if mode not in CACHE_MODES:
+            raise ValueError(f"unknown cache mode {mode!r}; use one of {', '.join(CACHE_MODES)}")
+        self.store = store
+        self.mode: CacheMode = mode
+        self._lock = threading.Lock()
+        # A cursor is a separate DuckDB connection to the same database: other users of
+        # store.con (in other threads) are not disturbed by ledger writes.
+        self._con = store.con.cursor()
+
+    @property
+    def reads_cache(self) -> bool:
+        return self.mode in ("read", "readwrite")
+
+    @property
+    def writes_cache(self) -> bool:
+        return self.mode in ("write", "readwrite")
+
+    def with_mode(self, mode: CacheMode) -> Ledger:
+        """The same store with another cache mode."""
+        return Ledger(self.store, mode)
+
+    def lookup(self, key: str) -> CachedResponse | None:
+        """The first reusable response recorded under ``key`` (``None`` in modes off/write)."""
+        if not self.reads_cache:
+            return None
+        with self._lock:
+            row = self._con.execute(_LOOKUP, [key]).fetchone()
+        return CachedResponse(*row) if row else None
+
+    def record(self, entry: LedgerEntry) -> str:
+        """Append one call; returns its ``call_id``. ``cacheable`` is honoured only in write modes."""
+        values = asdict(entry)
+        values["cacheable"] = bool(entry.cacheable and self.writes_cache and entry.error_class is None and entry.response_text)
+        values["api_base"] = public_api_base(entry.api_base)
+        secrets = _secret_values()
+        for name in ("response_text", "error_message"):
+            if values[name] is not None:
+                values[name] = redact(values[name], secrets)
+        values["params"] = redact(json.dumps(values["params"], sort_keys=True, default=str), secrets)
+        values["request_messages"] = redact(json.dumps(values["request_messages"], ensure_ascii=False), secrets)
+        call_id = uuid.uuid4().hex
+        with self._lock:
+            self._con.execute(_INSERT, [call_id, *(values[c] for c in _COLUMNS)])
+        return call_id
+
+    # -- reading -----------------------------------------------------------------------------
+    def _where(self, run_id: str | None) -> tuple[str, list[Any]]:
+        return ("WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
+
+    def calls(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Recorded calls (oldest first) as dictionaries, without request/response bodies."""
+        where, params = self._where(run_id)
+        with self._lock:
+            cursor = self._con.execute(_LIST.format(where=where), params)
+            names = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def totals(self, run_id: str | None = None) -> dict[str, Any]:
+        """Counts, tokens, cost and latency (cache hits count as calls but cost nothing)."""
+        where, params = self._where(run_id)
+        with self._lock:
+            cursor = self._con.execute(_TOTALS.format(where=where), params)
+            names = [d[0] for d in cursor.description]
+            row = cursor.fetchone()
+        return dict(zip(names, row or (), strict=True))
+
+    def calls_df(self, run_id: str | None = None) -> pd.DataFrame:
+        """Every column of ``llm_calls`` as pandas (oldest first)."""
+        where, params = self._where(run_id)
+        with self._lock:
+            return self._con.execute(f"SELECT * FROM llm_calls {where} ORDER BY created_at, call_id", params).df()
+
+    def calls_pl(self, run_id: str | None = None) -> pl.DataFrame:
+        """Every column of ``llm_calls`` as polars (oldest first)."""
+        where, params = self._where(run_id)
+        with self._lock:
+            return self._con.execute(f"SELECT * FROM llm_calls {where} ORDER BY created_at, call_id", params).pl()
+
+
+def _secret_values() -> list[str]:
+    return [v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= 6]
+
+
+def redact(text: str, secrets: list[str] | None = None) -> str:
+    """Replace secret values and key-shaped strings (``sk-…``, ``Bearer …``) by ``[redacted]``."""
+    for secret in secrets if secrets is not None else _secret_values():
+        text = text.replace(secret, REDACTED)
+    return _KEY_SHAPED.sub(REDACTED, text)
