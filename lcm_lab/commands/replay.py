@@ -1,0 +1,171 @@
+"""``lcm-lab replay``: replay a transcript or an lcm.db conversation under chosen settings.
+
+Each replay is saved to the lab store and its run id printed; ``--trace-out`` also writes the
+run in the reference trace format (``lcref-trace-v1``), so any reference run can be checked
+from the shell with ``--check TRACE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lcm_lab.cli import add_db_argument
+from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.types import Conversation
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "replay",
+        help="replay compaction over a transcript or lcm.db conversation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("input", metavar="TRANSCRIPT_OR_DB", help="session JSONL, LoCoMo JSON, Claude Code JSONL or lcm.db (.gz ok)")
+    parser.add_argument("--config", metavar="CONFIG.json", help="lossless-claw plugin config keys (or an openclaw.json)")
+    parser.add_argument("--token-budget", type=int, default=128_000, metavar="N", help="model context budget (default 128000)")
+    parser.add_argument("--tight-budget", type=int, default=None, metavar="M", help="second assembly budget in the trace (default N/4)")
+    parser.add_argument("--single-turn", action="store_true", help="replay the whole transcript as one turn")
+    parser.add_argument("--conversation", default=None, metavar="ID",
+                        help="which conversation: index in a multi-conversation file, or lcm.db conversation_id")
+    parser.add_argument("--from-recorded", action="store_true",
+                        help="lcm.db: start from the recorded summaries and context instead of the raw messages")
+    parser.add_argument("--fidelity", choices=("faithful", "fixed"), default="faithful",
+                        help="reproduce the plugin's quirks (default) or their corrected behaviour")
+    parser.add_argument("--trace-out", metavar="TRACE.json", help="write the run as an lcref-trace-v1 trace")
+    parser.add_argument("--check", metavar="TRACE.json", help="compare the run with a reference trace; exit 1 on any difference")
+    parser.add_argument("--label", default=None, help="a name for the run in the store")
+    parser.add_argument("--no-save", action="store_true", help="do not save the replay in the lab store")
+    add_db_argument(parser)
+    from lcm_lab.summarizers import add_summarizer_arguments
+
+    add_summarizer_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
+    """The config file as LcmConfig plus the plugin keys it held (for the trace)."""
+    if path is None:
+        return LcmConfig(), {}
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SystemExit(f"lcm-lab replay: config file not found: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"lcm-lab replay: {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(doc, dict):
+        raise SystemExit(f"lcm-lab replay: {path}: expected a JSON object of plugin config keys")
+    if "plugins" in doc:
+        entry = doc.get("plugins", {}).get("entries", {}).get("lossless-claw", {})
+        doc = entry.get("config", {}) if isinstance(entry, dict) else {}
+    try:
+        return LcmConfig.from_plugin_config(doc), doc
+    except (TypeError, ValueError) as exc:
+        raise SystemExit(f"lcm-lab replay: {path}: {exc}") from None
+
+
+def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversation, int | None]]:
+    """The conversations to replay, with their lab-store ids when they came through the store."""
+    from lcm_lab.io.transcripts import LCM_DB, TranscriptFormatError, detect_format, read_transcript
+    from lcm_lab.load import load_lcm_db
+
+    path = Path(args.input)
+    if not path.exists():
+        raise SystemExit(f"lcm-lab replay: no such file: {path}")
+    plain = path.with_suffix("") if path.suffix == ".gz" else path
+    is_db = path.suffix == ".gz" and plain.suffix in (".db", ".sqlite") or (path.suffix != ".gz" and detect_format(path) == LCM_DB)
+    if is_db:
+        result = load_lcm_db(path, store)
+        if not result.ok:
+            raise SystemExit(f"lcm-lab replay: {path}: {result.error}")
+        rows = store.fetch_all(
+            "SELECT conversation_id, origin_conversation_id FROM conversations WHERE source_id = ? ORDER BY conversation_id",
+            [result.source_id],
+        )
+        if args.conversation is not None:
+            rows = [r for r in rows if str(r[1]) == str(args.conversation)]
+            if not rows:
+                raise SystemExit(f"lcm-lab replay: {path} has no conversation_id {args.conversation}")
+        return [(store.conversation(int(r[0])), int(r[0])) for r in rows]
+    try:
+        read = read_transcript(path)
+    except (TranscriptFormatError, ValueError) as exc:
+        raise SystemExit(f"lcm-lab replay: {exc}") from None
+    for issue in read.issues:
+        print(f"warning: {issue}", file=sys.stderr)
+    conversations = [c.conversation for c in read.conversations]
+    if args.conversation is not None:
+        index = int(args.conversation)
+        if not 0 <= index < len(conversations):
+            raise SystemExit(f"lcm-lab replay: {path} has {len(conversations)} conversation(s); --conversation {index} is out of range")
+        conversations = [conversations[index]]
+    return [(c, None) for c in conversations]
+
+
+def run(args: argparse.Namespace) -> int:
+    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.trace import compare_traces, reference_trace
+    from lcm_lab.store import open_store
+    from lcm_lab.store.replays import save_replay
+    from lcm_lab.summarizers import SummarizerConfigError, summarizer_from_args
+
+    config, plugin_config = read_config(args.config)
+    store = open_store(args.db)
+    conversations = _conversations(args, store)
+    if not conversations:
+        raise SystemExit(f"lcm-lab replay: {args.input} holds no conversation to replay")
+    if (args.trace_out or args.check) and len(conversations) != 1:
+        raise SystemExit(
+            f"lcm-lab replay: {args.input} holds {len(conversations)} conversations; pick one with --conversation for --trace-out/--check"
+        )
+    try:
+        summarizer = summarizer_from_args(args, store=store)
+    except SummarizerConfigError as exc:
+        raise SystemExit(f"lcm-lab replay: {exc}") from None
+
+    status = 0
+    for conversation, conversation_id in conversations:
+        result = replay(
+            conversation,
+            config,
+            summarizer,
+            token_budget=args.token_budget,
+            single_turn=args.single_turn,
+            from_recorded=args.from_recorded,
+            fidelity=args.fidelity,
+        )
+        run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
+        last = result.turns[-1] if result.turns else None
+        print(
+            f"{run_id or '(not saved)'}  {conversation.session_id}: {len(result.turns)} turns, "
+            f"{sum(len(t.calls) for t in result.turns)} summarizer calls, {len(result.summaries)} summaries, "
+            f"{last.tokens_after if last else 0} stored tokens at the end"
+        )
+        if args.trace_out or args.check:
+            data = Path(args.input).read_bytes()
+            trace = reference_trace(
+                result,
+                tight_budget=args.tight_budget,
+                input_label=Path(args.input).name,
+                input_file=str(args.input),
+                input_sha256=hashlib.sha256(data).hexdigest(),
+                run_id=run_id,
+                plugin_config=plugin_config,
+            )
+            if args.trace_out:
+                Path(args.trace_out).write_text(json.dumps(trace, ensure_ascii=False, indent=1), encoding="utf-8")
+                print(f"trace written to {args.trace_out}")
+            if args.check:
+                expected = json.loads(Path(args.check).read_text(encoding="utf-8"))
+                differences = compare_traces(trace, expected)
+                if differences:
+                    print(f"DIFFERS from {args.check}:", *differences, sep="\n  ")
+                    status = 1
+                else:
+                    print(f"identical to {args.check}")
+    return status
