@@ -96,7 +96,7 @@ _MAX_TIME_MS = 8.64e15  # ECMAScript TimeClip bound
 def _civil_from_days(days: int) -> tuple[int, int, int]:
     """Proleptic Gregorian date of a day number (0 = 1970-01-01), any year."""
     z = days + 719468
-    era = (z if z >= 0 else z - 146096) // 146097
+    era = z // 146097  # floor division (the C original truncates)
     doe = z - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
     y = yoe + era * 400
@@ -135,7 +135,7 @@ _HAS_ZONE = re.compile(r"(?:[zZ]|[+-]\d{2}:\d{2})\Z")
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
     y = year - (1 if month <= 2 else 0)
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400
     yoe = y - era * 400
     mp = month - 3 if month > 2 else month + 9
     doy = (153 * mp + 2) // 5 + day - 1
