@@ -169,3 +169,19 @@ def test_figure_uses_webgl_and_one_batched_edge_trace_when_large() -> None:
     assert {t.type for t in small.data} == {"scatter"}
     assert small.data[-1].marker.showscale
 
+
+
+def test_summary_detail_lists_sources_users_and_messages() -> None:
+    from lcm_lab.viz.detail import summary_detail_html, summary_detail_info
+
+    conv = Conversation("s", stored_messages=messages(5), summaries=small_dag())
+    top = summary_detail_info(conv, "c", max_messages=3)
+    assert [s.summary_id for s in top.sources] == ["a", "b"] and top.used_by == ()
+    assert [m.seq for m in top.messages] == [1, 2, 3] and top.more_messages == 2 and top.call is None
+    html = summary_detail_html(top)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
+    assert "… and 2 more messages" in html and "Summarizer input" not in html
+    leaf = summary_detail_info(conv, "a")
+    assert [s.summary_id for s in leaf.used_by] == ["c"] and leaf.span == (1, 3)
+    with pytest.raises(KeyError, match="no summary 'zz'"):
+        summary_detail_info(conv, "zz")

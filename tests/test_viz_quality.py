@@ -120,8 +120,8 @@ def test_parallel_coordinates_codes_categories() -> None:
 
 def test_summary_diff_marks_changed_words_and_escapes() -> None:
     info = summary_diff_info("Alice moved to <Paris> in May", "Alice moved to Berlin in May")
-    assert [s.text for s in info.left if s.op == "delete"] == ["<Paris>"]
-    assert [s.text for s in info.right if s.op == "insert"] == ["Berlin"]
+    assert [s.text for s in info.left if s.op == "delete"] == ["<Paris> "]
+    assert [s.text for s in info.right if s.op == "insert"] == ["Berlin "]
     assert 0.5 < info.similarity < 1
     assert "&lt;Paris&gt;" in diff_html(info.left) and "<Paris>" not in diff_html(info.left)
 

@@ -162,3 +162,17 @@ def plot_context_at(
 ) -> go.Figure:
     """Bar per context item (tokens) with the running total against the budget."""
     return _context_figure(context_info(replay, turn, source, budget, prompt))
+
+
+def turn_caption(replay: Any, turn: int = -1) -> str:
+    """One line of HTML about a turn: ingested messages, compaction, summaries created, tokens."""
+    t = replay.turns[turn]
+    parts = [f"<b>turn {t.turn}</b>", f"{len(t.ingested_seqs)} messages ingested",
+             f"stored {t.stored_tokens_before:,} tokens (threshold {t.threshold:,})"]
+    if t.sweeps:
+        parts.append(f"{len(t.sweeps)} sweep(s) → {t.tokens_after:,} tokens, {len(t.created_summary_ids)} summaries created")
+    else:
+        parts.append("no compaction")
+    created = sum(1 for s in replay.summaries if s.created_turn is not None and s.created_turn <= t.turn)
+    parts.append(f"{created} summaries so far")
+    return " · ".join(parts)

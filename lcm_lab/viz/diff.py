@@ -11,7 +11,7 @@ from lcm_lab.engine.types import Summary
 from lcm_lab.viz._source import dag_source
 from lcm_lab.viz.dag import _coverage
 
-_TOKEN = re.compile(r"\s+|[^\s]+")
+_TOKEN = re.compile(r"\S+\s*|\s+")  # a word keeps its trailing space, so runs of changes stay whole
 
 
 class SummaryPair(NamedTuple):
@@ -80,7 +80,7 @@ def summary_diff_info(left: Summary | str, right: Summary | str, left_title: str
 
     >>> info = summary_diff_info("the cat sat", "the dog sat")
     >>> [s.text for s in info.left if s.op == "delete"], [s.text for s in info.right if s.op == "insert"]
-    (['cat'], ['dog'])
+    (['cat '], ['dog '])
     """
     a_text = left.content if isinstance(left, Summary) else left
     b_text = right.content if isinstance(right, Summary) else right

@@ -1,0 +1,53 @@
+"""``SummaryDiff``: two summaries of the same span side by side, changed words highlighted."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+
+from lcm_lab.viz._source import dag_source
+from lcm_lab.viz.diff import diff_html, match_summaries, summary_diff_info
+
+
+class SummaryDiff(widgets.VBox):
+    """Compare two runs (e.g. two models or two prompt sets) summary by summary.
+
+    ``SummaryDiff(replay_a, replay_b, labels=("gpt-4o-mini", "offline"))`` pairs each summary of
+    the left run with the same-depth summary of the right run covering the most similar span.
+    """
+
+    def __init__(self, left: Any, right: Any, labels: tuple[str, str] = ("left", "right")) -> None:
+        self.labels = labels
+        self._left = {s.summary_id: s for s in dag_source(left).summaries}
+        self._right = {s.summary_id: s for s in dag_source(right).summaries}
+        self.pairs = match_summaries(left, right)
+        if not self.pairs:
+            raise ValueError("the two runs have no summaries over overlapping message spans")
+        self.selector = widgets.Dropdown(
+            options=[
+                (f"d{p.depth} msgs {p.left_span[0]}–{p.left_span[1]} ↔ {p.right_span[0]}–{p.right_span[1]}"
+                 f" (overlap {p.overlap:.0%})", i)
+                for i, p in enumerate(self.pairs)
+            ],
+            description="span",
+            layout=widgets.Layout(width="520px"),
+        )
+        self.similarity = widgets.HTML()
+        self.left_pane = widgets.HTML(layout=widgets.Layout(width="50%"))
+        self.right_pane = widgets.HTML(layout=widgets.Layout(width="50%"))
+        self.selector.observe(self._show, names="value")
+        super().__init__([self.selector, self.similarity, widgets.HBox([self.left_pane, self.right_pane])])
+        self._show()
+
+    def _show(self, _change: Any = None) -> None:
+        pair = self.pairs[self.selector.value]
+        info = summary_diff_info(self._left[pair.left_id], self._right[pair.right_id])
+        self.similarity.value = f"word similarity {info.similarity:.0%}"
+        self.left_pane.value = _pane(self.labels[0], info.left_title, diff_html(info.left))
+        self.right_pane.value = _pane(self.labels[1], info.right_title, diff_html(info.right))
+
+
+def _pane(label: str, title: str, body: str) -> str:
+    return f"<b>{html.escape(label)}</b>: {html.escape(title)}<div style='white-space:pre-wrap'>{body}</div>"
