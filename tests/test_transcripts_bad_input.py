@@ -199,3 +199,14 @@ def test_unreadable_file_raises_permission_error(tmp_path: Path) -> None:
     path.chmod(0)
     with pytest.raises(PermissionError):
         read_transcript(path)
+
+
+def test_malformed_header_line_still_loads_the_entries(tmp_path: Path) -> None:
+    path = tmp_path / "2026-01-01_abc.jsonl"
+    path.write_text("\n".join(['{"type":"session","version":3,"id":', _entry("a", None, "user", "q"), _entry("b", "a", "assistant", "r")]) + "\n")
+    read = read_transcript(path)
+    (issue,) = read.issues
+    assert issue.line == 1 and issue.skipped
+    conversation = read.conversations[0].conversation
+    assert conversation.session_id == "2026-01-01_abc"  # no header: the file name stands in
+    assert [e.entry_id for e in conversation.entries] == ["a", "b"]

@@ -105,7 +105,8 @@ class PiSessionParser:
 
     def feed(self, line: int, value: Any) -> None:
         """Add one parsed JSON value found on ``line``."""
-        self.last_line = max(self.last_line, line)
+        if line > self.last_line:
+            self.last_line = line
         if not isinstance(value, dict):
             kind = type(value).__name__ if value is not None else "null"
             self._issue(line, f"expected a JSON object, found {kind}; skipped", skipped=True)
