@@ -1,0 +1,181 @@
+"""``lcm-lab prompts``: list, show, diff, render and export summarizer prompt templates.
+
+  lcm-lab prompts list [--prompts DIR]          templates, where each comes from, content hash
+  lcm-lab prompts show NAME [--prompts DIR]     print one template (leaf, leaf-aggressive, condensed-d1 …)
+  lcm-lab prompts diff DIR                      unified diff of DIR's templates against the lab defaults
+  lcm-lab prompts render NAME --source FILE     render a template for a source text (as a model would get it)
+  lcm-lab prompts export DIR [--force]          write the lab defaults as *.tmpl files (lcm-tui layout)
+
+DIR uses the layout ``lcm-tui prompts --export`` writes (``leaf.tmpl``, ``condensed-d1.tmpl``,
+``condensed-d2.tmpl``, ``condensed-d3.tmpl``; optionally ``system.tmpl``, ``leaf-aggressive.tmpl``)
+and Go template syntax (``{{.TargetTokens}}``, ``{{if .PreviousContext}}…{{end}}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lcm_lab.engine.compaction import prompt_targets
+from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.protocol import SummaryRequest
+from lcm_lab.engine.tokens import estimate_tokens
+from lcm_lab.prompts import (
+    TEMPLATE_NAMES,
+    PromptSet,
+    TemplateError,
+    default_prompt_set,
+    diff_prompt_sets,
+    export_prompt_set,
+    format_diffs,
+    load_prompt_set,
+    normalize_template_name,
+    render_request,
+)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "prompts", help="list, show, diff, render and export prompt templates",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="prompts_command", required=True)
+
+    listing = sub.add_parser("list", help="templates, their source and hash")
+    listing.add_argument("--prompts", metavar="DIR", default=None, help="template directory (default: lab defaults)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per template")
+    listing.set_defaults(func=run_list)
+
+    show = sub.add_parser("show", help="print one template")
+    show.add_argument("name", help=f"one of {', '.join(TEMPLATE_NAMES)} (.tmpl optional)")
+    show.add_argument("--prompts", metavar="DIR", default=None)
+    show.set_defaults(func=run_show)
+
+    diff = sub.add_parser("diff", help="diff a template directory against the lab defaults")
+    diff.add_argument("directory", metavar="DIR")
+    diff.add_argument("--name", default=None, help="only this template")
+    diff.set_defaults(func=run_diff)
+
+    render = sub.add_parser("render", help="render a template for a source text")
+    render.add_argument("name", help=f"one of {', '.join(TEMPLATE_NAMES[1:])}")
+    render.add_argument("--source", metavar="FILE", required=True, help="source text file ('-' for stdin)")
+    render.add_argument("--prompts", metavar="DIR", default=None)
+    render.add_argument("--previous", metavar="FILE", default=None, help="previous summary text file")
+    render.add_argument("--target-tokens", type=int, default=None, help="target tokens (default: the plugin's rule at default settings, spec §5.8)")
+    render.add_argument("--custom-instructions", default="", help="operator instructions (customInstructions)")
+    render.add_argument("--depth", type=int, default=None, help="output depth for condensed templates")
+    render.add_argument("--json", action="store_true", help="print the chat messages and hashes as JSON")
+    render.set_defaults(func=run_render)
+
+    export = sub.add_parser("export", help="write the lab's default templates to a directory")
+    export.add_argument("directory", metavar="DIR")
+    export.add_argument("--force", action="store_true", help="overwrite existing files")
+    export.set_defaults(func=run_export)
+
+
+def _prompt_set(directory: str | None) -> PromptSet:
+    if directory is None:
+        return default_prompt_set()
+    try:
+        return load_prompt_set(directory)
+    except (FileNotFoundError, TemplateError) as exc:
+        raise SystemExit(f"lcm-lab prompts: {exc}") from None
+
+
+def _name(name: str) -> str:
+    try:
+        return normalize_template_name(name)
+    except KeyError as exc:
+        raise SystemExit(f"lcm-lab prompts: {exc.args[0]}") from None
+
+
+def run_list(args: argparse.Namespace) -> int:
+    prompts = _prompt_set(args.prompts)
+    rows = [(name, prompts[name].hash[:12], estimate_tokens(prompts[name].text), prompts[name].source) for name in TEMPLATE_NAMES]
+    if args.json:
+        for name, _digest, tokens, source in rows:
+            print(json.dumps({"name": name, "hash": prompts[name].hash, "tokens": tokens, "source": source}))
+        return 0
+    width = max(len(r[0]) for r in rows)
+    print(f"{'template'.ljust(width)}  hash          tokens  source")
+    for name, digest, tokens, source in rows:
+        print(f"{name.ljust(width)}  {digest}  {tokens:6d}  {source}")
+    print(f"prompt set {prompts.name}: {prompts.hash[:12]}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    template = _prompt_set(args.prompts)[_name(args.name)]
+    sys.stdout.write(template.text if template.text.endswith("\n") else template.text + "\n")
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    prompts = _prompt_set(args.directory)
+    names = (_name(args.name),) if args.name else None
+    diffs = diff_prompt_sets(default_prompt_set(), prompts, names)
+    sys.stdout.write(format_diffs(diffs))
+    changed = sum(d.changed for d in diffs)
+    print(f"{changed} of {len(diffs)} templates differ from the lab defaults")
+    return 0
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SystemExit(f"lcm-lab prompts: no such file: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise SystemExit(f"lcm-lab prompts: {path}: not UTF-8 text ({exc.reason})") from None
+
+
+def run_render(args: argparse.Namespace) -> int:
+    name = _name(args.name)
+    if name == "system":
+        raise SystemExit("lcm-lab prompts: 'system' is rendered with every request; render leaf or condensed-dN")
+    prompts = _prompt_set(args.prompts)
+    source = _read(args.source).strip()
+    previous = _read(args.previous).strip() if args.previous else None
+    kind = "leaf" if name.startswith("leaf") else "condensed"
+    aggressive = name == "leaf-aggressive"
+    depth = args.depth if args.depth is not None else (0 if kind == "leaf" else {"condensed-d1": 1, "condensed-d2": 2}.get(name, 3))
+    if prompts.template_name_for(kind, depth, aggressive) != name:
+        raise SystemExit(f"lcm-lab prompts: --depth {depth} does not select {name}")
+    target, max_tokens = prompt_targets(LcmConfig(), kind, aggressive, estimate_tokens(source))
+    if args.target_tokens is not None:
+        target, max_tokens = args.target_tokens, args.target_tokens + 2048
+    request = SummaryRequest(source, kind, depth, aggressive, previous, target, max_tokens, args.custom_instructions)
+    try:
+        rendered = render_request(prompts, request)
+    except TemplateError as exc:
+        raise SystemExit(f"lcm-lab prompts: {exc}") from None
+    if args.json:
+        print(json.dumps({
+            "template": rendered.template_name, "template_hash": rendered.template_hash,
+            "system_template_hash": rendered.system_hash, "target_tokens": target, "max_tokens": max_tokens,
+            "appended": list(rendered.additions), "messages": rendered.messages,
+        }, ensure_ascii=False, indent=2))
+        return 0
+    print(f"# template {rendered.template_name} ({rendered.template_hash[:12]}), target {target} tokens, max_tokens {max_tokens}")
+    if rendered.additions:
+        print(f"# appended (template does not reference them): {', '.join(rendered.additions)}")
+    print("# --- system ---")
+    print(rendered.system)
+    print("# --- user ---")
+    print(rendered.user)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    try:
+        written = export_prompt_set(default_prompt_set(), args.directory, overwrite=args.force)
+    except FileExistsError as exc:
+        raise SystemExit(f"lcm-lab prompts: {exc}") from None
+    for path in written:
+        print(path)
+    return 0
