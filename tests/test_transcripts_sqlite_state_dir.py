@@ -153,3 +153,23 @@ def test_not_a_state_dir(tmp_path: Path) -> None:
         scan_state_dir(tmp_path)
     with pytest.raises(TranscriptFormatError, match="directory"):
         read_transcript(tmp_path)
+
+
+def test_unreadable_session_file_is_reported_and_the_rest_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _state_dir(tmp_path / "openclaw")
+    secret = root / "agents" / "main" / "sessions" / "secret.jsonl"
+    secret.write_text("{}\n")
+    secret.chmod(0)
+    real_open = Path.open
+
+    def guarded_open(self: Path, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - root ignores chmod 0
+        if self.name == "secret.jsonl":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", guarded_open)
+    scan = scan_state_dir(root)
+    messages = [str(issue) for issue in scan.issues]
+    assert any("secret.jsonl" in m and "Permission denied" in m for m in messages)
+    assert "secret.jsonl" not in [item.path.name for item in scan.items]
+    assert "golden-session.jsonl" in [item.path.name for item in scan.items]
