@@ -251,8 +251,9 @@ class TextIndex:
             i = len(self.refs)
             self.refs.append(ref)
             self.texts.append(norm)
-            self.squeezed.append(re.sub(r"(?<=\d) (?=\D)", "", norm))
-            for token in set(_TOKEN.findall(norm)):
+            squeezed = re.sub(r"(?<=\d) (?=\D)", "", norm)
+            self.squeezed.append(squeezed)
+            for token in set(_TOKEN.findall(norm)) | set(_TOKEN.findall(squeezed)):
                 self._postings.setdefault(token, set()).add(i)
         self._memo: dict[tuple[str, str], frozenset[object]] = {}
 
