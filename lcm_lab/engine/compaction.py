@@ -119,6 +119,8 @@ class Compactor:
         self.summarizer = summarizer
         self.session_id = session_id
         self.fidelity = fidelity
+        self.fixed = fidelity == "fixed"
+        state.include_sender_tokens = not self.fixed  # QUIRK 6
         self.clock = clock or SimulatedClock()
         self.calls: list[SummarizerCall] = []
         self.created: list[Summary] = []
@@ -218,9 +220,10 @@ class Compactor:
             return self.config.condensed_min_fanout_hard
         return self.config.leaf_min_fanout if depth == 0 else self.config.condensed_min_fanout
 
-    def condensation_candidate(self, hard: bool) -> tuple[int, list[int]] | None:
-        """Shallowest depth with an eligible chunk (§4.9); uses the configured tail (QUIRK 5)."""
-        tail = self.tail_start()
+    def condensation_candidate(self, hard: bool, fresh_tail_count: int | None = None) -> tuple[int, list[int]] | None:
+        """Shallowest depth with an eligible chunk (§4.9)."""
+        # QUIRK 5: the plugin ignores a per-call fresh-tail override here.
+        tail = self.tail_start(fresh_tail_count if self.fixed else None)
         min_chunk = self.config.condensed_min_chunk_tokens()
         depths = sorted(
             {
@@ -321,6 +324,8 @@ class Compactor:
             return None
         # QUIRK 8: the cap uses the configured target, not the per-call prompt target.
         configured = self.config.leaf_target_tokens if kind == "leaf" else self.config.condensed_target_tokens
+        if self.fixed:
+            configured = prompt_targets(self.config, kind, level == "aggressive", input_tokens)[0]
         cap = math.ceil(configured * self.config.summary_max_overage_factor)
         tokens = estimate_tokens(summary)
         if tokens > math.ceil(configured * 1.5):
@@ -378,7 +383,7 @@ class Compactor:
     def _leaf_text(self, message: StoredMessage) -> str:
         cached = self._leaf_content.get(message.seq)
         if cached is None:
-            cached = leaf_message_content(message)
+            cached = leaf_message_content(message, fixed=self.fixed)
             self._leaf_content[message.seq] = cached
         return cached
 
@@ -485,7 +490,7 @@ class Compactor:
             pass_before = running
             if previous_summary is not None:
                 context = previous_summary
-            elif scan_after is not None or self.fidelity == "fixed":
+            elif scan_after is not None or self.fixed:
                 context = self.prior_summary_context(chunk[0], None)
             else:
                 context = None  # QUIRK 3: the first leaf pass of a sweep gets no previous context.
@@ -502,6 +507,8 @@ class Compactor:
             running = after
             if stop is not None and running <= stop:
                 break
+            if self.fixed and not force and running <= threshold:
+                break  # QUIRK 2 fixed: stop once under the threshold
             if after >= pass_before or after >= previous_tokens:
                 break
             previous_tokens = after
@@ -518,7 +525,7 @@ class Compactor:
 
         def condense(enforce_depth: bool, hard: bool) -> PassStatus:
             nonlocal running, previous_tokens
-            candidate = self.condensation_candidate(hard)
+            candidate = self.condensation_candidate(hard, fresh_tail_count)
             if candidate is None:
                 return "no-candidate"
             depth, chunk = candidate
@@ -608,7 +615,7 @@ class Compactor:
         target = math.floor(target_tokens) if target_tokens and target_tokens > 0 else token_budget
         live = math.floor(current_tokens) if current_tokens and current_tokens > 0 else 0
         last = max(self.state.stored_tokens(), live)
-        if last < target:
+        if last < target or (self.fixed and last == target):  # QUIRK 4: equality still compacts
             return True, 0, last
         started = self.clock()
         operation_deadline = started + self.config.compact_until_under_deadline_ms

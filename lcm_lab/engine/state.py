@@ -30,6 +30,7 @@ class EngineState:
         self.context: list[ContextItem] = list(context)
         self.large_files: list[LargeFile] = list(large_files)
         self._source_tokens: dict[int, int] = {}
+        self.include_sender_tokens = True  # the plugin's accounting (QUIRK 6)
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)
 
     # -- token measures ------------------------------------------------------------------------
@@ -54,7 +55,7 @@ class EngineState:
         if message is None:
             return 0
         tokens = message.token_count if message.token_count > 0 else estimate_tokens(message.content)
-        sender = sender_label(message)
+        sender = sender_label(message) if self.include_sender_tokens else None
         if sender:
             tokens += estimate_tokens(sender)
         self._source_tokens[seq] = tokens

@@ -20,6 +20,8 @@ from lcm_lab.engine.timefmt import format_header_time
 from lcm_lab.engine.types import StoredMessage, StoredPart, Summary
 
 _DATA_URL = re.compile(r"data:[^;\s\"'`]+;base64,[A-Za-z0-9+/=\s]+", re.IGNORECASE)
+# The corrected pattern (QUIRK 7 fixed): the payload ends at the first non-base64 character.
+_DATA_URL_STRICT = re.compile(r"data:[^;\s\"'`]+;base64,[A-Za-z0-9+/=]+", re.IGNORECASE)
 _DATA_URL_PREFIX = re.compile(r"^data:[^;\s\"'`]+;base64,", re.IGNORECASE)
 _MEDIA_PATH = re.compile(r"^MEDIA:/.+$")
 _BASE64_ALPHABET = re.compile(r"^[A-Za-z0-9+/=]+$")
@@ -229,16 +231,20 @@ def _parse_part_value(value: str | None) -> Any:
         return trimmed
 
 
-def _part_fallback_text(part: StoredPart) -> str:
+def _part_fallback_text(part: StoredPart, fixed: bool = False) -> str:
     if part.part_type == "reasoning":
         return ""
     sections: list[str] = []
-    text = _structured_value_text(part.text_content)
+    # QUIRK 7: a NULL text_content is stringified to the line "null".
+    text = _structured_value_text(UNDEFINED if fixed and part.text_content is None else part.text_content)
     if text:
         sections.append(text)
     name = js_trim(part.tool_name) if part.tool_name else ""
     label = f" ({name})" if name else ""
-    tool_input = _structured_value_text(_parse_part_value(part.tool_input))
+    parsed_input = _parse_part_value(part.tool_input)
+    tool_input = _structured_value_text(parsed_input)
+    if fixed and not tool_input and parsed_input is not UNDEFINED:
+        tool_input = js_stringify(parsed_input)  # QUIRK 7 fixed: show arguments without text fields
     if tool_input:
         sections.append(f"Tool input{label}:\n{tool_input}")
     tool_output = _structured_value_text(_parse_part_value(part.tool_output))
@@ -255,14 +261,15 @@ def _runtime_role(role: str) -> RuntimeRole:
     return "assistant"
 
 
-def leaf_message_content(message: StoredMessage) -> str:
+def leaf_message_content(message: StoredMessage, fixed: bool = False) -> str:
     """The sanitized text of one message as a leaf source (``resolveLeafSummaryMessageContent``).
 
     Messages without stored text (tool-call-only turns) are rebuilt from their parts exactly as
     assembly rebuilds them, then walked for text; failing that, each part is described.
     """
     parts = message.parts
-    stored = meaningful_message_text(_annotate_media(message.content, parts))
+    content = _DATA_URL_STRICT.sub("[embedded media omitted]", message.content) if fixed else message.content
+    stored = meaningful_message_text(_annotate_media(content, parts))
     if stored:
         return stored
     if not parts:
@@ -270,7 +277,7 @@ def leaf_message_content(message: StoredMessage) -> str:
     rehydrated = _structured_value_text(content_from_parts(parts, _runtime_role(message.role), message.content))
     if rehydrated:
         return rehydrated
-    texts = (js_trim(_part_fallback_text(p)) for p in parts)
+    texts = (js_trim(_part_fallback_text(p, fixed)) for p in parts)
     return js_trim("\n\n".join(t for t in texts if t))
 
 
