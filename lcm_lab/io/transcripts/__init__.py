@@ -25,6 +25,7 @@ from lcm_lab.io.transcripts.base import (
 )
 from lcm_lab.io.transcripts.claude_code import read_claude_code_jsonl
 from lcm_lab.io.transcripts.detect import describe_file, detect_format
+from lcm_lab.io.transcripts.jsonl import paused_gc
 from lcm_lab.io.transcripts.locomo import read_locomo_json
 from lcm_lab.io.transcripts.openclaw_sqlite import read_openclaw_sqlite
 from lcm_lab.io.transcripts.pi import read_pi_jsonl
@@ -65,7 +66,8 @@ def read_transcript(path: str | Path, *, kind: str | None = None) -> TranscriptR
     reader = READERS.get(kind)
     if reader is None:
         raise TranscriptFormatError(f"{path}: unknown transcript kind {kind!r}; {SUPPORTED_FORMATS_TEXT}")
-    return reader(file_path)
+    with paused_gc():
+        return reader(file_path)
 
 
 __all__ = [

@@ -8,9 +8,11 @@ naming file and line, and never holds more than one line in memory.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +23,23 @@ from lcm_lab.io.model import LoadIssue
 UTF8_BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
 _SNIPPET_CHARS = 60
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many long-lived objects.
+
+    Parsing a session creates millions of dicts that all stay alive; each automatic collection
+    re-walks them, which made building a 200 MB session about 3x slower. The collector's
+    previous state is restored on exit.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def is_gzip(path: str | Path) -> bool:
