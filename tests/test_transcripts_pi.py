@@ -111,6 +111,7 @@ def test_branched_file_keeps_only_the_path_to_the_last_entry() -> None:
     ids = [e.entry_id for e in loaded.conversation.entries]
     assert ids == ["m0", "a1", "a2", "b3", "b4", "b5", "b6"]
     assert loaded.meta["off_path_entries"] == 2  # a3, a4 are an abandoned branch
+    assert loaded.meta["off_path_lines"] == (5, 6)
     assert read.issues == ()
     (event,) = loaded.events
     assert event.kind == "branch_summary" and event.summary == "Tried the abandoned follow-up."
@@ -196,6 +197,10 @@ def test_unknown_entry_types_and_fields_are_kept() -> None:
     assert conversation.entries[3].message["content"][0] == {"type": "hologram", "payload": "???"}
     (event,) = loaded.events
     assert event.raw["usage"] == {"input": 5} and event.first_kept_entry_id == "k2"
+    # unknown envelope fields and non-message entries stay available verbatim
+    raw = loaded.meta["raw_entries"]
+    assert raw[3]["futureEnvelopeField"] == [1, 2, 3] and raw[2]["mode"] == "plan"
+    assert 4 not in raw  # a plain message entry is fully represented by its InputEntry
     # the type-less entry is kept (as 'unknown') with a warning, nothing skipped
     (issue,) = read.issues
     assert issue.line == 7 and "no string 'type'" in issue.message and issue.skipped is False

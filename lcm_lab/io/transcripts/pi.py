@@ -10,7 +10,11 @@ Format facts (spec transcripts.md §1, lossless-claw.md §8):
 * ``compaction`` and ``branch_summary`` entries are the host's own compaction records.
 
 Line numbers are 1-based with the header on line 1. Message dicts are kept exactly as parsed
-(the engine's content projection and token counts depend on every key).
+(the engine's content projection and token counts depend on every key). Whatever an
+``InputEntry`` does not carry (non-message entries such as ``model_change`` or ``custom``, and
+message entries with extra envelope fields) is kept verbatim in
+``LoadedConversation.meta["raw_entries"]`` (line → object); lines of abandoned branches are
+listed in ``meta["off_path_lines"]``.
 """
 
 from __future__ import annotations
@@ -57,6 +61,16 @@ class PiEntry:
     timestamp: str | None
     message: dict[str, Any] | None
     raw: dict[str, Any]
+
+
+_ENVELOPE_KEYS = frozenset({"type", "id", "parentId", "timestamp", "message"})
+
+
+def _not_fully_represented(entry: PiEntry) -> bool:
+    """True when an :class:`InputEntry` would drop part of this entry's JSON (kept raw)."""
+    if entry.message is None:
+        return True
+    return entry.message is not entry.raw and not _ENVELOPE_KEYS.issuperset(entry.raw)
 
 
 def _v1_entry_id(session_id: str, index: int, taken: set[str]) -> str:
@@ -276,6 +290,8 @@ class PiSessionParser:
                 "upgraded_from_v1": upgraded,
                 "entries_in_file": len(self.entries),
                 "off_path_entries": len(self.entries) - len(path),
+                "off_path_lines": tuple(sorted({e.line for e in self.entries} - {e.line for e in path})),
+                "raw_entries": {e.line: e.raw for e in path if _not_fully_represented(e)},
             },
         )
 
