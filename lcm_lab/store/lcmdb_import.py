@@ -221,8 +221,18 @@ def _derive_missing_summary_columns(store: LabStore, schema: LcmDbSchema, source
         return
     missing = set(schema.missing_columns("summaries"))
     own = f"conversation_id IN (SELECT conversation_id FROM conversations WHERE source_id = {source_id})"
-    if "depth" in missing:
+    if "depth" in missing or "backfillSummaryDepths" not in schema.completed_backfills:
+        # The plugin re-derives every depth when it opens a file whose lcm_migration_state does
+        # not record this backfill (all files before v0.9.0): read such files the same way.
+        before = store.fetch_all(f"SELECT summary_id, depth FROM summaries WHERE {own}")
         _derive_depths(store, own)
+        after = dict(store.fetch_all(f"SELECT summary_id, depth FROM summaries WHERE {own}"))
+        changed = sum(1 for sid, depth in before if depth is not None and after.get(sid) != depth)
+        if changed:
+            result.warnings.append(
+                f"{changed} stored summary depths disagree with the summary DAG; recomputed as the plugin's "
+                "backfillSummaryDepths would on opening this file"
+            )
     if "descendant_count" in missing:
         store.execute(f"UPDATE summaries SET descendant_count = 0 WHERE {own} AND kind = 'leaf'")
     if "descendant_token_count" in missing:
@@ -260,7 +270,7 @@ def _derive_missing_summary_columns(store: LabStore, schema: LcmDbSchema, source
 
 def _derive_depths(store: LabStore, own: str) -> None:
     """Leaves 0; condensed 1 + max(source depth), resolved iteratively; unresolvable → 1."""
-    store.execute(f"UPDATE summaries SET depth = 0 WHERE {own} AND kind = 'leaf'")
+    store.execute(f"UPDATE summaries SET depth = CASE kind WHEN 'leaf' THEN 0 END WHERE {own}")
     while True:
         changed = store.execute(f"""
             UPDATE summaries s SET depth = x.depth

@@ -74,7 +74,8 @@ class _Buffers:
         for table, rows in self.rows.items():
             if not rows:
                 continue
-            arrow = pa.Table.from_pylist(rows)
+            names = list(dict.fromkeys(key for row in rows for key in row))  # union, first-seen order
+            arrow = pa.table({name: [row.get(name) for row in rows] for name in names})
             name = f"_lcm_rows_{table}"
             self.store.con.register(name, arrow)
             try:

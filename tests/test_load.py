@@ -1,0 +1,148 @@
+"""load(): format dispatch, bundled datasets, idempotency, grown session files, the CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from conftest import DATASETS, FIXTURES, gunzip_to
+
+from lcm_lab.cli import main
+from lcm_lab.load import detect_kind, load, load_transcript
+from lcm_lab.store import LabStore
+
+GOLDEN = DATASETS / "lossless-claw-ref" / "golden-session.jsonl"
+BEFORE_COMPACTION = DATASETS / "pi-mono" / "before-compaction.jsonl"
+LOCOMO = DATASETS / "locomo" / "locomo10.json"
+
+
+def test_detect_kind(tmp_path: Path) -> None:
+    assert detect_kind(GOLDEN) == "pi-jsonl"
+    assert detect_kind(LOCOMO) == "locomo-json"
+    assert detect_kind(DATASETS / "lcm-db" / "lcm-v0.1.2.db.gz") == "lcm_db"
+    assert detect_kind(DATASETS) == "directory"
+    (tmp_path / "notes.json").write_text('{"hello": "world"}')
+    assert detect_kind(tmp_path / "notes.json") is None
+
+
+def test_before_compaction_keeps_both_compactions_and_the_leaf_path(store: LabStore) -> None:
+    [result] = load(BEFORE_COMPACTION, store, progress=False)
+    assert result.status == "loaded" and result.kind == "pi-jsonl" and result.conversations == 1
+    events = store.recorded_events_df()
+    assert list(events["kind"]) == ["compaction", "compaction"]
+    assert list(events["tokens_before"]) == [175004, 185014]
+    conversation = store.conversation(1)
+    lines = [e.line for e in conversation.entries]
+    assert lines == sorted(lines) and len(lines) == result.details["entries"]
+    roles = [e.message["role"] for e in conversation.entries if e.message is not None]
+    assert roles.count("bashExecution") == 3  # not stored by lossless-claw, still kept as entries
+    stored = store.messages_df(1)
+    assert len(stored) == result.messages and stored["content"].notna().all()
+    assert stored["seq"].tolist() == list(range(1, len(stored) + 1))
+
+
+def test_locomo_yields_ten_conversations_and_1986_qa_items(store: LabStore) -> None:
+    [result] = load(LOCOMO, store, progress=False)
+    assert (result.conversations, result.qa_items) == (10, 1986)
+    qa = store.qa_items_pl()
+    assert qa.height == 1986 and set(qa["category"].unique().to_list()) == {1, 2, 3, 4, 5}
+    assert all(w.startswith(str(LOCOMO)) for w in result.warnings)
+
+
+def test_bundled_datasets_directory_loads_completely(store: LabStore) -> None:
+    results = load(DATASETS, store, progress=False)
+    by_name = {Path(r.source).name: r for r in results}
+    assert all(r.status == "loaded" for r in results), [(r.source, r.error) for r in results if r.status != "loaded"]
+    assert len(results) == 9
+    assert by_name["fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"].kind == "claude-code-jsonl"
+    assert by_name["golden__G0-golden.db.gz"].summaries > 0
+    assert store.fetch_all("SELECT count(*) FROM sources")[0][0] == 9
+    again = load(DATASETS, store, progress=False)
+    assert {r.status for r in again} == {"unchanged"}
+    assert store.fetch_all("SELECT count(*) FROM sources")[0][0] == 9
+
+
+def test_a_grown_session_file_appends_only_new_entries(tmp_path: Path, store: LabStore) -> None:
+    lines = GOLDEN.read_text().splitlines(keepends=True)
+    session = tmp_path / "session.jsonl"
+    session.write_text("".join(lines[:15]))
+    first = load_transcript(session, store)
+    assert first.status == "loaded" and first.conversations == 1
+    before = store.messages_df(1)
+    session.write_text("".join(lines))  # the host appended the rest of the session
+    grown = load_transcript(session, store)
+    assert grown.status == "appended" and grown.conversations == 0
+    assert grown.messages == 26 - len(before)
+    after = store.messages_df(1)
+    assert list(after["seq"]) == list(range(1, 27))
+    assert after.iloc[: len(before)]["raw"].tolist() == before["raw"].tolist()
+    assert store.conversations_df().shape[0] == 1
+    assert load_transcript(session, store).status == "unchanged"
+
+
+def test_a_rewritten_session_file_becomes_a_new_conversation(tmp_path: Path, store: LabStore) -> None:
+    lines = GOLDEN.read_text().splitlines(keepends=True)
+    session = tmp_path / "session.jsonl"
+    session.write_text("".join(lines[:15]))
+    load_transcript(session, store)
+    session.write_text("".join(lines[:1] + lines[3:]))  # history rewritten, not appended
+    result = load_transcript(session, store)
+    assert result.conversations == 1
+    assert any("changed in place" in w for w in result.warnings)
+
+
+def test_gzipped_transcripts_and_state_directory(tmp_path: Path, store: LabStore) -> None:
+    sessions = tmp_path / "state" / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    with gzip.open(FIXTURES / "reference-runs" / "inputs" / "golden-session.jsonl.gz", "rb") as src:
+        (sessions / "abc.jsonl").write_bytes(src.read())
+    (sessions / "sessions.json").write_text(json.dumps({"agent:main:main": {"sessionId": "abc", "sessionFile": "abc.jsonl"}}))
+    gunzip_to(FIXTURES / "lcm-db-versions" / "lcm-v0.15.3.db.gz", tmp_path).rename(tmp_path / "state" / "lcm.db")
+    results = load(tmp_path / "state", store, progress=False)
+    kinds = sorted(r.kind for r in results)
+    assert kinds == ["lcm_db", "pi-jsonl"] and all(r.status == "loaded" for r in results)
+    keys = set(store.conversations_df()["session_key"].dropna())
+    assert "agent:main:main" in keys
+    [gz] = load(FIXTURES / "reference-runs" / "inputs" / "synth-1.jsonl.gz", store, progress=False)
+    assert gz.status == "loaded" and gz.messages > 100
+
+
+def test_unrecognised_json_and_malformed_lines_are_reported(tmp_path: Path, store: LabStore) -> None:
+    odd = tmp_path / "config.json"
+    odd.write_text('{"theme": "dark"}')
+    [result] = load(odd, store, progress=False)
+    assert result.status == "failed" and str(odd) in result.error
+    broken = tmp_path / "broken.jsonl"
+    lines = GOLDEN.read_text().splitlines(keepends=True)
+    broken.write_text("".join(lines[:5]) + "{not json\n" + "".join(lines[5:]))
+    [partial] = load(broken, store, progress=False)
+    assert partial.status == "loaded" and partial.skipped_lines == 1
+    assert any(":6" in w for w in partial.warnings)
+    row = store.fetch_all("SELECT skipped_lines, len(warnings) FROM sources WHERE path LIKE '%broken.jsonl'")
+    assert row[0][0] == 1 and row[0][1] >= 1
+
+
+def test_cli_prints_a_table_and_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "lab.duckdb"
+    assert main(["load", "--db", str(db), str(GOLDEN), str(DATASETS / "lcm-db" / "lcm-v0.1.2.db.gz")]) == 0
+    table = capsys.readouterr().out
+    assert "golden-session.jsonl" in table and "lcm_db" in table and "msgs" in table
+    assert main(["load", "--db", str(db), "--json", str(GOLDEN), str(LOCOMO)]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["status"] for r in records] == ["unchanged", "loaded"]
+    expected_keys = {"source", "conversations", "messages", "summaries", "context_items", "qa_items",
+                     "skipped_lines", "warnings"}
+    assert all(expected_keys <= set(r) for r in records)
+    assert records[1]["qa_items"] == 1986 and records[1]["source"] == str(LOCOMO)
+    with LabStore(db) as lab:
+        assert lab.fetch_all("SELECT count(*) FROM conversations")[0][0] == 1 + 2 + 10
+
+
+def test_cli_exit_status_when_a_path_cannot_be_loaded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.db"
+    code = main(["load", "--db", str(tmp_path / "lab.duckdb"), str(GOLDEN), str(missing)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert str(missing) in err and "no such file" in err and "supported:" in err
