@@ -4,9 +4,17 @@ Every ``plot_x(obj)`` is ``_x_figure(x_info(obj))``: the ``*_info`` step is pure
 and tested on its own; the figure step only maps it to traces.
 """
 
-from lcm_lab.viz.budget import budget_df, budget_info, plot_budget_timeline, split_context
+from lcm_lab.viz.budget import (
+    budget_comparison_info,
+    budget_df,
+    budget_info,
+    plot_budget_comparison,
+    plot_budget_timeline,
+    split_context,
+)
 from lcm_lab.viz.context import context_df, context_info, plot_context_at
 from lcm_lab.viz.dag import dag_info, plot_dag, to_networkx
+from lcm_lab.viz.detail import summary_detail_html, summary_detail_info
 from lcm_lab.viz.diff import match_summaries, summary_diff_info
 from lcm_lab.viz.quality import (
     fact_survival_info,
@@ -27,8 +35,10 @@ from lcm_lab.viz.quality import (
     sweep_heatmap_info,
     wilson_interval,
 )
+from lcm_lab.viz.stats import replay_stats, stats_line
 
 __all__ = [
+    "budget_comparison_info",
     "budget_df",
     "budget_info",
     "context_df",
@@ -41,6 +51,7 @@ __all__ = [
     "parallel_info",
     "pareto_info",
     "pareto_mask",
+    "plot_budget_comparison",
     "plot_budget_timeline",
     "plot_context_at",
     "plot_dag",
@@ -52,8 +63,12 @@ __all__ = [
     "plot_run_comparison",
     "plot_sweep_heatmap",
     "qa_retention_info",
+    "replay_stats",
     "run_comparison_info",
     "split_context",
+    "stats_line",
+    "summary_detail_html",
+    "summary_detail_info",
     "summary_diff_info",
     "sweep_heatmap_info",
     "to_networkx",

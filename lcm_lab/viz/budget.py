@@ -185,6 +185,57 @@ def _budget_figure(info: BudgetInfo) -> go.Figure:
     return fig
 
 
+class BudgetComparisonInfo(NamedTuple):
+    labels: tuple[str, ...]
+    turns: tuple[tuple[int, ...], ...]
+    tokens_after: tuple[tuple[int, ...], ...]
+    budgets: tuple[int, ...]
+    thresholds: tuple[int, ...]
+
+
+def budget_comparison_info(replays: Any, labels: Any = None) -> BudgetComparisonInfo:
+    """Stored context tokens after each turn for several replays, with their budgets and thresholds."""
+    replays = list(replays)
+    names = list(labels) if labels is not None else [
+        getattr(r, "run_id", None) or f"run {i + 1}" for i, r in enumerate(replays)
+    ]
+    if len(names) != len(replays):
+        raise ValueError(f"{len(names)} labels for {len(replays)} replays")
+    return BudgetComparisonInfo(
+        labels=tuple(str(n) for n in names),
+        turns=tuple(tuple(t.turn for t in r.turns) for r in replays),
+        tokens_after=tuple(tuple(t.tokens_after for t in r.turns) for r in replays),
+        budgets=tuple(int(r.token_budget) for r in replays),
+        thresholds=tuple(r.turns[-1].threshold if r.turns else 0 for r in replays),
+    )
+
+
+def _budget_comparison_figure(info: BudgetComparisonInfo) -> go.Figure:
+    import plotly.express as px
+    import plotly.graph_objects as go
+
+    colors = px.colors.qualitative.Plotly
+    fig = go.Figure()
+    for i, label in enumerate(info.labels):
+        color = colors[i % len(colors)]
+        fig.add_trace(go.Scatter(x=list(info.turns[i]), y=list(info.tokens_after[i]), name=label, mode="lines",
+                                 line={"color": color, "width": 1.5}, line_shape="hv"))
+        if info.turns[i]:
+            span = [info.turns[i][0], info.turns[i][-1]]
+            fig.add_trace(go.Scatter(x=span, y=[info.thresholds[i]] * 2, mode="lines", name=f"{label} threshold",
+                                     line={"color": color, "dash": "dash", "width": 1}, showlegend=False,
+                                     hovertemplate=f"threshold {info.thresholds[i]:,}<extra>{label}</extra>"))
+    fig.update_layout(title={"text": "Context tokens after each turn (dashed: thresholds)"}, template="plotly_white",
+                      height=400, xaxis={"title": {"text": "turn"}}, yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
+                      legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def plot_budget_comparison(replays: Any, labels: Any = None) -> go.Figure:
+    """Context tokens per turn of several replays on one chart."""
+    return _budget_comparison_figure(budget_comparison_info(replays, labels))
+
+
 def plot_budget_timeline(replay: Any, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
     """Stacked context tokens per turn with budget, threshold and sweep markers.
 

@@ -1,0 +1,57 @@
+"""``lcm-lab report``: write a self-contained HTML report of saved replays (one run or a comparison).
+
+Without ``--run`` the most recent replay in the store is reported; ``lcm-lab replay`` saves
+each replay and prints its run id. The page works offline (plotly.js is inlined).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from lcm_lab.cli import add_db_argument
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write an HTML report of saved replays",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--run", dest="runs", action="append", metavar="RUN_ID",
+                        help="run id to include (repeat to compare runs; default: the most recent replay)")
+    parser.add_argument("-o", "--output", metavar="FILE.html", default=None,
+                        help="where to write the page (default: reports/<run id>.html)")
+    parser.add_argument("--title", default=None, help="page title")
+    parser.add_argument("--max-summaries", type=int, default=300, metavar="N",
+                        help="rows of the summary table per run (default 300)")
+    add_db_argument(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lcm_lab.report import write_report
+    from lcm_lab.store.core import open_store
+    from lcm_lab.store.replays import latest_run_id, load_replay
+
+    with open_store(args.db) as store:
+        runs = list(args.runs or [])
+        if not runs:
+            latest = latest_run_id(store)
+            if latest is None:
+                print(f"lcm-lab report: the store {store.path} has no replays yet; run `lcm-lab replay FILE` first",
+                      file=sys.stderr)
+                return 1
+            runs = [latest]
+        try:
+            replays = [load_replay(store, run_id) for run_id in runs]
+        except KeyError as exc:
+            print(f"lcm-lab report: {exc.args[0]}", file=sys.stderr)
+            return 1
+    output = Path(args.output) if args.output else Path("reports") / f"{'-vs-'.join(runs)}.html"
+    path = write_report(replays, output, title=args.title, max_summaries=args.max_summaries)
+    print(path)
+    return 0

@@ -1,0 +1,250 @@
+"""Self-contained HTML reports of one replay or a comparison of several.
+
+The page carries plotly.js inline (no CDN, works offline), every figure of the run (budget
+timeline, DAG, context after the last turn) and tables; all transcript and summary text goes
+through Jinja2's autoescaping, hover texts are escaped by the plot info steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+from markupsafe import Markup
+
+from lcm_lab.engine.config import LcmConfig
+from lcm_lab.report._template import PAGE
+from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
+from lcm_lab.viz.context import _context_figure, _text_of, context_info
+from lcm_lab.viz.dag import WEBGL_ABOVE, _coverage, plot_dag
+from lcm_lab.viz.quality import plot_run_comparison
+from lcm_lab.viz.stats import ReplayStats, replay_stats
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from lcm_lab.engine.replay import Replay
+    from lcm_lab.store.core import LabStore
+
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+TEXT_LIMIT = 2_000  # characters of one message or summary shown in a table cell
+
+
+def _figure_html(fig: go.Figure) -> Markup:
+    import plotly.io as pio
+
+    return Markup(pio.to_html(fig, full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOTLY_CONFIG))
+
+
+def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + f" … ({len(text) - limit:,} more characters)"
+
+
+def _labels(replays: Sequence[Replay], labels: Sequence[str] | None) -> list[str]:
+    if labels is not None:
+        if len(labels) != len(replays):
+            raise ValueError(f"{len(labels)} labels for {len(replays)} replays")
+        return [str(x) for x in labels]
+    names = [r.run_id or f"{r.conversation.session_id} · {r.summarizer} · {r.token_budget:,}" for r in replays]
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out
+
+
+def _stats_rows(stats: ReplayStats) -> list[tuple[str, str]]:
+    return [
+        ("turns", f"{stats.turns:,}"),
+        ("messages", f"{stats.messages:,}"),
+        ("message tokens", f"{stats.message_tokens:,}"),
+        ("summaries", f"{stats.summaries:,} ({stats.leaves:,} leaf, {stats.condensed:,} condensed)"),
+        ("by depth", ", ".join(f"d{d}: {n:,}" for d, n in stats.summaries_by_depth.items()) or "–"),
+        ("escalation levels", ", ".join(f"{k}: {v:,}" for k, v in stats.levels.items()) or "–"),
+        ("compacting turns", f"{stats.compacting_turns:,}"),
+        ("sweeps", f"{stats.sweeps:,}"),
+        ("summarizer calls", f"{stats.summarizer_calls:,}"),
+        ("peak stored tokens", f"{stats.peak_stored_tokens:,}"),
+        ("final context tokens", f"{stats.final_tokens:,} / {stats.token_budget:,}"),
+        ("compression (message tokens / final)", f"{stats.compression:.1f}×" if stats.compression else "–"),
+    ]
+
+
+def _config_changes(config: LcmConfig) -> list[tuple[str, str, str]]:
+    defaults = LcmConfig()
+    changes = []
+    for f in dataclasses.fields(LcmConfig):
+        value, default = getattr(config, f.name), getattr(defaults, f.name)
+        if value != default:
+            changes.append((f.name, str(value), str(default)))
+    return changes
+
+
+def _run_section(replay: Replay, label: str, anchor: str, max_summaries: int) -> dict[str, Any]:
+    stats = replay_stats(replay)
+    context = context_info(replay, -1, source="assembly") if replay.turns else None
+    assembly = replay.assemble(-1) if replay.turns else None
+    by_id = {s.summary_id: s for s in replay.summaries}
+    coverage = _coverage(replay.summaries, by_id)
+    listed = sorted(replay.summaries, key=lambda s: (-s.depth, s.created_turn or 0))[:max_summaries]
+    return {
+        "label": label,
+        "anchor": anchor,
+        "session": replay.conversation.title or replay.conversation.session_id,
+        "summarizer": replay.summarizer,
+        "token_budget": int(replay.token_budget),
+        "fidelity": replay.fidelity,
+        "stats": _stats_rows(stats),
+        "config_changes": _config_changes(replay.config),
+        "budget_figure": _figure_html(plot_budget_timeline(replay, title=f"{label}: context tokens per turn"))
+        if replay.turns else Markup("<p class='note'>No turns.</p>"),
+        "dag_figure": _figure_html(plot_dag(replay, color_by="depth", max_nodes=WEBGL_ABOVE, title=f"{label}: summary DAG"))
+        if replay.summaries else None,
+        "context_figure": _figure_html(_context_figure(context)) if context else Markup(""),
+        "context_note": (
+            f"{assembly.selection_mode} selection, {assembly.estimated_tokens:,} estimated tokens of"
+            f" {assembly.token_budget:,}; {len(assembly.items)} messages" if assembly else "no context"
+        ),
+        "context_rows": [
+            {"position": i, "kind": item.kind, "ref": "" if item.ref is None else item.ref, "role": item.role,
+             "tokens": item.tokens, "text": _clip(_text_of(item.message))}
+            for i, item in enumerate(assembly.items if assembly else ())
+        ],
+        "summary_rows": [
+            {"summary_id": s.summary_id, "kind": s.kind, "depth": s.depth, "level": s.level or "",
+             "tokens": s.token_count, "turn": "" if s.created_turn is None else s.created_turn,
+             "span": f"{coverage[s.summary_id][0]}–{coverage[s.summary_id][1]}" if s.summary_id in coverage else "",
+             "text": _clip(s.content)}
+            for s in listed
+        ],
+        "summary_note": (
+            f"{len(listed):,} of {len(replay.summaries):,} summaries, deepest first"
+            if len(listed) < len(replay.summaries) else f"all {len(replay.summaries):,} summaries, deepest first"
+        ),
+        "_stats": stats,
+    }
+
+
+def _comparison(replays: Sequence[Replay], labels: list[str], sections: list[dict[str, Any]]) -> dict[str, Any]:
+    import pandas as pd
+
+    names = [name for name, _ in sections[0]["stats"]]
+    rows = [(name, [dict(sec["stats"])[name] for sec in sections]) for name in names]
+    records = []
+    for label, sec in zip(labels, sections, strict=True):
+        st: ReplayStats = sec["_stats"]
+        for metric, value in (("final context tokens", st.final_tokens), ("peak stored tokens", st.peak_stored_tokens),
+                              ("summaries", st.summaries), ("summarizer calls", st.summarizer_calls)):
+            records.append({"run_id": label, "metric": metric, "value": float(value)})
+    return {
+        "rows": rows,
+        "budget_figure": _figure_html(plot_budget_comparison(replays, labels)),
+        "bars_figure": _figure_html(plot_run_comparison(pd.DataFrame(records))),
+    }
+
+
+def _scores_section(scores: pd.DataFrame, labels: dict[str, str]) -> dict[str, Any]:
+    frame = scores.copy()
+    if "run_id" in frame.columns:
+        frame["run_id"] = frame["run_id"].map(lambda r: labels.get(r, r))
+    figure = None
+    if {"run_id", "metric", "value"} <= set(frame.columns):
+        run_level = frame[frame["scope"] == "run"] if "scope" in frame.columns else frame
+        if not run_level.empty:
+            metrics = list(dict.fromkeys(run_level["metric"]))[:8]
+            figure = _figure_html(plot_run_comparison(run_level, metrics=metrics))
+    shown = frame[[c for c in frame.columns if c != "details"]].head(500)
+    return {
+        "columns": list(shown.columns),
+        "rows": [[_format_cell(v) for v in row] for row in shown.itertuples(index=False)],
+        "figure": figure,
+    }
+
+
+def _format_cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def report(
+    replays: Replay | Sequence[Replay],
+    title: str | None = None,
+    labels: Sequence[str] | None = None,
+    scores: pd.DataFrame | None = None,
+    max_summaries: int = 300,
+) -> str:
+    """The HTML page (a string) for one replay or a comparison of several.
+
+    ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
+    ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
+    summary table (the DAG always shows every summary, binned above a few thousand).
+    """
+    import plotly.offline
+
+    runs = [replays] if not isinstance(replays, Sequence) else list(replays)
+    if not runs:
+        raise ValueError("report needs at least one replay")
+    names = _labels(runs, labels)
+    sections = [_run_section(r, name, f"run-{i + 1}", max_summaries) for i, (r, name) in enumerate(zip(runs, names, strict=True))]
+    by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id}
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    page = env.from_string(PAGE)
+    return page.render(
+        title=title or (f"lcm_lab report: {names[0]}" if len(runs) == 1 else f"lcm_lab report: {len(runs)} runs compared"),
+        version=_version(),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        plotly_js=Markup(plotly.offline.get_plotlyjs()),
+        runs=sections,
+        comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
+        scores=_scores_section(scores, by_run_id) if scores is not None and not scores.empty else None,
+    )
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("lcm_lab")
+    except importlib.metadata.PackageNotFoundError:
+        return "dev"
+
+
+def write_report(
+    replays_or_run_ids: Replay | str | Sequence[Replay | str],
+    path: str | Path,
+    store: LabStore | None = None,
+    **options: Any,
+) -> Path:
+    """Write the report of replays (or run ids saved in the lab store) to ``path``; returns the path.
+
+    Run ids are loaded from ``store`` (default: the lab store at its default location).
+    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``).
+    """
+    items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
+        else list(replays_or_run_ids)
+    replays = _resolve(items, store)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report(replays, **options), encoding="utf-8")
+    return out
+
+
+def _resolve(items: list[Any], store: LabStore | None) -> list[Replay]:
+    if not any(isinstance(x, str) for x in items):
+        return items
+    from lcm_lab.store.core import open_store
+    from lcm_lab.store.replays import load_replay
+
+    own = store is None
+    lab = open_store(None) if store is None else store
+    try:
+        return [load_replay(lab, x) if isinstance(x, str) else x for x in items]
+    finally:
+        if own:
+            lab.close()

@@ -1,0 +1,80 @@
+"""HTML report: self-contained, escaped, one run or a comparison; the ``lcm-lab report`` command."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from report_data import PLANTED, PLANTED_IMG, planted_replay
+
+from lcm_lab.cli import main
+from lcm_lab.report import report, write_report
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return report(planted_replay())
+
+
+def test_replay_has_summaries_and_planted_text_in_context() -> None:
+    r = planted_replay()
+    assert r.summaries and max(s.depth for s in r.summaries) >= 1
+    assert any(PLANTED in m.content for m in r.messages)
+
+
+def test_page_is_self_contained(page: str) -> None:
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"<script[^>]+src=", page), "no external scripts"
+    assert not re.search(r"<link[^>]+href=", page), "no external stylesheets"
+    # outside the inline plotly.js bundle (whose defaults mention URLs it never loads here) nothing points out
+    body = page.split("</head>", 1)[1]
+    assert "://" not in body.replace("http://www.w3.org/", "")
+    assert page.count('class="plotly-graph-div"') == 3  # budget, DAG, context
+
+
+def test_all_transcript_text_is_escaped(page: str) -> None:
+    # Only our own script tags: the inline plotly bundle and one per figure.
+    assert PLANTED not in page and PLANTED_IMG not in page
+    assert "&lt;script&gt;window.__planted = 1;" in page
+    assert "planted &lt;b&gt;title&lt;/b&gt;" in page
+    assert len(re.findall(r"<script\b", page)) == 1 + 3
+    assert "<img" not in page
+
+
+def test_comparison_of_runs_and_scores(tmp_path: Path) -> None:
+    a = planted_replay()
+    b = planted_replay("planted-run-2")
+    scores = pd.DataFrame({"run_id": ["planted-run", "planted-run-2"], "scope": ["run", "run"], "scope_id": ["", ""],
+                           "metric": ["fact_recall", "fact_recall"], "value": [0.5, 0.75]})
+    out = write_report([a, b], tmp_path / "sub" / "cmp.html", labels=["first <x>", "second"], scores=scores)
+    text = out.read_text(encoding="utf-8")
+    assert out.exists() and "2 runs compared" in text
+    assert 'id="comparison"' in text and 'id="scores"' in text and "first &lt;x&gt;" in text
+    assert text.count('class="plotly-graph-div"') == 3 * 2 + 2 + 1
+    with pytest.raises(ValueError, match="at least one replay"):
+        report([])
+    with pytest.raises(ValueError, match="2 labels for 1 replays"):
+        report(a, labels=["x", "y"])
+
+
+def test_report_command_uses_the_latest_replay_in_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lcm_lab.store.core import open_store
+    from lcm_lab.store.replays import save_replay
+
+    db = tmp_path / "lab.duckdb"
+    assert main(["report", "--db", str(db), "-o", str(tmp_path / "none.html")]) == 1
+    assert "no replays yet" in capsys.readouterr().err
+    with open_store(db) as store:
+        run_id = save_replay(store, planted_replay())
+    out = tmp_path / "r.html"
+    assert main(["report", "--db", str(db), "-o", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert run_id in out.read_text(encoding="utf-8")
+    assert main(["report", "--db", str(db), "--run", "run_missing", "-o", str(out)]) == 1
+    assert "no replay 'run_missing'" in capsys.readouterr().err
+    # write_report resolves run ids through a given store
+    with open_store(db) as store:
+        path = write_report([run_id], tmp_path / "by-id.html", store=store)
+    assert "planted-session" in path.read_text(encoding="utf-8") or run_id in path.read_text(encoding="utf-8")
