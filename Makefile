@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,11 @@ setup: $(STAMP)
 demo: setup
 	$(VENV)/bin/lcm-lab demo
 
-test: setup
+# Headless Chromium for the report browser test (Debian package; Playwright never downloads one).
+browser:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+test: setup browser
 	LITELLM_LOCAL_MODEL_COST_MAP=True $(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: setup
