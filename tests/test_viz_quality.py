@@ -137,3 +137,32 @@ def test_match_summaries_pairs_same_depth_overlapping_spans() -> None:
          Summary("b9", "leaf", 0, "", 1, source_message_seqs=(9,)))
     pairs = match_summaries(a, b)
     assert [(p.left_id, p.right_id, p.overlap) for p in pairs] == [("a1", "b1", 2 / 3), ("a2", "b2", 2 / 3)]
+
+
+def scores_frame() -> pd.DataFrame:
+    rows = [
+        ("r", "summary", "s1", "fact_retention", 0.5, {"depth": 0}),
+        ("r", "summary", "s2", "fact_retention", 0.7, {"depth": 1}),
+        ("r", "summary", "s2", "fanout", 4.0, {"depth": 1}),
+        ("r", "age", "0", "fact_retention", 1.0, {"n": 4}),
+        ("r", "age", "1-3", "fact_retention", 0.5, {"n": 10}),
+        ("r", "category", "temporal", "qa_retention", 0.25, {"n": 8}),
+        ("r", "category", "multi-hop", "qa_retention", float("nan"), {"n": 0}),
+    ]
+    return pd.DataFrame(rows, columns=["run_id", "scope", "scope_id", "metric", "value", "details"])
+
+
+def test_plots_accept_a_scores_frame() -> None:
+    from lcm_lab.viz.quality import score_map
+
+    df = scores_frame()
+    by_depth = metric_by_depth_info(df, metric="fact_retention")
+    assert [(g.key, g.values) for g in by_depth.groups] == [("depth 0", (0.5,)), ("depth 1", (0.7,))]
+    survival = fact_survival_info(df)
+    assert [(r.key, r.n, r.rate) for r in survival.rows] == [("0", 4, 1.0), ("1-3", 10, 0.5)]
+    assert survival.rows[1].low == pytest.approx(wilson_interval(5, 10)[0])
+    qa = qa_retention_info(df)
+    assert [(r.key, r.rate, r.n) for r in qa.rows] == [("temporal", 0.25, 8)]
+    assert score_map(df, "fact_retention") == {"s1": 0.5, "s2": 0.7}
+    with pytest.raises(ValueError, match="no 'category'-scope 'qa_f1' scores"):
+        qa_retention_info(df, metric="qa_f1")

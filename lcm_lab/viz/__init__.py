@@ -32,6 +32,7 @@ from lcm_lab.viz.quality import (
     plot_sweep_heatmap,
     qa_retention_info,
     run_comparison_info,
+    score_map,
     sweep_heatmap_info,
     wilson_interval,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "qa_retention_info",
     "replay_stats",
     "run_comparison_info",
+    "score_map",
     "split_context",
     "stats_line",
     "summary_detail_html",

@@ -85,7 +85,12 @@ class MetricByDepthInfo(NamedTuple):
 def metric_by_depth_info(
     df: pd.DataFrame, metric: str | None = None, depth: str = "depth", value: str = "value", run: str | None = "run_id"
 ) -> MetricByDepthInfo:
-    """Per-summary values grouped by depth (and run). ``metric`` filters a long ``metric`` column."""
+    """Per-summary values grouped by depth (and run). ``metric`` filters a long ``metric`` column.
+
+    A ``scores_df()`` frame works as is: summary-scope rows carry their depth in ``details``.
+    """
+    if depth not in df.columns and "details" in df.columns:
+        df = df.assign(**{depth: df["details"].map(lambda d: d.get("depth") if isinstance(d, dict) else None)})
     _require(df, [depth, value], "metric by depth")
     if metric is not None:
         _require(df, ["metric"], "metric by depth")
@@ -156,11 +161,50 @@ def _rates(df: pd.DataFrame, key: str, outcome: str, run: str | None, order: dic
     return sorted(rows, key=lambda row: (row.run, row.order, row.key))
 
 
+SCORE_COLUMNS = frozenset({"run_id", "scope", "scope_id", "metric", "value"})
+
+
+def _is_scores(df: pd.DataFrame) -> bool:
+    return SCORE_COLUMNS <= set(df.columns)
+
+
+def _rates_from_scores(df: pd.DataFrame, scope: str, metric: str, run: str | None) -> list[RateRow]:
+    """Rate rows from pre-aggregated scores (value = rate, ``details["n"]`` = items, when given)."""
+    frame = df[(df["scope"] == scope) & (df["metric"] == metric)].dropna(subset=["value"])
+    if frame.empty:
+        raise ValueError(f"no {scope!r}-scope {metric!r} scores in the table (metrics: {sorted(set(df['metric']))[:12]} …)")
+    rows = []
+    for i, rec in enumerate(frame.itertuples(index=False)):
+        details = getattr(rec, "details", None)
+        n = int(details.get("n", 0)) if isinstance(details, dict) else 0
+        rate = float(rec.value)
+        low, high = wilson_interval(rate * n, n) if n else (math.nan, math.nan)
+        label = getattr(rec, run) if run is not None and run in frame.columns else None
+        rows.append(RateRow(_label(label), str(rec.scope_id), float(i), n, rate, low, high))
+    return sorted(rows, key=lambda row: (row.run, row.order))
+
+
+def score_map(df: pd.DataFrame, metric: str, run_id: str | None = None, scope: str = "summary") -> dict[str, float]:
+    """``{scope_id: value}`` of one metric from a ``scores_df()`` frame (e.g. to colour the DAG)."""
+    _require(df, ["scope", "scope_id", "metric", "value"], "score map")
+    frame = df[(df["scope"] == scope) & (df["metric"] == metric)]
+    if run_id is not None:
+        frame = frame[frame["run_id"] == run_id]
+    return {str(k): float(v) for k, v in zip(frame["scope_id"], frame["value"], strict=True) if v is not None and not math.isnan(v)}
+
+
 def fact_survival_info(
     df: pd.DataFrame, age: str = "age", survived: str = "survived", run: str | None = "run_id",
     bins: Sequence[int] = (0, 1, 4, 16, 64, 256),
 ) -> RateInfo:
-    """Share of facts still recoverable, by age (turns since the fact was said) in log bins."""
+    """Share of facts still recoverable, by age (turns since the fact was said) in log bins.
+
+    Takes one row per (fact, check) with ``age`` and ``survived``, or a ``scores_df()`` frame
+    (its ``age``-scope ``fact_retention`` rows, already binned, with ``n`` in ``details``).
+    """
+    if _is_scores(df) and age not in df.columns:
+        rows = _rates_from_scores(df, "age", "fact_retention", run)
+        return RateInfo(tuple(rows), "age (turns)", "facts surviving", "Fact survival by age")
     _require(df, [age, survived], "fact survival")
     import pandas as pd
 
@@ -174,9 +218,16 @@ def fact_survival_info(
 
 
 def qa_retention_info(
-    df: pd.DataFrame, category: str = "category", correct: str = "correct", run: str | None = "run_id"
+    df: pd.DataFrame, category: str = "category", correct: str = "correct", run: str | None = "run_id",
+    metric: str = "qa_retention",
 ) -> RateInfo:
-    """Share of QA items answerable from the context, by question category."""
+    """Share of QA items answerable from the context, by question category.
+
+    Takes one row per QA item, or a ``scores_df()`` frame (``category``-scope rows of ``metric``).
+    """
+    if _is_scores(df) and category not in df.columns:
+        rows = _rates_from_scores(df, "category", metric, run)
+        return RateInfo(tuple(rows), "category", metric, "QA retention by category")
     _require(df, [category, correct], "QA retention")
     rows = _rates(df, category, correct, run, None)
     return RateInfo(tuple(rows), category, "answerable", "QA retention by category")
@@ -191,8 +242,9 @@ def _rate_bars(info: RateInfo) -> go.Figure:
         fig.add_trace(
             go.Bar(
                 x=[row.key for row in rows], y=[row.rate for row in rows], name=r,
-                error_y={"type": "data", "symmetric": False, "array": [row.high - row.rate for row in rows],
-                         "arrayminus": [row.rate - row.low for row in rows]},
+                error_y={"type": "data", "symmetric": False,
+                         "array": [0 if math.isnan(row.high) else row.high - row.rate for row in rows],
+                         "arrayminus": [0 if math.isnan(row.low) else row.rate - row.low for row in rows]},
                 customdata=[row.n for row in rows],
                 hovertemplate="%{x}: %{y:.1%} (n=%{customdata})<extra>" + r + "</extra>",
             )
