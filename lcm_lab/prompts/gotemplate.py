@@ -29,7 +29,7 @@ class TemplateError(ValueError):
 
 # -- lexing ----------------------------------------------------------------------------------
 
-_ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.DOTALL)
+_ACTION = re.compile(r"\{\{(-\s)?(/\*.*?\*/|.*?)(\s-)?\}\}", re.DOTALL)
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
@@ -248,6 +248,8 @@ class Template:
             return _call(head.value, operands, where)
         if head.kind == "lparen":
             raise TemplateError(f"{where}: a parenthesised pipeline cannot start a command")
+        if head.kind == "ident" and head.value not in ("true", "false", "nil"):
+            raise TemplateError(f'{where}: function "{head.value}" not defined')
         if operands:
             raise TemplateError(f"{where}: {head.value!r} is not a function and takes no arguments")
         return self._operand(head, dot, where)

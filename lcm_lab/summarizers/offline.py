@@ -303,7 +303,7 @@ def _compose(blocks: list[_Block], selected: set[int]) -> str:
 
 
 def _footer_topics(dropped: list[_Unit], inherited: list[str]) -> list[str]:
-    ranked = sorted(dropped, key=lambda u: (-u.score, u.order))
+    ranked = sorted((u for u in dropped if u.score > 0.05), key=lambda u: (-u.score, u.order))
     topics: list[str] = []
     for unit in ranked:
         topics.extend(unit.keys[:2])
