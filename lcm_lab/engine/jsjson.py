@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -54,8 +55,15 @@ _SHORT_ESCAPES = {
 _MAX_ARRAY_INDEX = 2**32 - 2
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def js_string(text: str) -> str:
     """``JSON.stringify(text)`` for a string (quotes included)."""
+    if not _SURROGATE.search(text):
+        # Python escapes exactly what JavaScript does here (quote, backslash, control characters,
+        # with the same short forms and lowercase \u00XX); only lone surrogates differ.
+        return json.dumps(text, ensure_ascii=False)
     out: list[str] = ['"']
     for ch in text:
         code = ord(ch)

@@ -31,6 +31,7 @@ class EngineState:
         self.large_files: list[LargeFile] = list(large_files)
         self._source_tokens: dict[int, int] = {}
         self.include_sender_tokens = True  # the plugin's accounting (QUIRK 6)
+        self._max_seq = max(self.messages, default=0)
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)
 
     # -- token measures ------------------------------------------------------------------------
@@ -69,10 +70,11 @@ class EngineState:
 
     # -- mutations -----------------------------------------------------------------------------
     def next_seq(self) -> int:
-        return max(self.messages, default=0) + 1
+        return self._max_seq + 1
 
     def append_message(self, message: StoredMessage) -> None:
         self.messages[message.seq] = message
+        self._max_seq = max(self._max_seq, message.seq)
         item = ContextItem.message(message.seq)
         self.context.append(item)
         self._stored += self.stored_item_tokens(item)
