@@ -1,7 +1,19 @@
-"""``LcmConfig``: every compaction and assembly knob of lossless-claw with its default (spec §4.1).
+"""``LcmConfig``: every lossless-claw knob with its default, resolved as the plugin resolves it.
 
-Names are snake_case here; :func:`LcmConfig.from_plugin_config` accepts the plugin's camelCase
-keys (as in ``plugins.entries.lossless-claw.config`` of ``openclaw.json``).
+The plugin (``src/db/config.ts`` ``resolveLcmConfig(env, pluginConfig)``) takes each value from
+its ``LCM_*`` environment variable, else from the plugin config (``plugins.entries.lossless-claw.
+config`` of ``openclaw.json``, camelCase keys, with aliases), else the default. This module does
+the same, purely: the environment is a ``Mapping`` argument and files arrive already parsed
+(:mod:`lcm_lab.config_io` reads them).
+
+Unlike the plugin, which silently falls back to the default for a value it cannot use, resolution
+here raises :class:`ConfigError` naming the key, the bad value and what is allowed.
+
+>>> cfg = LcmConfig.from_plugin_config({"freshTailCount": 8, "incrementalMaxDepth": -1})
+>>> (cfg.fresh_tail_count, cfg.sweep_max_depth, cfg.threshold_tokens(32_000))
+(8, -1, 24000)
+>>> LcmConfig.from_env({"LCM_FRESH_TAIL_COUNT": "16"}, {"freshTailCount": 8}).fresh_tail_count
+16
 """
 
 from __future__ import annotations
@@ -9,9 +21,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+__all__ = [
+    "DEFAULT_STRIP_TAGS",
+    "ENV_VARS",
+    "PLUGIN_KEY_ALIASES",
+    "ConfigError",
+    "EffectiveThreshold",
+    "LcmConfig",
+    "ThresholdOverride",
+    "compile_session_pattern",
+]
 
 DEFAULT_STRIP_TAGS: tuple[str, ...] = (
     "active_memory_plugin",
@@ -19,11 +42,299 @@ DEFAULT_STRIP_TAGS: tuple[str, ...] = (
     "relevant_memories",
     "hindsight_memories",
 )
+MIN_FALLBACK_MAX_TOKENS = 64
+
+
+class ConfigError(ValueError):
+    """A configuration value the plugin could not use (names key, value and what is allowed)."""
+
+
+# -- context-threshold overrides ---------------------------------------------------------------
+
+
+def compile_session_pattern(pattern: str) -> re.Pattern[str]:
+    """The plugin's session glob: ``*`` = any run without ``:``, ``**`` = anything.
+
+    Like the plugin, only ``. + ^ $ { } ( ) | [ ] \\`` are escaped (so ``?`` keeps its regex
+    meaning).
+
+    >>> bool(compile_session_pattern("agent:*:main").fullmatch("agent:x:main"))
+    True
+    >>> bool(compile_session_pattern("agent:*").fullmatch("agent:a:b"))
+    False
+    """
+    escaped = re.sub(r"[.+^${}()|\[\]\\]", lambda m: "\\" + m.group(0), pattern)
+    escaped = escaped.replace("**", "\0").replace("*", "[^:]*").replace("\0", ".*")
+    return re.compile(f"^{escaped}$")
+
+
+@dataclass(frozen=True)
+class ThresholdOverride:
+    """One ``contextThresholdOverrides`` rule (fields within ``match`` AND together)."""
+
+    context_threshold: float
+    model: str | None = None
+    model_context_window_min: int | None = None
+    model_context_window_max: int | None = None
+    session_pattern: str | None = None
+    fresh_tail_count: int | None = None
+    leaf_chunk_tokens: int | None = None
+    name: str | None = None
+
+    @property
+    def specificity(self) -> int:
+        """Plugin rule: exact model 100, session pattern 50, each window bound 20."""
+        return (
+            (100 if self.model else 0)
+            + (50 if self.session_pattern else 0)
+            + (20 if self.model_context_window_min is not None else 0)
+            + (20 if self.model_context_window_max is not None else 0)
+        )
+
+    def matches(
+        self, model: str | None, model_ref: str | None, context_window: int | None, session_key: str | None
+    ) -> bool:
+        if self.model and model_ref != self.model.strip() and model != self.model.strip():
+            return False
+        if self.session_pattern:
+            key = session_key.strip() if session_key else ""
+            if not key or not compile_session_pattern(self.session_pattern).search(key):
+                return False
+        if self.model_context_window_min is not None or self.model_context_window_max is not None:
+            # A window rule needs a host-reported window; the token budget is no substitute.
+            if context_window is None:
+                return False
+            if self.model_context_window_min is not None and context_window < self.model_context_window_min:
+                return False
+            if self.model_context_window_max is not None and context_window > self.model_context_window_max:
+                return False
+        return True
+
+    def to_plugin(self) -> dict[str, Any]:
+        match: dict[str, Any] = {}
+        if self.model:
+            match["model"] = self.model
+        if self.model_context_window_min is not None:
+            match["modelContextWindowMin"] = self.model_context_window_min
+        if self.model_context_window_max is not None:
+            match["modelContextWindowMax"] = self.model_context_window_max
+        if self.session_pattern:
+            match["sessionPattern"] = self.session_pattern
+        out: dict[str, Any] = {"name": self.name} if self.name else {}
+        out["match"] = match
+        out["contextThreshold"] = self.context_threshold
+        if self.fresh_tail_count is not None:
+            out["freshTailCount"] = self.fresh_tail_count
+        if self.leaf_chunk_tokens is not None:
+            out["leafChunkTokens"] = self.leaf_chunk_tokens
+        return out
+
+
+@dataclass(frozen=True)
+class EffectiveThreshold:
+    """What ``contextThresholdOverrides`` resolve to for one runtime context."""
+
+    context_threshold: float
+    fresh_tail_count: int
+    leaf_chunk_tokens: int
+    source: str  # "global" | "override"
+    rule_index: int | None = None
+    rule_name: str | None = None
+    specificity: int = 0
+
+
+# -- value coercion (the plugin's toNumber/toBool/toStr, strict) --------------------------------
+
+
+def _js_number(value: Any) -> float | None:
+    """``toNumber``: finite numbers and numeric strings (``Number(str)``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "":
+            return 0.0  # Number("") is 0
+        try:
+            if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
+                return float(int(text, 16))
+            number = float(text) if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text) else None
+        except ValueError:
+            return None
+        return number if number is not None and math.isfinite(number) else None
+    return None
+
+
+def _parse_int_prefix(text: str) -> int | None:
+    """JavaScript ``parseInt(text, 10)`` (leading integer; ``None`` for NaN)."""
+    match = re.match(r"\s*([+-]?\d+)", text)
+    return int(match.group(1)) if match else None
+
+
+def _parse_float_prefix(text: str) -> float | None:
+    """JavaScript ``parseFloat(text)``."""
+    match = re.match(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?Infinity)", text)
+    if not match:
+        return None
+    number = float(match.group(1).replace("Infinity", "inf"))
+    return number if math.isfinite(number) else None
+
+
+def _to_str(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+_KIND_TEXT = {
+    "int": "an integer",
+    "number": "a finite number",
+    "bool": "true or false",
+    "str": "a string",
+    "list": "a list of strings (or a comma-separated string)",
+}
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str  # LcmConfig attribute
+    keys: tuple[str, ...]  # plugin config keys, in precedence order (aliases after the main key)
+    envs: tuple[str, ...]  # LCM_* environment variables, in precedence order
+    kind: str  # int | number | bool | str | list | choice
+    check: Callable[[Any], str | None] | None = None  # returns what is allowed when the value is bad
+    env_bool_default_true: bool = False  # env "!== 'false'" semantics
+    choices: tuple[str, ...] = ()
+
+
+def _at_least(minimum: float) -> Callable[[Any], str | None]:
+    return lambda v: None if v >= minimum else f"a number >= {minimum:g}"
+
+
+def _threshold(v: Any) -> str | None:
+    return None if 0 < v <= 1 else "a number in (0, 1]"
+
+
+FIELDS: tuple[_Field, ...] = (
+    _Field("enabled", ("enabled",), ("LCM_ENABLED",), "bool", env_bool_default_true=True),
+    _Field("host_fallback_mode", ("hostFallbackMode",), ("LCM_HOST_FALLBACK_MODE",), "choice", choices=("error", "capture-only")),
+    _Field("database_path", ("dbPath", "databasePath"), ("LCM_DATABASE_PATH",), "str"),
+    _Field("large_files_dir", ("largeFilesDir",), ("LCM_LARGE_FILES_DIR",), "str"),
+    _Field("ignore_session_patterns", ("ignoreSessionPatterns",), ("LCM_IGNORE_SESSION_PATTERNS",), "list"),
+    _Field("stateless_session_patterns", ("statelessSessionPatterns",), ("LCM_STATELESS_SESSION_PATTERNS",), "list"),
+    _Field("skip_stateless_sessions", ("skipStatelessSessions",), ("LCM_SKIP_STATELESS_SESSIONS",), "bool"),
+    _Field("context_threshold", ("contextThreshold",), ("LCM_CONTEXT_THRESHOLD",), "number", _threshold),
+    _Field("fresh_tail_count", ("freshTailCount",), ("LCM_FRESH_TAIL_COUNT",), "int", _at_least(0)),
+    _Field("fresh_tail_max_tokens", ("freshTailMaxTokens",), ("LCM_FRESH_TAIL_MAX_TOKENS",), "int", _at_least(1)),
+    _Field("prompt_aware_eviction", ("promptAwareEviction",), ("LCM_PROMPT_AWARE_EVICTION_ENABLED",), "bool"),
+    _Field("stub_large_tool_payloads", ("stubLargeToolPayloads",), ("LCM_STUB_LARGE_TOOL_PAYLOADS",), "bool"),
+    _Field("new_session_retain_depth", ("newSessionRetainDepth",), ("LCM_NEW_SESSION_RETAIN_DEPTH",), "int", _at_least(-1)),
+    _Field("leaf_min_fanout", ("leafMinFanout",), ("LCM_LEAF_MIN_FANOUT",), "int", _at_least(1)),
+    _Field("condensed_min_fanout", ("condensedMinFanout",), ("LCM_CONDENSED_MIN_FANOUT",), "int", _at_least(1)),
+    _Field("condensed_min_fanout_hard", ("condensedMinFanoutHard",), ("LCM_CONDENSED_MIN_FANOUT_HARD",), "int", _at_least(1)),
+    _Field("sweep_max_depth", ("sweepMaxDepth", "incrementalMaxDepth"), ("LCM_SWEEP_MAX_DEPTH", "LCM_INCREMENTAL_MAX_DEPTH"), "int"),
+    _Field("leaf_chunk_tokens", ("leafChunkTokens",), ("LCM_LEAF_CHUNK_TOKENS",), "int", _at_least(1)),
+    _Field("summary_prefix_target_tokens", ("summaryPrefixTargetTokens",), ("LCM_SUMMARY_PREFIX_TARGET_TOKENS",), "int", _at_least(1)),
+    _Field("max_sweep_iterations", ("maxSweepIterations",), ("LCM_MAX_SWEEP_ITERATIONS",), "int", _at_least(1)),
+    _Field("sweep_deadline_ms", ("sweepDeadlineMs",), ("LCM_SWEEP_DEADLINE_MS",), "int", _at_least(1)),
+    _Field("compact_until_under_deadline_ms", ("compactUntilUnderDeadlineMs",), ("LCM_COMPACT_UNTIL_UNDER_DEADLINE_MS",), "int", _at_least(1)),
+    _Field("bootstrap_max_tokens", ("bootstrapMaxTokens",), ("LCM_BOOTSTRAP_MAX_TOKENS",), "int", _at_least(0)),
+    _Field("leaf_target_tokens", ("leafTargetTokens",), ("LCM_LEAF_TARGET_TOKENS",), "int", _at_least(1)),
+    _Field("condensed_target_tokens", ("condensedTargetTokens",), ("LCM_CONDENSED_TARGET_TOKENS",), "int", _at_least(1)),
+    _Field("max_expand_tokens", ("maxExpandTokens",), ("LCM_MAX_EXPAND_TOKENS",), "int", _at_least(1)),
+    _Field("large_file_token_threshold", ("largeFileThresholdTokens", "largeFileTokenThreshold"), ("LCM_LARGE_FILE_TOKEN_THRESHOLD",), "int", _at_least(1)),
+    _Field("summary_provider", ("summaryProvider",), ("LCM_SUMMARY_PROVIDER",), "str"),
+    _Field("summary_model", ("summaryModel",), ("LCM_SUMMARY_MODEL",), "str"),
+    _Field("large_file_summary_provider", ("largeFileSummaryProvider",), ("LCM_LARGE_FILE_SUMMARY_PROVIDER",), "str"),
+    _Field("large_file_summary_model", ("largeFileSummaryModel",), ("LCM_LARGE_FILE_SUMMARY_MODEL",), "str"),
+    _Field("expansion_provider", ("expansionProvider",), ("LCM_EXPANSION_PROVIDER",), "str"),
+    _Field("expansion_model", ("expansionModel",), ("LCM_EXPANSION_MODEL",), "str"),
+    _Field("delegation_timeout_ms", ("delegationTimeoutMs",), ("LCM_DELEGATION_TIMEOUT_MS",), "number", _at_least(0)),
+    _Field("summary_timeout_ms", ("summaryTimeoutMs",), ("LCM_SUMMARY_TIMEOUT_MS",), "int", _at_least(1)),
+    _Field("summary_call_window_ms", ("summaryCallWindowMs",), ("LCM_SUMMARY_CALL_WINDOW_MS",), "int", _at_least(1)),
+    _Field("summary_max_calls_per_window", ("summaryMaxCallsPerWindow",), ("LCM_SUMMARY_MAX_CALLS_PER_WINDOW",), "int", _at_least(1)),
+    _Field("summary_spend_backoff_ms", ("summarySpendBackoffMs",), ("LCM_SUMMARY_SPEND_BACKOFF_MS",), "int", _at_least(1)),
+    _Field("timezone", ("timezone",), ("TZ",), "str"),
+    _Field("prune_heartbeat_ok", ("pruneHeartbeatOk",), ("LCM_PRUNE_HEARTBEAT_OK",), "bool"),
+    _Field("transcript_gc_enabled", ("transcriptGcEnabled",), ("LCM_TRANSCRIPT_GC_ENABLED",), "bool"),
+    _Field("enable_summary_thinking", ("enableSummaryThinking",), ("LCM_ENABLE_SUMMARY_THINKING",), "bool"),
+    _Field("proactive_threshold_compaction_mode", ("proactiveThresholdCompactionMode",), ("LCM_PROACTIVE_THRESHOLD_COMPACTION_MODE",), "choice", choices=("deferred", "inline")),
+    _Field("max_assembly_token_budget", ("maxAssemblyTokenBudget",), ("LCM_MAX_ASSEMBLY_TOKEN_BUDGET",), "int", _at_least(1)),
+    _Field("summary_max_overage_factor", ("summaryMaxOverageFactor",), ("LCM_SUMMARY_MAX_OVERAGE_FACTOR",), "number", _at_least(1)),
+    _Field("fallback_max_tokens", ("fallbackMaxTokens",), ("LCM_FALLBACK_MAX_TOKENS",), "int", _at_least(MIN_FALLBACK_MAX_TOKENS)),
+    _Field("custom_instructions", ("customInstructions",), ("LCM_CUSTOM_INSTRUCTIONS",), "str"),
+    _Field("circuit_breaker_threshold", ("circuitBreakerThreshold",), ("LCM_CIRCUIT_BREAKER_THRESHOLD",), "int", _at_least(1)),
+    _Field("circuit_breaker_cooldown_ms", ("circuitBreakerCooldownMs",), ("LCM_CIRCUIT_BREAKER_COOLDOWN_MS",), "int", _at_least(0)),
+    _Field("compaction_loop_max_consecutive_failures", ("compactionLoopMaxConsecutiveFailures",), ("LCM_COMPACTION_LOOP_MAX_CONSECUTIVE_FAILURES",), "int", _at_least(0)),
+    _Field("replay_flood_threshold_external", ("replayFloodThresholdExternal",), ("LCM_REPLAY_FLOOD_THRESHOLD_EXTERNAL",), "int", _at_least(1)),
+    _Field("replay_flood_threshold_internal", ("replayFloodThresholdInternal",), ("LCM_REPLAY_FLOOD_THRESHOLD_INTERNAL",), "int", _at_least(1)),
+    _Field("strip_injected_context_tags", ("stripInjectedContextTags",), ("LCM_STRIP_INJECTED_CONTEXT_TAGS",), "list"),
+)  # fmt: skip
+
+# Nested objects: (attribute, plugin key, {member: (env var, kind, check, env "!== false")}).
+_NESTED: dict[str, tuple[str, dict[str, tuple[str, str, Callable[[Any], str | None] | None, bool]]]] = {
+    "auto_rotate_session_files": (
+        "autoRotateSessionFiles",
+        {
+            "enabled": ("LCM_AUTO_ROTATE_SESSION_FILES_ENABLED", "bool", None, True),
+            "createBackups": ("LCM_AUTO_ROTATE_SESSION_FILES_CREATE_BACKUPS", "bool", None, False),
+            "sizeBytes": ("LCM_AUTO_ROTATE_SESSION_FILES_SIZE_BYTES", "int", _at_least(1), False),
+            "startup": ("LCM_AUTO_ROTATE_SESSION_FILES_STARTUP", "rotate-mode", None, False),
+            "runtime": ("LCM_AUTO_ROTATE_SESSION_FILES_RUNTIME", "rotate-mode", None, False),
+        },
+    ),
+    "independent_log_file": (
+        "independentLogFile",
+        {
+            "enabled": ("LCM_LOG_FILE_ENABLED", "bool", None, True),
+            "file": ("LCM_LOG_FILE", "str", None, False),
+            "maxFileBytes": ("LCM_LOG_MAX_FILE_BYTES", "int", _at_least(1), False),
+        },
+    ),
+    "cache_aware_compaction": (
+        "cacheAwareCompaction",
+        {
+            "enabled": ("LCM_CACHE_AWARE_COMPACTION_ENABLED", "bool", None, True),
+            "cacheTTLSeconds": ("LCM_CACHE_TTL_SECONDS", "int", None, False),
+            "maxColdCacheCatchupPasses": ("LCM_MAX_COLD_CACHE_CATCHUP_PASSES", "int", None, False),
+            "hotCachePressureFactor": ("LCM_HOT_CACHE_PRESSURE_FACTOR", "number", None, False),
+            "hotCacheBudgetHeadroomRatio": ("LCM_HOT_CACHE_BUDGET_HEADROOM_RATIO", "number", None, False),
+            "coldCacheObservationThreshold": ("LCM_COLD_CACHE_OBSERVATION_THRESHOLD", "number", None, False),
+            "criticalBudgetPressureRatio": ("LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "number", None, False),
+        },
+    ),
+    "dynamic_leaf_chunk_tokens": (
+        "dynamicLeafChunkTokens",
+        {
+            "enabled": ("LCM_DYNAMIC_LEAF_CHUNK_TOKENS_ENABLED", "bool", None, False),
+            "max": ("LCM_DYNAMIC_LEAF_CHUNK_TOKENS_MAX", "int", None, False),
+        },
+    ),
+}
+
+ENV_VARS: tuple[str, ...] = tuple(
+    [env for f in FIELDS for env in f.envs]
+    + [spec[0] for _, members in _NESTED.values() for spec in members.values()]
+    + ["LCM_FALLBACK_PROVIDERS"]
+)
+
+PLUGIN_KEY_ALIASES: dict[str, str] = {key: f.name for f in FIELDS for key in f.keys}
+PLUGIN_KEY_ALIASES.update({plugin_key: attr for attr, (plugin_key, _) in _NESTED.items()})
+PLUGIN_KEY_ALIASES.update(
+    {"contextThresholdOverrides": "context_threshold_overrides", "fallbackProviders": "fallback_providers"}
+)
+
+# Lab-only knobs (not plugin config keys) that from_plugin_config still accepts by snake name.
+_LAB_ONLY = {"max_rounds": "maxRounds"}
 
 
 @dataclass(frozen=True)
 class LcmConfig:
-    """Compaction/assembly configuration; defaults are the plugin's (main @ 4214b480)."""
+    """Compaction/assembly configuration; defaults are the plugin's (main @ 4214b480).
+
+    ``None`` marks values the plugin derives or leaves unset (see the properties below). The
+    lab's ``timezone`` default is UTC where the plugin uses the host's zone.
+    """
 
     context_threshold: float = 0.75
     fresh_tail_count: int = 64
@@ -53,9 +364,64 @@ class LcmConfig:
     prompt_aware_eviction: bool = False
     stub_large_tool_payloads: bool = False
     max_assembly_token_budget: int | None = None
-    context_threshold_overrides: tuple[Mapping[str, Any], ...] = ()
-    # Everything else the plugin accepts (summary models, guards, logging, ...) is kept verbatim.
+    context_threshold_overrides: tuple[ThresholdOverride, ...] = ()
+    # Everything else the plugin accepts (summary models, guards, logging, ...).
+    enabled: bool = True
+    host_fallback_mode: str = "error"
+    database_path: str | None = None  # None = $OPENCLAW_STATE_DIR/lcm.db
+    large_files_dir: str | None = None  # None = $OPENCLAW_STATE_DIR/lcm-files
+    ignore_session_patterns: tuple[str, ...] = ()
+    stateless_session_patterns: tuple[str, ...] = ()
+    skip_stateless_sessions: bool = True
+    max_expand_tokens: int = 4_000
+    summary_provider: str = ""
+    summary_model: str = ""
+    large_file_summary_provider: str = ""
+    large_file_summary_model: str = ""
+    expansion_provider: str = ""
+    expansion_model: str = ""
+    delegation_timeout_ms: float = 120_000
+    summary_call_window_ms: int = 600_000
+    summary_max_calls_per_window: int = 24
+    summary_spend_backoff_ms: int = 1_800_000
+    prune_heartbeat_ok: bool = False
+    transcript_gc_enabled: bool = False
+    proactive_threshold_compaction_mode: str = "deferred"
+    auto_rotate_session_files: Mapping[str, Any] = field(
+        default_factory=lambda: {
+            "enabled": True,
+            "createBackups": False,
+            "sizeBytes": 2 * 1024 * 1024,
+            "startup": "rotate",
+            "runtime": "rotate",
+        }  # fmt: skip
+    )
+    independent_log_file: Mapping[str, Any] = field(
+        default_factory=lambda: {"enabled": True, "maxFileBytes": 100 * 1024 * 1024}
+    )
+    circuit_breaker_threshold: int = 5
+    circuit_breaker_cooldown_ms: int = 1_800_000
+    compaction_loop_max_consecutive_failures: int | None = None
+    replay_flood_threshold_external: int = 3
+    replay_flood_threshold_internal: int = 32
+    fallback_providers: tuple[Mapping[str, str], ...] = ()
+    cache_aware_compaction: Mapping[str, Any] = field(
+        default_factory=lambda: {
+            "enabled": True,
+            "cacheTTLSeconds": 300,
+            "maxColdCacheCatchupPasses": 2,
+            "hotCachePressureFactor": 4,
+            "hotCacheBudgetHeadroomRatio": 0.2,
+            "coldCacheObservationThreshold": 3,
+            "criticalBudgetPressureRatio": 0.9,
+        }  # fmt: skip
+    )
+    dynamic_leaf_chunk_tokens: Mapping[str, Any] = field(default_factory=lambda: {"enabled": True})
+    # Unknown plugin keys, kept verbatim (the plugin ignores them).
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _validate(self)
 
     # -- derived values ---------------------------------------------------------------------
     def threshold_tokens(self, token_budget: int) -> int:
@@ -71,36 +437,442 @@ class LcmConfig:
     def condensed_min_chunk_tokens(self) -> int:
         return max(self.condensed_target_tokens, math.floor(self.leaf_chunk_tokens * 0.1))
 
+    @property
+    def effective_bootstrap_max_tokens(self) -> int:
+        if self.bootstrap_max_tokens is not None:
+            return self.bootstrap_max_tokens
+        return max(6000, math.floor(self.leaf_chunk_tokens * 0.3))
+
+    @property
+    def effective_dynamic_leaf_chunk_max(self) -> int:
+        configured = self.dynamic_leaf_chunk_tokens.get("max")
+        fallback = math.floor(self.leaf_chunk_tokens * 2) if configured is None else configured
+        return max(self.leaf_chunk_tokens, fallback)
+
     def replace(self, **changes: Any) -> LcmConfig:
         return dataclasses.replace(self, **changes)
 
-    # -- plugin key mapping -----------------------------------------------------------------
+    # -- overrides ---------------------------------------------------------------------------
+    def resolve_overrides(
+        self,
+        *,
+        model: str | None = None,
+        context_window: int | None = None,
+        session_key: str | None = None,
+        provider: str | None = None,
+    ) -> EffectiveThreshold:
+        """Effective threshold, fresh tail and leaf chunk for one runtime context.
+
+        The matching rule with the highest specificity wins (model 100, session pattern 50, each
+        window bound 20); ties go to the earliest rule. ``model`` may be ``provider/model`` or a
+        bare model id (then ``provider/model`` is also tried when ``provider`` is given).
+        """
+        model = model.strip() if model else None
+        provider = provider.strip() if provider else None
+        model_ref = f"{provider}/{model}" if model and provider and "/" not in model else model
+        best: tuple[int, ThresholdOverride] | None = None
+        for index, rule in enumerate(self.context_threshold_overrides):
+            if not rule.matches(model, model_ref, context_window, session_key):
+                continue
+            if best is None or rule.specificity > best[1].specificity:
+                best = (index, rule)
+        if best is None:
+            return EffectiveThreshold(
+                self.context_threshold, self.fresh_tail_count, self.leaf_chunk_tokens, "global"
+            )
+        index, rule = best
+        return EffectiveThreshold(
+            rule.context_threshold,
+            rule.fresh_tail_count if rule.fresh_tail_count is not None else self.fresh_tail_count,
+            rule.leaf_chunk_tokens if rule.leaf_chunk_tokens is not None else self.leaf_chunk_tokens,
+            "override",
+            index,
+            rule.name,
+            rule.specificity,
+        )
+
+    # -- loading -----------------------------------------------------------------------------
+    @classmethod
+    def resolve(
+        cls, env: Mapping[str, str] | None = None, plugin_config: Mapping[str, Any] | None = None
+    ) -> LcmConfig:
+        """``resolveLcmConfig(env, pluginConfig)``: env, then plugin config, then defaults."""
+        return cls(**_resolve_values(dict(env or {}), dict(plugin_config or {})))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], plugin_config: Mapping[str, Any] | None = None) -> LcmConfig:
+        """Configuration from ``LCM_*`` variables (plus ``TZ``), over an optional plugin config."""
+        return cls.resolve(env, plugin_config)
+
     @classmethod
     def from_plugin_config(cls, config: Mapping[str, Any] | None = None, **overrides: Any) -> LcmConfig:
         """Build from plugin config keys (camelCase, aliases accepted) plus snake_case overrides."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
-        for key, value in (config or {}).items():
-            name = PLUGIN_KEY_ALIASES.get(key, _snake(key))
-            if name in known and name != "extra":
-                values[name] = value
-            else:
-                extra[key] = value
-        values.update(overrides)
-        if "strip_injected_context_tags" in values:
-            values["strip_injected_context_tags"] = tuple(values["strip_injected_context_tags"])
-        if "context_threshold_overrides" in values:
-            values["context_threshold_overrides"] = tuple(values["context_threshold_overrides"] or ())
-        if extra:
-            values["extra"] = {**dict(values.get("extra", {})), **extra}
-        return cls(**values)
+        config = dict(config or {})
+        lab_only = {name: config.pop(key) for name, key in _LAB_ONLY.items() if key in config}
+        base = cls.resolve({}, config)
+        changes = {**lab_only, **overrides}
+        return base.replace(**changes) if changes else base
+
+    @classmethod
+    def from_openclaw_json(cls, doc: Mapping[str, Any], env: Mapping[str, str] | None = None) -> LcmConfig:
+        """From a parsed ``openclaw.json``: ``plugins.entries.lossless-claw.config``."""
+        entry: Any = doc
+        for key in ("plugins", "entries", "lossless-claw"):
+            entry = entry.get(key) if isinstance(entry, Mapping) else None
+            if entry is None:
+                return cls.resolve(env, {})
+        if not isinstance(entry, Mapping):
+            raise ConfigError("plugins.entries.lossless-claw must be an object")
+        plugin_config = entry.get("config", {})
+        if not isinstance(plugin_config, Mapping):
+            raise ConfigError("plugins.entries.lossless-claw.config must be an object")
+        return cls.resolve(env, plugin_config)
+
+    # -- export ------------------------------------------------------------------------------
+    def to_plugin_config(self, *, minimal: bool = False) -> dict[str, Any]:
+        """camelCase plugin keys: the full resolved config (as ``resolved_config`` in reference
+        traces, paths omitted), or with ``minimal=True`` only keys that differ from defaults.
+
+        Either form round-trips through :meth:`from_plugin_config`.
+        """
+        full = _export(self)
+        if not minimal:
+            return full
+        defaults = _export(LcmConfig())
+        return {k: v for k, v in full.items() if defaults.get(k, _MISSING) != v}
 
 
-PLUGIN_KEY_ALIASES: dict[str, str] = {
-    "incrementalMaxDepth": "sweep_max_depth",
-}
+_MISSING = object()
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+# -- resolution --------------------------------------------------------------------------------
+
+
+def _source_label(source: str) -> str:
+    return (
+        f"environment variable {source}"
+        if source.isupper() or source == "TZ"
+        else f"plugin config key {source!r}"
+    )
+
+
+def _bad(source: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f"{_source_label(source)}: invalid value {value!r}; expected {allowed}")
+
+
+def _coerce(
+    kind: str,
+    value: Any,
+    source: str,
+    from_env: bool,
+    choices: tuple[str, ...] = (),
+    env_true_default: bool = False,
+) -> Any:
+    if kind == "int":
+        if from_env:
+            parsed = _parse_int_prefix(value)
+        else:
+            number = _js_number(value)
+            if number is not None and number != int(number):
+                raise _bad(source, value, "an integer")
+            parsed = int(number) if number is not None else None
+        if parsed is None:
+            raise _bad(source, value, "an integer")
+        return parsed
+    if kind == "number":
+        number = _parse_float_prefix(value) if from_env else _js_number(value)
+        if number is None:
+            raise _bad(source, value, "a finite number")
+        return value if isinstance(value, int) and not isinstance(value, bool) else number
+    if kind == "bool":
+        if isinstance(value, bool) and not from_env:
+            return value
+        if value in ("true", "false"):
+            return value == "true"
+        raise _bad(source, value, "true or false")
+    if kind == "str":
+        if not isinstance(value, str):
+            raise _bad(source, value, "a string")
+        return value if source in ("LCM_DATABASE_PATH",) else value.strip()
+    if kind in ("choice", "rotate-mode"):
+        allowed = choices or ("rotate", "warn", "off")
+        normalized = value.strip().lower() if isinstance(value, str) else None
+        if kind == "choice" and choices == ("error", "capture-only"):
+            normalized = value.strip() if isinstance(value, str) else None
+        if normalized not in allowed:
+            raise _bad(source, value, " or ".join(repr(c) for c in allowed))
+        return normalized
+    if kind == "list":
+        if from_env:
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            return tuple(v.strip() for v in value if v.strip())
+        raise _bad(source, value, _KIND_TEXT["list"])
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def _resolve_values(env: dict[str, str], pc: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    known_keys = set(PLUGIN_KEY_ALIASES)
+    for spec in FIELDS:
+        chosen: Any = _MISSING
+        for var in spec.envs:
+            if var in env:
+                raw = env[var]
+                if spec.kind == "bool":
+                    # The plugin reads these as `=== "true"` (or `!== "false"`); anything else is
+                    # almost certainly a typo, so say so.
+                    chosen = _coerce("bool", raw.strip(), var, True)
+                elif spec.kind == "list" and spec.name == "strip_injected_context_tags":
+                    chosen = () if raw.strip() == "" else _coerce("list", raw, var, True)
+                elif spec.kind == "str" and spec.name == "timezone":
+                    chosen = raw
+                else:
+                    chosen = _coerce(spec.kind, raw, var, True, spec.choices)
+                break
+        if chosen is _MISSING:
+            for key in spec.keys:
+                if key in pc and pc[key] is not None:
+                    value = pc[key]
+                    if spec.kind == "str" and isinstance(value, str) and not value.strip():
+                        continue  # toStr: blank strings count as unset
+                    chosen = _coerce(spec.kind, value, key, False, spec.choices)
+                    break
+        if chosen is _MISSING:
+            continue
+        if spec.check is not None:
+            allowed = spec.check(chosen)
+            if allowed is not None:
+                source = next((v for v in spec.envs if v in env), None) or next(
+                    k for k in spec.keys if k in pc
+                )
+                raise _bad(source, chosen, allowed)
+        values[spec.name] = chosen
+
+    defaults = LcmConfig.__dataclass_fields__
+    for attr, (plugin_key, members) in _NESTED.items():
+        base = dict(defaults[attr].default_factory())  # type: ignore[misc]
+        given = pc.get(plugin_key)
+        if given is not None and not isinstance(given, Mapping):
+            raise _bad(plugin_key, given, "an object")
+        for member, (var, kind, check, _) in members.items():
+            source, chosen = None, _MISSING
+            if var in env:
+                source = var
+                raw = env[var].strip() if kind == "bool" else env[var]
+                chosen = _coerce(kind, raw, var, True)
+            elif isinstance(given, Mapping) and given.get(member) is not None:
+                source = f"{plugin_key}.{member}"
+                chosen = _coerce(kind, given[member], source, False)
+            if chosen is _MISSING:
+                continue
+            if check is not None and (allowed := check(chosen)) is not None:
+                raise _bad(source or member, chosen, allowed)
+            base[member] = chosen
+        if isinstance(given, Mapping):
+            base.update({k: v for k, v in given.items() if k not in members})
+        values[attr] = base
+
+    if "LCM_FALLBACK_PROVIDERS" in env and env["LCM_FALLBACK_PROVIDERS"].strip():
+        values["fallback_providers"] = _env_fallback_providers(env["LCM_FALLBACK_PROVIDERS"])
+    elif pc.get("fallbackProviders") is not None:
+        values["fallback_providers"] = _plugin_fallback_providers(pc["fallbackProviders"])
+    if pc.get("contextThresholdOverrides") is not None:
+        values["context_threshold_overrides"] = parse_threshold_overrides(pc["contextThresholdOverrides"])
+    extra = {k: v for k, v in pc.items() if k not in known_keys}
+    if extra:
+        values["extra"] = extra
+    return values
+
+
+def _env_fallback_providers(raw: str) -> tuple[Mapping[str, str], ...]:
+    entries = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        slash = part.find("/")
+        if not (0 < slash < len(part) - 1):
+            raise _bad("LCM_FALLBACK_PROVIDERS", part, "comma-separated provider/model pairs")
+        entries.append({"provider": part[:slash].strip(), "model": part[slash + 1 :].strip()})
+    return tuple(entries)
+
+
+def _plugin_fallback_providers(value: Any) -> tuple[Mapping[str, str], ...]:
+    if not isinstance(value, list):
+        raise _bad("fallbackProviders", value, "a list of {provider, model} objects")
+    entries = []
+    for index, item in enumerate(value):
+        provider = _to_str(item.get("provider")) if isinstance(item, Mapping) else None
+        model = _to_str(item.get("model")) if isinstance(item, Mapping) else None
+        if not provider or not model:
+            raise _bad(f"fallbackProviders[{index}]", item, "an object with non-empty provider and model")
+        entries.append({"provider": provider, "model": model})
+    return tuple(entries)
+
+
+def _override_text(match: Mapping[str, Any], key: str, path: str) -> str | None:
+    if key not in match:
+        return None
+    parsed = _to_str(match[key])
+    if parsed is None:
+        raise ConfigError(f"{path}.match.{key} must be a non-empty string (got {match[key]!r})")
+    return parsed
+
+
+def _override_positive(record: Mapping[str, Any], key: str, where: str) -> int | None:
+    if key not in record:
+        return None
+    number = _js_number(record[key])
+    if number is None or number != int(number) or number < 1:
+        raise ConfigError(f"{where} must be a positive integer (got {record[key]!r})")
+    return int(number)
+
+
+def parse_threshold_overrides(value: Any) -> tuple[ThresholdOverride, ...]:
+    """Validate ``contextThresholdOverrides`` as the plugin does (same messages)."""
+    if isinstance(value, tuple) and all(isinstance(v, ThresholdOverride) for v in value):
+        return value
+    if not isinstance(value, list | tuple):
+        raise ConfigError("contextThresholdOverrides must be an array")
+    rules = []
+    for index, entry in enumerate(value):
+        if isinstance(entry, ThresholdOverride):
+            rules.append(entry)
+            continue
+        path = f"contextThresholdOverrides[{index}]"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{path} must be an object")
+        match = entry.get("match")
+        if not isinstance(match, Mapping):
+            raise ConfigError(f"{path}.match must be an object")
+
+        model = _override_text(match, "model", path)
+        pattern = _override_text(match, "sessionPattern", path)
+        low = _override_positive(match, "modelContextWindowMin", f"{path}.match.modelContextWindowMin")
+        high = _override_positive(match, "modelContextWindowMax", f"{path}.match.modelContextWindowMax")
+        if model is None and pattern is None and low is None and high is None:
+            raise ConfigError(f"{path}.match must include at least one matcher")
+        if low is not None and high is not None and low > high:
+            raise ConfigError(f"{path}.match.modelContextWindowMin must be <= modelContextWindowMax")
+        threshold = _js_number(entry.get("contextThreshold"))
+        if threshold is None or threshold < 0 or threshold > 1:
+            raise ConfigError(
+                f"{path}.contextThreshold must be a finite number between 0 and 1 (got {entry.get('contextThreshold')!r})"
+            )
+        rules.append(
+            ThresholdOverride(
+                context_threshold=threshold,
+                model=model,
+                model_context_window_min=low,
+                model_context_window_max=high,
+                session_pattern=pattern,
+                fresh_tail_count=_override_positive(entry, "freshTailCount", f"{path}.freshTailCount"),
+                leaf_chunk_tokens=_override_positive(entry, "leafChunkTokens", f"{path}.leafChunkTokens"),
+                name=_to_str(entry.get("name")),
+            )
+        )
+    return tuple(rules)
+
+
+# -- validation of directly constructed values ---------------------------------------------------
+
+
+def _validate(config: LcmConfig) -> None:
+    """Type and range checks for values set from Python (plugin keys are checked on load)."""
+    for spec in FIELDS:
+        value = getattr(config, spec.name)
+        if value is None:
+            continue
+        label = f"LcmConfig.{spec.name}"
+        if spec.kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"{label}: invalid value {value!r}; expected an integer")
+        if spec.kind == "number" and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+        ):
+            raise ConfigError(f"{label}: invalid value {value!r}; expected a finite number")
+        if spec.kind == "bool" and not isinstance(value, bool):
+            raise ConfigError(f"{label}: invalid value {value!r}; expected True or False")
+        if spec.kind in ("str", "choice") and not isinstance(value, str):
+            raise ConfigError(f"{label}: invalid value {value!r}; expected a string")
+        if spec.choices and value not in spec.choices:
+            raise ConfigError(f"{label}: invalid value {value!r}; expected one of {', '.join(spec.choices)}")
+        if spec.kind == "list":
+            if (
+                isinstance(value, str)
+                or not isinstance(value, Sequence)
+                or not all(isinstance(v, str) for v in value)
+            ):
+                raise ConfigError(f"{label}: invalid value {value!r}; expected a sequence of strings")
+            object.__setattr__(config, spec.name, tuple(value))
+        if spec.check is not None and (allowed := spec.check(value)) is not None:
+            raise ConfigError(f"{label}: invalid value {value!r}; expected {allowed}")
+    if isinstance(config.max_rounds, bool) or not isinstance(config.max_rounds, int) or config.max_rounds < 1:
+        raise ConfigError(
+            f"LcmConfig.max_rounds: invalid value {config.max_rounds!r}; expected an integer >= 1"
+        )
+    object.__setattr__(
+        config, "context_threshold_overrides", parse_threshold_overrides(config.context_threshold_overrides)
+    )
+    object.__setattr__(config, "fallback_providers", tuple(config.fallback_providers))
+    # Values equal to their derivation are stored as "derived", so a resolved export loads back
+    # to an equal config (the plugin itself derives both from leafChunkTokens at load time).
+    if config.bootstrap_max_tokens == max(6000, math.floor(config.leaf_chunk_tokens * 0.3)):
+        object.__setattr__(config, "bootstrap_max_tokens", None)
+    dynamic = dict(config.dynamic_leaf_chunk_tokens)
+    if dynamic.get("max") == max(config.leaf_chunk_tokens, math.floor(config.leaf_chunk_tokens * 2)):
+        del dynamic["max"]
+    object.__setattr__(config, "dynamic_leaf_chunk_tokens", dynamic)
+
+
+# -- export ------------------------------------------------------------------------------------
+
+_EXPORT_ORDER = (
+    "enabled", "hostFallbackMode", "ignoreSessionPatterns", "statelessSessionPatterns", "skipStatelessSessions",
+    "contextThreshold", "contextThresholdOverrides", "freshTailCount", "freshTailMaxTokens", "promptAwareEviction",
+    "stubLargeToolPayloads", "newSessionRetainDepth", "leafMinFanout", "condensedMinFanout",
+    "condensedMinFanoutHard", "sweepMaxDepth", "incrementalMaxDepth", "leafChunkTokens",
+    "summaryPrefixTargetTokens", "maxSweepIterations", "sweepDeadlineMs", "compactUntilUnderDeadlineMs",
+    "bootstrapMaxTokens", "leafTargetTokens", "condensedTargetTokens", "maxExpandTokens",
+    "largeFileTokenThreshold", "summaryProvider", "summaryModel", "largeFileSummaryProvider",
+    "largeFileSummaryModel", "expansionProvider", "expansionModel", "delegationTimeoutMs", "summaryTimeoutMs",
+    "summaryCallWindowMs", "summaryMaxCallsPerWindow", "summarySpendBackoffMs", "timezone", "pruneHeartbeatOk",
+    "transcriptGcEnabled", "enableSummaryThinking", "proactiveThresholdCompactionMode", "autoRotateSessionFiles",
+    "independentLogFile", "maxAssemblyTokenBudget", "summaryMaxOverageFactor", "fallbackMaxTokens",
+    "customInstructions", "circuitBreakerThreshold", "circuitBreakerCooldownMs",
+    "compactionLoopMaxConsecutiveFailures", "replayFloodThresholdExternal", "replayFloodThresholdInternal",
+    "fallbackProviders", "cacheAwareCompaction", "dynamicLeafChunkTokens", "stripInjectedContextTags",
+)  # fmt: skip
+_EXPORT_ATTR = {f.keys[-1] if f.name == "large_file_token_threshold" else f.keys[0]: f.name for f in FIELDS}
+
+
+def _export(config: LcmConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in _EXPORT_ORDER:
+        if key == "incrementalMaxDepth":
+            out[key] = config.sweep_max_depth
+        elif key == "contextThresholdOverrides":
+            out[key] = [rule.to_plugin() for rule in config.context_threshold_overrides]
+        elif key == "fallbackProviders":
+            out[key] = [dict(p) for p in config.fallback_providers]
+        elif key == "bootstrapMaxTokens":
+            out[key] = config.effective_bootstrap_max_tokens
+        elif key == "dynamicLeafChunkTokens":
+            out[key] = {**config.dynamic_leaf_chunk_tokens, "max": config.effective_dynamic_leaf_chunk_max}
+        elif key in ("autoRotateSessionFiles", "independentLogFile", "cacheAwareCompaction"):
+            out[key] = dict(getattr(config, PLUGIN_KEY_ALIASES[key]))
+        else:
+            value = getattr(config, _EXPORT_ATTR[key])
+            if value is None:
+                continue  # unset optional values are absent, as `undefined` is in JSON
+            out[key] = list(value) if isinstance(value, tuple) else value
+    if config.max_rounds != 10:
+        out["maxRounds"] = config.max_rounds
+    if config.database_path is not None:
+        out["dbPath"] = config.database_path
+    if config.large_files_dir is not None:
+        out["largeFilesDir"] = config.large_files_dir
+    out.update(config.extra)
+    return out
