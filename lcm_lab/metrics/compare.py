@@ -1,0 +1,119 @@
+"""``compare(runs, metrics)``: a compact table of runs side by side, with differences from a
+baseline run and their uncertainty.
+
+For every metric the per-item values are used (QA items, needles, summaries, turns, probes,
+... — the most specific scope every run has), so each run gets a mean with a bootstrap interval
+and each non-baseline run a difference ``run − baseline`` with a bootstrap interval; the
+difference is *paired* when both runs scored the same items (same QA ids, same needles), which
+removes item difficulty from the noise. Metrics that exist only at run scope get their value and
+no interval.
+
+>>> from lcm_lab.metrics.base import Score
+>>> a = [Score("a", "qa", f"q{i}", "qa_answer_f1", v) for i, v in enumerate([0.2, 0.4, 0.6, 0.8])]
+>>> b = [Score("b", "qa", f"q{i}", "qa_answer_f1", v + 0.1) for i, v in enumerate([0.2, 0.4, 0.6, 0.8])]
+>>> table = compare([a, b], ["qa_answer_f1"])
+>>> table[["run", "n", "mean", "diff", "paired"]].round(2).values.tolist()
+[['a', 4, 0.5, nan, False], ['b', 4, 0.6, 0.1, True]]
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lcm_lab.metrics.base import Score
+from lcm_lab.metrics.stats import bootstrap_difference, bootstrap_interval
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Most specific first: the scope whose items are the natural unit of a metric.
+ITEM_SCOPES: tuple[str, ...] = ("qa", "needle", "probe", "fixture", "summary", "turn", "category", "fact_type", "age", "depth", "run")
+COLUMNS = ["metric", "scope", "run", "n", "mean", "ci_low", "ci_high", "diff", "diff_ci_low", "diff_ci_high", "paired"]
+
+
+def _as_runs(runs: Mapping[str, Iterable[Score]] | Sequence[Iterable[Score]] | Any) -> dict[str, list[Score]]:
+    if hasattr(runs, "to_dict") and hasattr(runs, "columns"):  # a scores DataFrame
+        import json
+
+        out: dict[str, list[Score]] = defaultdict(list)
+        for row in runs.to_dict("records"):
+            value = row["value"]
+            value = None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+            details = row.get("details") or "{}"
+            out[str(row["run_id"])].append(
+                Score(str(row["run_id"]), row["scope"], str(row["scope_id"]), row["metric"], value, json.loads(details) if isinstance(details, str) else details)
+            )
+        return dict(out)
+    if isinstance(runs, Mapping):
+        return {str(k): list(v) for k, v in runs.items()}
+    out = {}
+    for scores in runs:
+        items = list(scores)
+        ids = {s.run_id for s in items}
+        if len(ids) != 1:
+            raise ValueError(f"each run must hold scores of one run_id, got {sorted(ids)}; pass a mapping label -> scores instead")
+        out[ids.pop()] = items
+    return out
+
+
+def compare(
+    runs: Mapping[str, Iterable[Score]] | Sequence[Iterable[Score]] | Any,
+    metrics: Sequence[str],
+    *,
+    baseline: str | None = None,
+    scope: str | None = None,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per (metric, run): n, mean and interval; difference from ``baseline`` (default:
+    the first run) with its interval and whether it was paired. ``runs`` is a list of score
+    lists (one run each), a mapping ``label -> scores``, or a ``scores_df()`` frame."""
+    import pandas as pd
+
+    by_run = _as_runs(runs)
+    if not by_run:
+        raise ValueError("compare needs at least one run")
+    labels = list(by_run)
+    base = baseline or labels[0]
+    if base not in by_run:
+        raise ValueError(f"baseline {base!r} is not among the runs {labels}")
+    rows: list[dict[str, Any]] = []
+    for metric in metrics:
+        values: dict[str, dict[str, dict[str, float]]] = {label: defaultdict(dict) for label in labels}
+        for label, scores in by_run.items():
+            for s in scores:
+                if s.metric == metric and s.value is not None and not math.isnan(s.value):
+                    values[label][s.scope][s.scope_id] = float(s.value)
+        missing = [label for label in labels if not values[label]]
+        if len(missing) == len(labels):
+            raise ValueError(f"metric {metric!r} was not found in any run")
+        chosen = scope or next((sc for sc in ITEM_SCOPES if all(values[label].get(sc) for label in labels if label not in missing)), None)
+        if chosen is None:
+            raise ValueError(f"metric {metric!r} has no scope shared by all runs; pass scope=")
+        base_items = values[base].get(chosen, {})
+        for label in labels:
+            items = values[label].get(chosen, {})
+            row: dict[str, Any] = {"metric": metric, "scope": chosen, "run": label, "n": len(items)}
+            if not items:
+                rows.append(row | {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "diff": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan, "paired": False})
+                continue
+            vals = list(items.values())
+            lo, hi = bootstrap_interval(vals, confidence=confidence, resamples=resamples, seed=seed)
+            row |= {"mean": sum(vals) / len(vals), "ci_low": lo, "ci_high": hi}
+            if label == base or not base_items:
+                row |= {"diff": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan, "paired": False}
+            else:
+                shared = sorted(set(items) & set(base_items))
+                paired = len(shared) >= 2 and len(shared) == len(items) == len(base_items)
+                if paired:
+                    a, b = [base_items[k] for k in shared], [items[k] for k in shared]
+                else:
+                    a, b = list(base_items.values()), vals
+                diff, dlo, dhi = bootstrap_difference(a, b, paired=paired, confidence=confidence, resamples=resamples, seed=seed)
+                row |= {"diff": diff, "diff_ci_low": dlo, "diff_ci_high": dhi, "paired": paired}
+            rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
