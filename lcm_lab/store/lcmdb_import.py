@@ -25,6 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from lcm_lab.io.lcmdb import CANONICAL, LCM_TABLES, LcmDbSchema, iter_table_batches
+from lcm_lab.store.sql_tokens import fill_token_estimates_sql
 
 if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
@@ -64,7 +65,7 @@ def _messages(rel: str, p: dict[str, int]) -> str:
         created_at, transcript_entry_id, identity_hash, sender_metadata, stable_event_key, large_content,
         origin_message_id)
     SELECT conversation_id + {p['base']}, seq, role, CASE role WHEN 'tool' THEN 'toolResult' ELSE role END,
-        content, token_count, lcm_estimate_tokens(content), created_at, transcript_entry_id, identity_hash,
+        content, token_count, lcm_estimate_tokens_ascii(content), created_at, transcript_entry_id, identity_hash,
         openclaw_sender_metadata, stable_event_key, large_content, message_id
     FROM {rel}
     WHERE conversation_id IN {_OWN_CONVERSATIONS.format(**p)}"""
@@ -90,7 +91,7 @@ def _summaries(rel: str, p: dict[str, int]) -> str:
         earliest_at, latest_at, descendant_count, descendant_token_count, source_message_token_count, file_ids,
         model, created_at, creation_order)
     SELECT conversation_id + {p['base']}, summary_id, kind, COALESCE(depth, CASE kind WHEN 'leaf' THEN 0 END),
-        content, token_count, lcm_estimate_tokens(content), earliest_at, latest_at, descendant_count,
+        content, token_count, lcm_estimate_tokens_ascii(content), earliest_at, latest_at, descendant_count,
         descendant_token_count, source_message_token_count,
         CASE WHEN json_valid(file_ids) THEN CAST(from_json(file_ids, '["VARCHAR"]') AS VARCHAR[]) END,
         model, created_at, origin_rowid
@@ -207,6 +208,9 @@ def _import(
     finally:
         store.execute("DROP TABLE IF EXISTS _lcm_message_keys")
         store.execute("DROP TABLE IF EXISTS _lcm_summary_keys")
+    own = f"conversation_id IN (SELECT conversation_id FROM conversations WHERE source_id = {source_id})"
+    store.execute(fill_token_estimates_sql("messages", own))
+    store.execute(fill_token_estimates_sql("summaries", own))
     _derive_missing_summary_columns(store, schema, source_id, result)
     return result
 

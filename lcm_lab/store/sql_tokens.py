@@ -20,14 +20,26 @@ CASE
   WHEN t IS NULL THEN NULL
   WHEN strlen(t) = length(t) THEN CAST(ceil(length(t) / 4) AS INTEGER)
   ELSE CAST(ceil(
-      length(regexp_replace(t, '[^{_CJK}]', '', 'g')) * 1.5
-    + length(regexp_replace(t, '[^{_SUPPLEMENTARY_NOT_CJK}]', '', 'g')) * 2.0
+      len(regexp_extract_all(t, '[{_CJK}]')) * 1.5
+    + len(regexp_extract_all(t, '[{_SUPPLEMENTARY_NOT_CJK}]')) * 2.0
     + (length(t)
-       - length(regexp_replace(t, '[^{_CJK}]', '', 'g'))
-       - length(regexp_replace(t, '[^{_SUPPLEMENTARY_NOT_CJK}]', '', 'g'))) * 0.25
+       - len(regexp_extract_all(t, '[{_CJK}]'))
+       - len(regexp_extract_all(t, '[{_SUPPLEMENTARY_NOT_CJK}]'))) * 0.25
   ) AS INTEGER)
-END
+END;
+-- DuckDB evaluates every CASE branch over the whole vector, so bulk loads use the ASCII-only
+-- form (NULL for other text) and fill the rest with an UPDATE over just those rows.
+CREATE OR REPLACE TEMP MACRO lcm_estimate_tokens_ascii(t) AS
+CASE WHEN strlen(t) = length(t) THEN CAST(ceil(length(t) / 4) AS INTEGER) END;
 """
+
+
+def fill_token_estimates_sql(table: str, where: str) -> str:
+    """UPDATE filling ``token_estimate`` where the ASCII-only bulk form left NULL."""
+    return (
+        f"UPDATE {table} SET token_estimate = lcm_estimate_tokens(content) "
+        f"WHERE token_estimate IS NULL AND content IS NOT NULL AND {where}"
+    )
 
 
 def install_token_macro(con: Any) -> None:

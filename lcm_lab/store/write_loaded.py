@@ -18,6 +18,7 @@ import pyarrow as pa
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.store.projection import StoredProjection, project_entry
+from lcm_lab.store.sql_tokens import fill_token_estimates_sql
 
 if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
@@ -212,11 +213,9 @@ def insert_loaded(
             )
             counts.qa_items += 1
     buffers.flush()
-    store.execute(
-        "UPDATE messages SET token_estimate = lcm_estimate_tokens(content) WHERE token_estimate IS NULL"
-        " AND content IS NOT NULL AND conversation_id IN (SELECT conversation_id FROM conversations WHERE source_id = ?)",
-        [source_id],
-    )
+    store.execute(fill_token_estimates_sql(
+        "messages", f"conversation_id IN (SELECT conversation_id FROM conversations WHERE source_id = {int(source_id)})"
+    ))
     return counts
 
 
