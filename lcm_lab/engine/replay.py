@@ -209,6 +209,7 @@ def _ingest(compactor: Compactor, turn_input: _TurnInput, intercept: bool) -> tu
             entry_id=None,  # the runtime-batch protocol carries no transcript entry ids
             intercept_large_payloads=intercept,
             large_file_token_threshold=compactor.config.large_file_token_threshold,
+            known_stable_event_keys=state.stable_event_keys,
         )
         if result.stored is None:
             continue

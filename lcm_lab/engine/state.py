@@ -32,6 +32,7 @@ class EngineState:
         self._source_tokens: dict[int, int] = {}
         self.include_sender_tokens = True  # the plugin's accounting (QUIRK 6)
         self._max_seq = max(self.messages, default=0)
+        self.stable_event_keys: set[str] = {m.stable_event_key for m in self.messages.values() if m.stable_event_key}
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)
 
     # -- token measures ------------------------------------------------------------------------
@@ -75,6 +76,8 @@ class EngineState:
     def append_message(self, message: StoredMessage) -> None:
         self.messages[message.seq] = message
         self._max_seq = max(self._max_seq, message.seq)
+        if message.stable_event_key:
+            self.stable_event_keys.add(message.stable_event_key)
         item = ContextItem.message(message.seq)
         self.context.append(item)
         self._stored += self.stored_item_tokens(item)
