@@ -153,9 +153,15 @@ def scores_frame() -> pd.DataFrame:
 
 
 def test_plots_accept_a_scores_frame() -> None:
+    import json
+
+    for df in (scores_frame(), scores_frame().assign(details=lambda f: f["details"].map(json.dumps))):
+        check_scores_frame(df)
+
+
+def check_scores_frame(df: pd.DataFrame) -> None:
     from lcm_lab.viz.quality import score_map
 
-    df = scores_frame()
     by_depth = metric_by_depth_info(df, metric="fact_retention")
     assert [(g.key, g.values) for g in by_depth.groups] == [("depth 0", (0.5,)), ("depth 1", (0.7,))]
     survival = fact_survival_info(df)

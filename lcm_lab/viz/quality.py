@@ -7,6 +7,7 @@ mean (percentile), both at 95 % by default.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
@@ -53,6 +54,19 @@ def mean_interval(values: Sequence[float], level: float = 0.95, resamples: int =
     return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
 
 
+def _details(value: Any) -> dict[str, Any]:
+    """A score's ``details``: a dict (``Score`` values) or JSON text (``scores_df()`` from the store)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value:
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
 def _runs(df: pd.DataFrame, run: str | None) -> list[Any]:
     return list(dict.fromkeys(df[run])) if run is not None and run in df.columns else [None]
 
@@ -90,7 +104,7 @@ def metric_by_depth_info(
     A ``scores_df()`` frame works as is: summary-scope rows carry their depth in ``details``.
     """
     if depth not in df.columns and "details" in df.columns:
-        df = df.assign(**{depth: df["details"].map(lambda d: d.get("depth") if isinstance(d, dict) else None)})
+        df = df.assign(**{depth: df["details"].map(lambda d: _details(d).get("depth"))})
     _require(df, [depth, value], "metric by depth")
     if metric is not None:
         _require(df, ["metric"], "metric by depth")
@@ -175,8 +189,7 @@ def _rates_from_scores(df: pd.DataFrame, scope: str, metric: str, run: str | Non
         raise ValueError(f"no {scope!r}-scope {metric!r} scores in the table (metrics: {sorted(set(df['metric']))[:12]} …)")
     rows = []
     for i, rec in enumerate(frame.itertuples(index=False)):
-        details = getattr(rec, "details", None)
-        n = int(details.get("n", 0)) if isinstance(details, dict) else 0
+        n = int(_details(getattr(rec, "details", None)).get("n", 0) or 0)
         rate = float(rec.value)
         low, high = wilson_interval(rate * n, n) if n else (math.nan, math.nan)
         label = getattr(rec, run) if run is not None and run in frame.columns else None

@@ -1,0 +1,52 @@
+"""Every notebook runs top to bottom against the bundled data (nbclient, fresh kernel each).
+
+The lab store, reports and "your lcm.db" are redirected to a temporary directory, so a run
+never touches the repository's store, reports/ or a real ~/.openclaw/lcm.db.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NAMES = ["01_quickstart", "02_tune_parameters", "03_compare_summary_models", "04_explore_your_lcm_db"]
+
+
+def test_all_notebooks_are_present_and_stripped() -> None:
+    assert [p.stem for p in NOTEBOOKS] == NAMES
+    for path in NOTEBOOKS:
+        book = nbformat.read(path, as_version=4)
+        for cell in book.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: outputs must be stripped"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("LCM_LAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LCM_LAB_REPORTS", str(tmp_path / "reports"))
+    monkeypatch.setenv("LCM_LAB_USER_DB", str(tmp_path / "no-such-lcm.db"))
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    book = nbformat.read(path, as_version=4)
+    client = NotebookClient(book, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    started = time.perf_counter()
+    client.execute(env=dict(os.environ))
+    seconds = time.perf_counter() - started
+    errors = [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    assert seconds < 90, f"{path.name} took {seconds:.0f} s; keep notebooks fast"
+    figures = sum(1 for c in book.cells if c.cell_type == "code" for o in c.outputs
+                  if o.output_type in ("display_data", "execute_result") and "application/vnd.plotly.v1+json" in o.get("data", {}))
+    widgets = sum(1 for c in book.cells if c.cell_type == "code" for o in c.outputs
+                  if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
+    assert figures >= 1 and widgets >= 1, (figures, widgets)
