@@ -32,7 +32,6 @@ _EXPORTS = {
     "save_replay": "lcm_lab.store.replays",
     "load_replay": "lcm_lab.store.replays",
     "score_replay": "lcm_lab.metrics.score",
-    "report": "lcm_lab.report",
     "write_report": "lcm_lab.report",
 }
 

@@ -103,6 +103,7 @@ class _State:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes: avoid 40 ms delayed-ACK stalls
 
     def log_message(self, format: str, *args: Any) -> None:  # silence stderr access logs
         return
