@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("input", metavar="TRANSCRIPT_OR_DB", help="session JSONL, LoCoMo JSON, Claude Code JSONL or lcm.db (.gz ok)")
-    parser.add_argument("--config", metavar="CONFIG.json", help="lossless-claw plugin config keys (or an openclaw.json)")
+    parser.add_argument("--config", metavar="CONFIG.json",
+                        help="lossless-claw plugin config keys, an openclaw.json, or a reference trace (its plugin_config)")
     parser.add_argument("--token-budget", type=int, default=128_000, metavar="N", help="model context budget (default 128000)")
     parser.add_argument("--tight-budget", type=int, default=None, metavar="M", help="second assembly budget in the trace (default N/4)")
     parser.add_argument("--single-turn", action="store_true", help="replay the whole transcript as one turn")
@@ -60,7 +61,9 @@ def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
         raise SystemExit(f"lcm-lab replay: {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(doc, dict):
         raise SystemExit(f"lcm-lab replay: {path}: expected a JSON object of plugin config keys")
-    if "plugins" in doc:
+    if doc.get("trace_format") == "lcref-trace-v1":  # a reference trace: use the run's plugin config
+        doc = doc.get("plugin_config", {})
+    elif "plugins" in doc:
         entry = doc.get("plugins", {}).get("entries", {}).get("lossless-claw", {})
         doc = entry.get("config", {}) if isinstance(entry, dict) else {}
     try:
