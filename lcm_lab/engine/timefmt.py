@@ -14,12 +14,14 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-# Zones for which ICU's en-US locale prints a letter abbreviation (US metazones).
+# Zones for which ICU's en-US locale prints a letter abbreviation (North American metazones:
+# Pacific, Mountain, Central, Eastern, Atlantic, Alaska, Hawaii-Aleutian).
 _US_ABBREVIATIONS = {
-    "PST", "PDT", "MST", "MDT", "CST", "CDT", "EST", "EDT", "AKST", "AKDT", "HST", "HDT",
-}
-_US_PREFIXES = ("America/", "US/", "Pacific/Honolulu", "PST8PDT", "MST7MDT", "CST6CDT", "EST5EDT", "EST", "MST", "HST")
-_UTC_NAMES = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu", "Etc/Zulu"}
+    "PST", "PDT", "MST", "MDT", "CST", "CDT", "EST", "EDT", "AST", "ADT", "AKST", "AKDT", "HST", "HDT",
+}  # fmt: skip
+_US_PREFIXES = ("America/", "US/", "Canada/", "Atlantic/Bermuda", "Pacific/Honolulu", "PST8PDT", "MST7MDT",
+                "CST6CDT", "EST5EDT", "EST", "MST", "HST")  # fmt: skip
+_UTC_NAMES = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu", "Etc/Zulu", "GMT", "Etc/GMT"}
 
 
 def parse_utc(value: str) -> datetime:
@@ -66,7 +68,9 @@ def zone_label(moment: datetime, timezone: str) -> str:
     offset = local.utcoffset() or timedelta(0)
     minutes = int(offset.total_seconds() // 60)
     if minutes == 0:
-        return "GMT"
+        # ICU names the GMT metazone (London, Dublin, Reykjavik, ...) "GMT" and other zones at
+        # offset zero (Lisbon's WET, ...) "GMT+0".
+        return "GMT" if abbreviation == "GMT" else "GMT+0"
     sign = "+" if minutes > 0 else "-"
     hours, rest = divmod(abs(minutes), 60)
     return f"GMT{sign}{hours}" + (f":{rest:02d}" if rest else "")
