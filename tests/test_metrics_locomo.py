@@ -85,8 +85,9 @@ def test_locomo_acceptance(locomo: tuple[LoadedConversation, ...]) -> None:
             config = LcmConfig.from_plugin_config(TIGHT, context_threshold=threshold)
             rep = replay(loaded.conversation, config, summarizer, token_budget=8000, run_id=f"t{threshold}")
             scores = locomo_qa_scores(rep, loaded.qa_items, f"t{threshold}")
-            again = locomo_qa_scores(replay(loaded.conversation, config, summarizer, token_budget=8000), loaded.qa_items, f"t{threshold}")
-            assert [(s.scope_id, s.metric, s.value) for s in scores] == [(s.scope_id, s.metric, s.value) for s in again]
+            if loaded is locomo[0] and threshold == 0.75:  # reproducible run to run (checked once: it is costly)
+                again = locomo_qa_scores(replay(loaded.conversation, config, summarizer, token_budget=8000), loaded.qa_items, "t0.75")
+                assert [(s.scope_id, s.metric, s.value) for s in scores] == [(s.scope_id, s.metric, s.value) for s in again]
             run = run_metrics(scores)
             for measure in ("answer_containment", "answer_f1"):
                 ceiling, method, floor = run[f"qa_{measure}_ceiling"], run[f"qa_{measure}"], run[f"qa_{measure}_floor"]

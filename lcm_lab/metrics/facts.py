@@ -11,7 +11,7 @@ inside a URL is not counted again): ``url``, ``command``, ``error``, ``datetime`
 ``version``, ``number_unit``, ``path``, ``hash``, ``identifier``, ``name``.
 
 >>> [(f.kind, f.text) for f in extract_facts("Run `pytest -x tests/` then open https://x.org/a.")]
-[('url', 'https://x.org/a'), ('command', 'pytest -x tests/')]
+[('command', 'pytest -x tests/'), ('url', 'https://x.org/a')]
 """
 
 from __future__ import annotations
