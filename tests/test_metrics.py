@@ -237,3 +237,16 @@ def test_score_replay_on_reference_input() -> None:
     turns = by(scores, "turn", "fact_retention")
     assert set(turns) == {"0", "10", "20", str(rep.turns[-1].turn)}
     assert by(scores, "run", "doctor_errors") == {"": 0.0}
+
+
+def test_metrics_modules_import_no_duckdb_or_litellm() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib, pkgutil, sys, lcm_lab.metrics as m\n"
+        "for info in pkgutil.iter_modules(m.__path__): importlib.import_module(f'lcm_lab.metrics.{info.name}')\n"
+        "print(sorted(n for n in ('duckdb', 'litellm') if n in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
