@@ -317,8 +317,10 @@ def _comparison_figure(info: ComparisonInfo) -> go.Figure:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=max(1, len(info.metrics)), cols=1, subplot_titles=list(info.metrics), shared_xaxes=True)
-    for i, m in enumerate(info.metrics, start=1):
+    cols = 2 if len(info.metrics) > 1 else 1
+    rows_n = max(1, math.ceil(len(info.metrics) / cols))
+    fig = make_subplots(rows=rows_n, cols=cols, subplot_titles=list(info.metrics), vertical_spacing=0.5 / rows_n)
+    for i, m in enumerate(info.metrics):
         rows = [row for row in info.rows if row.key == m]
         fig.add_trace(
             go.Bar(
@@ -329,10 +331,11 @@ def _comparison_figure(info: ComparisonInfo) -> go.Figure:
                 customdata=[len(row.values) for row in rows],
                 hovertemplate="%{x}: %{y:.4g} (n=%{customdata})<extra>" + m + "</extra>",
             ),
-            row=i, col=1,
+            row=i // cols + 1, col=i % cols + 1,
         )
-    fig.update_layout(title={"text": "Runs compared (95 % intervals)"}, template="plotly_white",
-                      height=max(320, 220 * len(info.metrics)))
+    has_intervals = any(row.high > row.low for row in info.rows)
+    fig.update_layout(title={"text": "Runs compared" + (" (95 % intervals)" if has_intervals else "")},
+                      template="plotly_white", height=max(320, 260 * rows_n))
     return fig
 
 
