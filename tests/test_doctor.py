@@ -230,8 +230,11 @@ def test_cli_output_json_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
     assert "not an lcm.db" in capsys.readouterr().err
 
 
-def test_every_check_has_a_severity() -> None:
+def test_every_check_has_a_severity(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(CHECKS.values()) <= {"error", "warning", "info"}
+    assert main(["doctor", "--list-checks"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(CHECKS)
+    assert main(["doctor"]) == 2
 
 
 def _shared_dbs() -> list[Path]:

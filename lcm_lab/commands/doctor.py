@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("path", help="lcm.db file (also .db.gz)")
+    parser.add_argument("path", nargs="?", help="lcm.db file (also .db.gz)")
     parser.add_argument("--json", action="store_true", help="one JSON object per finding per line")
     parser.add_argument(
         "--fail-on",
@@ -41,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
         for check, severity in CHECKS.items():
             print(f"{severity:7} {check}")
         return 0
+    if not args.path:
+        print("lcm-lab doctor: give the path of an lcm.db (or --list-checks)", file=sys.stderr)
+        return 2
     try:
         rows = read_lcmdb_rows(args.path)
     except (SqliteReadError, OSError) as exc:
