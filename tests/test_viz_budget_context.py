@@ -91,15 +91,15 @@ def test_budget_df_and_figure() -> None:
 def test_context_from_stored_items() -> None:
     replay = trace_replay("synth-1__C6-deep-reachable")
     for turn in (0, 10, -1):
-        info = context_info(replay, turn)
+        info = context_info(replay, turn, source="stored")
         items = replay.context_at(turn)
         assert [(r.kind, r.ref) for r in info.rows] == [(c.kind, c.ref) for c in items]
         assert info.total_tokens == replay.turns[turn].tokens_after == info.rows[-1].cumulative
-    info = context_info(hand_replay(), 1)
+    info = context_info(hand_replay(), 1, source="stored")
     assert [r.category for r in info.rows] == ["summary depth 0", "user"]
     assert "&lt;script&gt;" in info.rows[0].preview and "<script>" not in info.rows[0].preview
     assert info.title == "Turn 1: stored context, 2 items, 36 / 53 tokens"
-    assert list(context_df(hand_replay(), 0)["ref"]) == [1, 2]
+    assert list(context_df(hand_replay(), 0, source="stored")["ref"]) == [1, 2]
 
 
 def test_context_from_assembly() -> None:
@@ -121,3 +121,14 @@ def test_context_from_assembly() -> None:
     assert [t.type for t in fig.data] == ["bar", "bar", "bar", "scatter"]
     with pytest.raises(ValueError, match="unknown source"):
         context_info(hand_replay(), source="model")  # type: ignore[arg-type]
+
+
+def test_default_context_is_the_assembly_of_a_real_replay() -> None:
+    from report_data import planted_replay
+
+    run = planted_replay()
+    info = context_info(run)
+    assembly = run.assemble(-1)
+    assert info.source == "assembly" and len(info.rows) == len(assembly.items)
+    assert info.total_tokens == sum(i.tokens for i in assembly.items)
+    assert {r.kind for r in info.rows} >= {"summary", "message"}

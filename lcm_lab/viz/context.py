@@ -58,12 +58,16 @@ def _text_of(message: Mapping[str, Any]) -> str:
 def context_info(
     replay: Any,
     turn: int = -1,
-    source: ContextSource = "stored",
+    source: ContextSource = "assembly",
     budget: int | None = None,
     prompt: str | None = None,
     preview_chars: int = 160,
 ) -> ContextInfo:
-    """Items of the context after ``turn`` (negative counts from the end) with their tokens."""
+    """Items of the context after ``turn`` (negative counts from the end) with their tokens.
+
+    The default ``source="assembly"`` is what the model receives (``Replay.assemble``);
+    ``"stored"`` lists the stored context items before assembly.
+    """
     if not replay.turns:
         raise ValueError("the replay has no turns")
     turn_index = replay.turns[turn].turn
@@ -108,7 +112,7 @@ def context_info(
     )
 
 
-def context_df(replay: Any, turn: int = -1, source: ContextSource = "stored") -> pd.DataFrame:
+def context_df(replay: Any, turn: int = -1, source: ContextSource = "assembly") -> pd.DataFrame:
     """The context at ``turn`` as a table (one row per item; ``preview`` is HTML-escaped)."""
     import pandas as pd
 
@@ -158,7 +162,7 @@ def _context_figure(info: ContextInfo) -> go.Figure:
 
 
 def plot_context_at(
-    replay: Any, turn: int = -1, source: ContextSource = "stored", budget: int | None = None, prompt: str | None = None
+    replay: Any, turn: int = -1, source: ContextSource = "assembly", budget: int | None = None, prompt: str | None = None
 ) -> go.Figure:
     """Bar per context item (tokens) with the running total against the budget."""
     return _context_figure(context_info(replay, turn, source, budget, prompt))
