@@ -108,3 +108,25 @@ def test_quirk_8_cap_uses_prompt_target() -> None:
         c.full_sweep(10, force=True)
         levels[fidelity] = c.created[0].level
     assert levels == {"faithful": "aggressive", "fixed": "capped"}
+
+
+def test_context_threshold_override_rules_apply_to_a_replay(tmp_path) -> None:
+    from reference_runs import config_for, conversation_for, load_trace
+
+    from lcm_lab.engine.config import LcmConfig
+    from lcm_lab.engine.replay import replay
+    from lcm_lab.summarizers.stub import StubV1Summarizer
+
+    trace = load_trace("golden__G0-golden")
+    conversation = conversation_for("golden__G0-golden", tmp_path)
+    base = config_for(trace)
+    rule = {"match": {"modelContextWindowMax": 4000}, "contextThreshold": 0.5, "freshTailCount": 2, "name": "small windows"}
+    overridden = LcmConfig.from_plugin_config({**trace["plugin_config"], "contextThresholdOverrides": [rule]})
+    plain = replay(conversation, base, StubV1Summarizer(), token_budget=2000)
+    ruled = replay(conversation, overridden, StubV1Summarizer(), token_budget=2000)
+    assert plain.turns[0].threshold == 1500 and ruled.turns[0].threshold == 1000
+    first = next(t for t in ruled.turns if t.sweeps)
+    assert first.sweeps[0].fresh_tail_count == 2
+    # A window outside the rule's range leaves the global settings in force.
+    wide = replay(conversation, overridden, StubV1Summarizer(), token_budget=8000)
+    assert wide.turns[0].threshold == 6000 and wide.meta.get("fresh_tail_count") is None

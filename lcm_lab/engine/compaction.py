@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.fallback import cap_summary, deterministic_fallback
+from lcm_lab.engine.fallback import MIN_FALLBACK_MAX_TOKENS, cap_summary, deterministic_fallback
 from lcm_lab.engine.protocol import Summarizer, SummarizerAuthError, SummaryRequest, SummaryResult
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.tail import fresh_tail_start
@@ -306,7 +306,9 @@ class Compactor:
         self._last_model = "unknown"
 
         def fallback() -> tuple[str, Level]:
-            return deterministic_fallback(text, input_tokens, max(self.config.fallback_max_tokens, 64)), "fallback"
+            configured = self.config.fallback_max_tokens
+            limit = configured if configured >= MIN_FALLBACK_MAX_TOKENS else 512  # the plugin's rule
+            return deterministic_fallback(text, input_tokens, limit), "fallback"
 
         try:
             summary = self._call(text, kind, depth, False, previous)
@@ -581,17 +583,23 @@ class Compactor:
         result.level = summary.level
 
     # -- orchestration -------------------------------------------------------------------------------
-    def compact_threshold(self, token_budget: int) -> CompactResult:
-        """``engine.compact`` with a threshold target: chained full sweeps (§4.14, README §1.2)."""
+    def compact_threshold(
+        self, token_budget: int, *, fresh_tail_count: int | None = None, leaf_chunk_tokens: int | None = None
+    ) -> CompactResult:
+        """``engine.compact`` with a threshold target: chained full sweeps (§4.14, README §1.2).
+
+        ``fresh_tail_count``/``leaf_chunk_tokens`` are per-call overrides (from
+        ``contextThresholdOverrides`` rules); the threshold fraction comes from ``self.config``.
+        """
         threshold = self.config.threshold_tokens(token_budget)
         started = self.clock()
         records: list[SweepRecord] = []
         results: list[SweepResult] = []
         while True:
             stored_before = self.state.stored_tokens()
-            sweep = self.full_sweep(token_budget)
+            sweep = self.full_sweep(token_budget, fresh_tail_count=fresh_tail_count, leaf_chunk_tokens=leaf_chunk_tokens)
             results.append(sweep)
-            records.append(_sweep_record(sweep, stored_before))
+            records.append(_sweep_record(sweep, stored_before, fresh_tail_count, leaf_chunk_tokens))
             if not sweep.action_taken or sweep.tokens_after <= threshold:
                 break
             if len(results) >= 2 and not sweep.tokens_after < results[-2].tokens_after:
@@ -669,7 +677,9 @@ class Compactor:
         return result
 
 
-def _sweep_record(sweep: SweepResult, stored_before: int) -> SweepRecord:
+def _sweep_record(
+    sweep: SweepResult, stored_before: int, fresh_tail_count: int | None = None, leaf_chunk_tokens: int | None = None
+) -> SweepRecord:
     return SweepRecord(
         force=False,
         stop_at_tokens=None,
@@ -683,5 +693,7 @@ def _sweep_record(sweep: SweepResult, stored_before: int) -> SweepRecord:
         stopped_at_budget=sweep.stopped_at_budget,
         created_summary_id=sweep.created_summary_id,
         passes=sweep.passes,
+        fresh_tail_count=fresh_tail_count,
+        leaf_chunk_tokens=leaf_chunk_tokens,
     )
 

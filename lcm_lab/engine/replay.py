@@ -86,7 +86,7 @@ class Replay:
             {s.summary_id: s for s in self.summaries},
             context,
             token_budget=self.token_budget if budget is None else budget,
-            fresh_tail_count=self.config.fresh_tail_count,
+            fresh_tail_count=int(self.meta.get("fresh_tail_count", self.config.fresh_tail_count)),
             fresh_tail_max_tokens=self.config.fresh_tail_max_tokens,
             timezone=self.config.timezone,
             prompt=prompt,
@@ -138,6 +138,7 @@ def replay(
     intercept_large_payloads: bool = True,
     on_turn: Callable[[TurnRecord], None] | None = None,
     run_id: str | None = None,
+    model: str | None = None,
 ) -> Replay:
     """Replay ``conversation`` turn by turn under ``config`` with ``summarizer``.
 
@@ -154,6 +155,15 @@ def replay(
     if summarizer is None:
         raise ValueError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
     config = config or LcmConfig()
+    overrides: dict[str, int] = {}
+    if config.context_threshold_overrides:
+        # contextThresholdOverrides: the most specific matching rule sets this run's threshold and
+        # may override fresh tail and leaf chunk per call (condensation keeps the configured
+        # tail: QUIRK 5). The context window is the token budget.
+        effective = config.resolve_overrides(model=model, context_window=token_budget, session_key=conversation.session_key)
+        if effective.source == "override":
+            config = config.replace(context_threshold=effective.context_threshold)
+            overrides = {"fresh_tail_count": effective.fresh_tail_count, "leaf_chunk_tokens": effective.leaf_chunk_tokens}
     if from_recorded:
         state = EngineState(conversation.stored_messages, conversation.summaries, conversation.context_items, conversation.large_files)
         turn_inputs = [_TurnInput(0, None)]
@@ -169,7 +179,7 @@ def replay(
     )
     records: list[TurnRecord] = []
     for turn_input in turn_inputs:
-        record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads)
+        record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads, overrides)
         records.append(record)
         if on_turn is not None:
             on_turn(record)
@@ -185,7 +195,7 @@ def replay(
         large_files=tuple(state.large_files),
         fidelity=fidelity,
         run_id=run_id,
-        meta={"single_turn": single_turn, "from_recorded": from_recorded},
+        meta={"single_turn": single_turn, "from_recorded": from_recorded, **overrides},
     )
 
 
@@ -219,7 +229,9 @@ def _ingest(compactor: Compactor, turn_input: _TurnInput, intercept: bool) -> tu
     return seqs, persistable
 
 
-def _run_turn(compactor: Compactor, turn_input: _TurnInput, token_budget: int, intercept: bool) -> TurnRecord:
+def _run_turn(
+    compactor: Compactor, turn_input: _TurnInput, token_budget: int, intercept: bool, overrides: Mapping[str, int]
+) -> TurnRecord:
     state = compactor.state
     compactor.turn = turn_input.index
     calls_before, created_before = len(compactor.calls), len(compactor.created)
@@ -228,7 +240,7 @@ def _run_turn(compactor: Compactor, turn_input: _TurnInput, token_budget: int, i
     stored = state.stored_tokens()
     threshold = compactor.config.threshold_tokens(token_budget)
     should = stored > threshold
-    result = compactor.compact_threshold(token_budget) if should else None
+    result = compactor.compact_threshold(token_budget, **overrides) if should else None
     return TurnRecord(
         turn=turn_input.index,
         lines=turn_input.lines,

@@ -74,8 +74,8 @@ def _turn(record: TurnRecord, replay: Replay, keys: Mapping[str, str]) -> dict[s
             {
                 "force": s.force,
                 "stopAtTokens": s.stop_at_tokens,
-                "freshTailCount": None,
-                "leafChunkTokens": None,
+                "freshTailCount": s.fresh_tail_count,
+                "leafChunkTokens": s.leaf_chunk_tokens,
                 "storedBefore": s.stored_before,
                 "actionTaken": s.action_taken,
                 "tokensBefore": s.tokens_before,

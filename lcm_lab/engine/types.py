@@ -218,6 +218,8 @@ class SweepRecord:
     stopped_at_budget: bool
     created_summary_id: str | None
     passes: int
+    fresh_tail_count: int | None = None  # per-call override passed to the sweep, if any
+    leaf_chunk_tokens: int | None = None
 
 
 @dataclass(frozen=True)
