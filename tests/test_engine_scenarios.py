@@ -250,3 +250,21 @@ def test_14_token_estimator_vectors() -> None:
     vectors = {"Hello world": 3, "你好世界": 6, "こんにちは": 8, "カタカナ": 6, "안녕하세요": 8, "🔥🎉💯": 6,
                "Hello 你好 🔥": 7, "": 0, "𠮷": 2, "ＡＢＣ": 5, "、。！": 5}  # fmt: skip
     assert {k: estimate_tokens(k) for k in vectors} == vectors
+
+
+def test_new_session_prunes_raw_messages_and_shallow_summaries(tmp_path) -> None:
+    from reference_runs import config_for, conversation_for, load_trace
+
+    from lcm_lab.engine.replay import replay
+    from lcm_lab.summarizers.stub import StubV1Summarizer
+
+    trace = load_trace("golden__G0-golden")
+    conversation = conversation_for("golden__G0-golden", tmp_path)
+    config = config_for(trace).replace(new_session_retain_depth=0)
+    result = replay(conversation, config, StubV1Summarizer(), token_budget=2000, new_session_before={8})
+    before, after = result.turns[7].context_after, result.turns[8].context_after
+    kept_summaries = [i for i in before if i.kind == "summary"]
+    assert kept_summaries and any(i.kind == "message" for i in before)
+    # After /new only the summaries survive, then turn 8's own messages are appended.
+    assert list(after[: len(kept_summaries)]) == kept_summaries
+    assert [i.ref for i in after[len(kept_summaries) :]] == list(result.turns[8].ingested_seqs)

@@ -17,7 +17,7 @@ Three starting points:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,8 +139,14 @@ def replay(
     on_turn: Callable[[TurnRecord], None] | None = None,
     run_id: str | None = None,
     model: str | None = None,
+    new_session_before: Collection[int] = (),
 ) -> Replay:
     """Replay ``conversation`` turn by turn under ``config`` with ``summarizer``.
+
+    ``single_turn`` ingests everything as one turn; ``from_recorded`` starts from a loaded
+    lcm.db's summaries and context; ``fidelity="fixed"`` corrects the plugin's quirks
+    (:mod:`lcm_lab.engine.quirks`); ``new_session_before`` lists turns preceded by ``/new``;
+    ``model`` is matched by ``contextThresholdOverrides`` rules.
 
     >>> from lcm_lab.summarizers.stub import StubV1Summarizer
     >>> from lcm_lab.engine.types import Conversation, InputEntry
@@ -179,6 +185,9 @@ def replay(
     )
     records: list[TurnRecord] = []
     for turn_input in turn_inputs:
+        if turn_input.index in new_session_before:
+            # ``/new``: raw messages and shallow summaries leave the context (§4.14).
+            state.prune_for_new_session(config.new_session_retain_depth)
         record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads, overrides)
         records.append(record)
         if on_turn is not None:
