@@ -71,7 +71,15 @@ def test_report_command_uses_the_latest_replay_in_the_store(tmp_path: Path, caps
     out = tmp_path / "r.html"
     assert main(["report", "--db", str(db), "-o", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out)
-    assert run_id in out.read_text(encoding="utf-8")
+    assert run_id in out.read_text(encoding="utf-8") and 'id="scores"' not in out.read_text(encoding="utf-8")
+    from lcm_lab.metrics.base import Score
+    from lcm_lab.store.scores import write_scores
+
+    with open_store(db) as store:
+        write_scores(store, [Score(run_id, "run", "", "fact_retention", 0.625)])
+    assert main(["report", "--db", str(db), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert 'id="scores"' in text and "fact_retention" in text and "0.625" in text
     assert main(["report", "--db", str(db), "--run", "run_missing", "-o", str(out)]) == 1
     assert "no replay 'run_missing'" in capsys.readouterr().err
     # write_report resolves run ids through a given store

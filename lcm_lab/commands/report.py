@@ -1,7 +1,8 @@
 """``lcm-lab report``: write a self-contained HTML report of saved replays (one run or a comparison).
 
 Without ``--run`` the most recent replay in the store is reported; ``lcm-lab replay`` saves
-each replay and prints its run id. The page works offline (plotly.js is inlined).
+each replay and prints its run id. Scores saved for those runs are tabled and charted.
+The page works offline (plotly.js is inlined).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.report import write_report
     from lcm_lab.store.core import open_store
     from lcm_lab.store.replays import latest_run_id, load_replay
+    from lcm_lab.store.scores import scores_df
 
     with open_store(args.db) as store:
         runs = list(args.runs or [])
@@ -51,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
         except KeyError as exc:
             print(f"lcm-lab report: {exc.args[0]}", file=sys.stderr)
             return 1
+        scores = scores_df(store, run_ids=runs)  # saved scores of these runs (may be none)
     output = Path(args.output) if args.output else Path("reports") / f"{'-vs-'.join(runs)}.html"
-    path = write_report(replays, output, title=args.title, max_summaries=args.max_summaries)
+    path = write_report(replays, output, title=args.title, max_summaries=args.max_summaries,
+                        scores=scores if not scores.empty else None)
     print(path)
     return 0
