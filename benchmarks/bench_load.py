@@ -159,7 +159,7 @@ def _naive_jsonl(path: Path, store: Any) -> int:
         con.execute("INSERT INTO conversations (conversation_id, source_id, kind, session_id) VALUES (?, 1, 'pi', ?)",
                     [cid, file.stem])
         entries, rows, parts = [], [], []
-        seq = 0
+        seq = position = 0
         with open(file, encoding="utf-8") as handle:
             for line_no, line in enumerate(handle, start=1):
                 if not line.strip():
@@ -181,9 +181,10 @@ def _naive_jsonl(path: Path, store: Any) -> int:
                                      stored.created_at, record.get("id"), line_no, json.dumps(message)))
                         parts.extend((cid, seq, p.ordinal, p.part_type, p.text_content, p.tool_call_id, p.tool_name,
                                       p.tool_input, p.metadata) for p in stored.parts)
-                entries.append((cid, len(entries), line_no, record.get("type"), record.get("id"),
+                entries.append((cid, position, line_no, record.get("type"), record.get("id"),
                                 record.get("timestamp"), entry_seq,
                                 None if entry_seq else (json.dumps(message) if message else None)))
+                position += 1
                 if len(entries) >= _CHUNK:
                     con.executemany(entry_sql, entries)
                     entries.clear()
@@ -229,7 +230,11 @@ def run_child(kind: str, method: str, path: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=3, metavar=("KIND", "METHOD", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--report-only", action="store_true", help="rewrite load.md from load.json")
     args = parser.parse_args()
+    if args.report_only:
+        write_report(json.loads((REPORTS / "load.json").read_text())["records"])
+        return
     if args.child:
         kind, method, path = args.child
         print(json.dumps(child(kind, method, Path(path))))
@@ -301,10 +306,22 @@ def write_report(records: list[dict[str, Any]]) -> None:
         f" sqlite3 ×{ratios['lcmdb_rss_500k_over_100k_sqlite3']}; JSONL 50 → 200 MB (4× input): "
         f"×{ratios['jsonl_rss_200mb_over_50mb']}.",
         "",
+        "Notes",
+        "",
+        "* Peak RSS includes the interpreter with duckdb, pyarrow and pandas loaded (≈ 200 MB). The scanner "
+        "path streams SQLite pages straight into DuckDB; its growth is DuckDB's buffer cache, which "
+        "`LCM_LAB_MEMORY_LIMIT` (e.g. `512MB`) caps at some cost in speed. The sqlite3 fallback appends Arrow "
+        "batches inside one transaction and DuckDB keeps those transaction-local rows in memory until commit, "
+        "so its RSS grows with input: it is the fallback, not the default.",
+        "* JSONL: files are read one at a time (one transaction each); RSS growth across the directory is "
+        "DuckDB's cache, not parsed input. About 70% of the lab loader's time is the engine's ingest "
+        "projection (`to_stored_message`: content projection, token counts, parts via JS-compatible JSON), "
+        "which the baseline also runs; parsing and bulk insertion are a small share.",
+        "",
         "Row counts of every run are in `load.json` (`rows`).",
     ]
     (REPORTS / "load.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[-8:]))
+    print("\n".join(lines[-20:]))
 
 
 if __name__ == "__main__":

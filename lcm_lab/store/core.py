@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 MEMORY = ":memory:"
 HOME_ENV = "LCM_LAB_HOME"
 STORE_FILE = "lab.duckdb"
+MEMORY_LIMIT_ENV = "LCM_LAB_MEMORY_LIMIT"
 
 
 def default_store_path() -> Path:
@@ -70,6 +71,9 @@ class LabStore(StoreReads):
         # Nothing may be fetched from the network at run time.
         self.con.execute("SET autoinstall_known_extensions = false")
         self.con.execute("SET autoload_known_extensions = false")
+        if limit := os.environ.get(MEMORY_LIMIT_ENV):
+            # Caps DuckDB's buffer pool so big loads spill to disk instead of growing RSS.
+            self.con.execute("SET memory_limit = ?", [limit])
         self.applied_migrations = migrations.apply_pending(self.con)
         install_token_macro(self.con)
         self._scanner_loaded = False
