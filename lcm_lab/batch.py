@@ -100,7 +100,8 @@ def replay_many(
     """Replay every conversation under every config, ``concurrency`` replays at a time.
 
     ``configs`` are :class:`ReplaySpec` values (or plain :class:`LcmConfig`, replayed at
-    ``token_budget``). Outcomes come back in input order (conversation-major). With
+    ``token_budget``). Replays start largest first; outcomes come back in input order
+    (conversation-major). With
     ``errors="raise"`` the first failure stops new replays from starting and raises
     :class:`ReplayBatchError` once running ones finish; ``"collect"`` returns failures in the
     outcomes. ``replay_fn`` defaults to :func:`lcm_lab.engine.replay.replay`; extra keyword
@@ -129,8 +130,11 @@ def replay_many(
 
     outcomes: dict[int, ReplayOutcome] = {}
     bar = _progress(len(jobs), progress)
+    # Start the biggest replays first (longest-processing-time-first scheduling): a batch
+    # cannot finish before its longest replay, so that one should not start last.
+    by_size = sorted(jobs, key=lambda job: (-estimated_work(job), job.index))
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="lcm-replay") as executor:
-        futures: dict[Future[ReplayOutcome], ReplayJob] = {executor.submit(work, job): job for job in jobs}
+        futures: dict[Future[ReplayOutcome], ReplayJob] = {executor.submit(work, job): job for job in by_size}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -147,6 +151,16 @@ def replay_many(
         first = failed[0]
         raise ReplayBatchError(f"replay {first.job.label} failed: {type(first.error).__name__}: {first.error}", ordered) from first.error
     return ordered
+
+
+def estimated_work(job: ReplayJob) -> float:
+    """Rough cost of a replay: conversation characters per leaf-chunk token (more chunks, more calls)."""
+    conversation = job.conversation
+    if conversation.entries:
+        size = sum(len(repr(e.message)) for e in conversation.entries if e.message is not None)
+    else:
+        size = sum(len(m.content) for m in conversation.stored_messages)
+    return size / max(1, job.spec.config.leaf_chunk_tokens)
 
 
 def _progress(total: int, enabled: bool) -> Any:

@@ -276,6 +276,14 @@ class FakeOpenAIServer:
         with self._state.lock:
             return len(self._state.queue)
 
+    def wait_idle(self, timeout: float = 5.0) -> None:
+        """Block until no request is being handled (e.g. a slow reply a timed-out client left)."""
+        deadline = time.monotonic() + timeout
+        while self._state.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self._state.in_flight:
+            raise TimeoutError(f"fake server still busy with {self._state.in_flight} request(s) after {timeout} s")
+
     @property
     def max_in_flight(self) -> int:
         """Most requests the server was handling at the same time."""

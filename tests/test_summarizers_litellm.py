@@ -57,6 +57,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture()
 def fake(server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
+    server.wait_idle()
     server.clear()
     server.latency = 0.0
     yield server

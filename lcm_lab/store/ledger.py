@@ -34,6 +34,7 @@ import os
 import re
 import threading
 import uuid
+import weakref
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
@@ -138,12 +139,11 @@ class CachedResponse:
 
 _COLUMNS = tuple(f for f in LedgerEntry.__dataclass_fields__)
 _INSERT = f"INSERT INTO llm_calls (call_id, {', '.join(_COLUMNS)}) VALUES ({', '.join('?' * (len(_COLUMNS) + 1))})"
-_LOOKUP = """
-SELECT call_id, model, response_text, finish_reason, input_tokens, output_tokens, cost_usd, latency_ms
+_REUSABLE = """
+SELECT cache_key, call_id, model, response_text, finish_reason, input_tokens, output_tokens, cost_usd, latency_ms
 FROM llm_calls
-WHERE cache_key = ? AND cacheable AND NOT cache_hit AND error_class IS NULL AND response_text IS NOT NULL
-ORDER BY created_at, call_id
-LIMIT 1
+WHERE cacheable AND NOT cache_hit AND error_class IS NULL AND response_text IS NOT NULL
+ORDER BY created_at DESC, call_id DESC
 """
 _LIST = """
 SELECT call_id, created_at, run_id, purpose, summarizer, model, kind, depth, aggressive, attempt,
@@ -164,6 +164,30 @@ FROM llm_calls {where}
 """
 
 
+class _ReuseIndex:
+    """``cache_key → CachedResponse`` for one store, shared by every Ledger over it.
+
+    Built with one scan on first lookup and kept current by :meth:`Ledger.record`, so a
+    lookup costs a dict access instead of a query (replays make thousands of them).
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entries: dict[str, CachedResponse] | None = None
+
+
+_INDEXES: weakref.WeakKeyDictionary[Any, _ReuseIndex] = weakref.WeakKeyDictionary()
+_INDEXES_LOCK = threading.Lock()
+
+
+def _index_for(store: LabStore) -> _ReuseIndex:
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(store)
+        if index is None:
+            index = _INDEXES[store] = _ReuseIndex()
+        return index
+
+
 class Ledger:
     """Thread-safe access to ``llm_calls`` of one store, with a cache ``mode``."""
 
@@ -176,6 +200,7 @@ class Ledger:
         # A cursor is a separate DuckDB connection to the same database: other users of
         # store.con (in other threads) are not disturbed by ledger writes.
         self._con = store.con.cursor()
+        self._index = _index_for(store)
 
     @property
     def reads_cache(self) -> bool:
@@ -193,9 +218,17 @@ class Ledger:
         """The first reusable response recorded under ``key`` (``None`` in modes off/write)."""
         if not self.reads_cache:
             return None
-        with self._lock:
-            row = self._con.execute(_LOOKUP, [key]).fetchone()
-        return CachedResponse(*row) if row else None
+        return self._entries().get(key)
+
+    def _entries(self) -> dict[str, CachedResponse]:
+        index = self._index
+        with index.lock:
+            if index.entries is None:
+                with self._lock:
+                    rows = self._con.execute(_REUSABLE).fetchall()
+                # Newest first, so the oldest response per key is the one that stays.
+                index.entries = {row[0]: CachedResponse(*row[1:]) for row in rows}
+            return index.entries
 
     def record(self, entry: LedgerEntry) -> str:
         """Append one call; returns its ``call_id``. ``cacheable`` is honoured only in write modes."""
@@ -211,6 +244,14 @@ class Ledger:
         call_id = uuid.uuid4().hex
         with self._lock:
             self._con.execute(_INSERT, [call_id, *(values[c] for c in _COLUMNS)])
+        if values["cacheable"]:
+            index = self._index
+            with index.lock:
+                if index.entries is not None and entry.cache_key not in index.entries:
+                    index.entries[entry.cache_key] = CachedResponse(
+                        call_id, entry.model, values["response_text"], entry.finish_reason, entry.input_tokens,
+                        entry.output_tokens, entry.cost_usd, entry.latency_ms,
+                    )
         return call_id
 
     # -- reading -----------------------------------------------------------------------------

@@ -303,7 +303,7 @@ class LiteLLMSummarizer:
                     continue
                 outcome.failure = kind
                 return
-            attempt = self._parse_response(litellm, response, number, max_tokens, latency)
+            attempt = self._parse_response(response, number, max_tokens, latency)
             outcome.attempts.append(attempt)
             self.guard.add_cost(attempt.cost_usd)
             if attempt.text:
@@ -317,19 +317,16 @@ class LiteLLMSummarizer:
             return
 
     @staticmethod
-    def _parse_response(litellm: ModuleType, response: Any, number: int, max_tokens: int, latency: float) -> _Attempt:
+    def _parse_response(response: Any, number: int, max_tokens: int, latency: float) -> _Attempt:
         choice = response.choices[0] if getattr(response, "choices", None) else None
         message = getattr(choice, "message", None)
         raw = getattr(message, "content", None) if message is not None else None
         raw_text = raw if isinstance(raw, str) else None
         text = strip_reasoning(raw_text)
         usage = getattr(response, "usage", None)
+        # litellm prices the response itself (``response_cost``); None means the model has no
+        # entry in its price map (e.g. a local server), so the cost is unknown, not zero.
         cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-        if cost is None:
-            try:
-                cost = litellm.completion_cost(completion_response=response)
-            except Exception:  # models without a price entry (local servers): cost unknown
-                cost = None
         return _Attempt(
             attempt=number, max_tokens=max_tokens, latency_ms=latency, text=text, raw_text=raw_text,
             finish_reason=getattr(choice, "finish_reason", None),

@@ -4,7 +4,8 @@
 (model, rendered messages, template hash, temperature, max tokens, seed, reasoning effort).
 Only rows with ``cacheable = true`` (successful, non-empty responses written in a cache mode
 that allows writing) are ever served again. Errors are recorded with ``error_class`` and never
-cached. No API key is stored in any column.
+cached. No API key is stored in any column. Lookups go through an in-memory index the ledger
+builds with one scan, so the table carries no index (row inserts stay cheap).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 STATEMENTS: tuple[str, ...] = (
     """
     CREATE TABLE llm_calls (
-        call_id VARCHAR PRIMARY KEY,
+        call_id VARCHAR NOT NULL,  -- uuid4 hex; no key constraint (inserts stay cheap)
         created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
         run_id VARCHAR,
         purpose VARCHAR NOT NULL,
@@ -44,7 +45,6 @@ STATEMENTS: tuple[str, ...] = (
         error_message VARCHAR
     )
     """,
-    "CREATE INDEX llm_calls_cache_key ON llm_calls (cache_key)",
 )
 
 
