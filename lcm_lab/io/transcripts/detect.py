@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_table_names
 from lcm_lab.io.transcripts.base import (
     CLAUDE_CODE_JSONL,
     LCM_DB,
@@ -16,7 +17,7 @@ from lcm_lab.io.transcripts.base import (
 )
 from lcm_lab.io.transcripts.jsonl import UTF8_BOM, is_gzip, open_bytes, parse_json_bytes, read_all_bytes
 from lcm_lab.io.transcripts.locomo import looks_like_locomo
-from lcm_lab.io.transcripts.openclaw_sqlite import SQLITE_MAGIC, sqlite_tables
+from lcm_lab.io.transcripts.openclaw_sqlite import SQLITE_MAGIC
 from lcm_lab.io.transcripts.pi import is_runtime_message
 
 _HEAD_BYTES = 64 * 1024
@@ -72,8 +73,8 @@ def _classify_object(value: dict[str, Any]) -> str | None:
 
 def _sqlite_kind(path: Path) -> str | None:
     try:
-        tables = sqlite_tables(path)
-    except sqlite3.DatabaseError:
+        tables = sqlite_table_names(path)
+    except (sqlite3.DatabaseError, SqliteReadError):
         return None
     if "transcript_events" in tables:
         return OPENCLAW_SQLITE
@@ -164,8 +165,8 @@ def describe_file(path: str | Path) -> str:
         if is_gzip(file_path):
             return "a gzip-compressed SQLite database (decompress it to read it)"
         try:
-            tables = sorted(sqlite_tables(file_path))
-        except sqlite3.DatabaseError as error:
+            tables = sorted(sqlite_table_names(file_path))
+        except (sqlite3.DatabaseError, SqliteReadError) as error:
             return f"a corrupt SQLite file ({error})"
         return f"an SQLite database with tables: {', '.join(tables) or 'none'}"
     if _looks_binary(head):

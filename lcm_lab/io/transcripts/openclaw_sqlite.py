@@ -7,19 +7,20 @@ rows of one session are fed, in ``seq`` order, to the same parser as a pi JSONL 
 ``InputEntry.line`` is ``seq + 1`` (the header on line 1, as in a JSONL file). Session keys come
 from ``session_windows`` when that table exists.
 
-The database is opened read-only (``mode=ro``); it is never written.
+The database is read through a private snapshot when needed; it is never written.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from lcm_lab.io.model import LoadedConversation, LoadIssue
+from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_snapshot
 from lcm_lab.io.transcripts.base import OPENCLAW_SQLITE, TranscriptFormatError, TranscriptRead
 from lcm_lab.io.transcripts.jsonl import describe_bad_line, parse_json_bytes
 from lcm_lab.io.transcripts.pi import PiSessionParser
@@ -27,17 +28,16 @@ from lcm_lab.io.transcripts.pi import PiSessionParser
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def open_readonly(path: str | Path) -> sqlite3.Connection:
-    """Open an SQLite file read-only (URI ``mode=ro``); the file is never modified."""
-    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro"
-    return sqlite3.connect(uri, uri=True)
-
-
-def sqlite_tables(path: str | Path) -> set[str]:
-    """Names of the tables in an SQLite file (raises ``sqlite3.DatabaseError`` when corrupt)."""
-    with open_readonly(path) as connection:
-        rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    return {str(name) for (name,) in rows}
+@contextmanager
+def open_readonly(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """A connection to a side-effect-free snapshot of the file (even ``mode=ro`` would write the
+    ``-shm`` of a WAL database); the file is never modified."""
+    with sqlite_snapshot(path) as snapshot:
+        connection = snapshot.connect()
+        try:
+            yield connection
+        finally:
+            connection.close()
 
 
 def _columns(connection: sqlite3.Connection, table: str) -> set[str]:
@@ -60,10 +60,12 @@ def _events(connection: sqlite3.Connection) -> Iterator[tuple[str, int, Any]]:
 def read_openclaw_sqlite(path: str | Path) -> TranscriptRead:
     """Read every session of an OpenClaw SQLite transcript store, one conversation each."""
     display = str(path)
+    opened = ExitStack()
     try:
-        connection = open_readonly(path)
+        connection = opened.enter_context(open_readonly(path))
         tables = {str(n) for (n,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as error:
+    except (sqlite3.DatabaseError, SqliteReadError) as error:
+        opened.close()
         raise TranscriptFormatError(f"{display}: cannot be read as SQLite ({error})") from None
     try:
         if "transcript_events" not in tables:
@@ -128,7 +130,7 @@ def read_openclaw_sqlite(path: str | Path) -> TranscriptRead:
                     )
                 )
     finally:
-        connection.close()
+        opened.close()
     return TranscriptRead(
         path=display,
         kind=OPENCLAW_SQLITE,
