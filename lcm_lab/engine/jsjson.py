@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from lcm_lab.engine.jsstr import js_trim  # re-exported: JavaScript's String.prototype.trim
+
 __all__ = ["UNDEFINED", "js_key_order", "js_number", "js_parse", "js_string", "js_stringify", "js_trim"]
 
 
@@ -197,13 +199,3 @@ def js_parse(text: str) -> Any:
     them). Raises ``ValueError`` on invalid JSON, as ``JSON.parse`` throws.
     """
     return json.loads(text, object_pairs_hook=_object_pairs)
-
-
-# JavaScript's String.prototype.trim removes WhiteSpace and LineTerminator code points only
-# (Python's str.strip also removes U+001C..U+001F and U+0085, which JavaScript keeps).
-_JS_WHITESPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-
-
-def js_trim(text: str) -> str:
-    """``text.trim()`` with JavaScript's definition of whitespace."""
-    return text.strip(_JS_WHITESPACE)
