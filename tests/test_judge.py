@@ -19,11 +19,11 @@ from lcm_lab.engine.types import ContextItem, Conversation, InputEntry, StoredMe
 from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.dag import Dag
 from lcm_lab.metrics.judge import CRITERIA, JudgeError, Probe, dimensions, parse_json, probe_scores
-from lcm_lab.metrics.judge_client import JUDGE_MODEL_ENV, LedgerJudge, judge_from_environment
 from lcm_lab.metrics.judge_summary import faithfulness, locomo_judge_scores, summary_judge_scores
 from lcm_lab.store.core import LabStore
 from lcm_lab.store.ledger import Ledger
 from lcm_lab.summarizers import get_summarizer
+from lcm_lab.summarizers.judge_model import JUDGE_MODEL_ENV, LedgerJudge, judge_from_environment
 
 HISTORY = (
     "user: the build fails with KeyError: 'port' in src/app.py\n"

@@ -2,7 +2,7 @@
 probe QA.
 
 The model is injected: every function takes ``complete(messages, **params) -> str``. The
-production callable is :class:`lcm_lab.metrics.judge_client.LedgerJudge` (litellm through the
+production callable is :class:`lcm_lab.summarizers.judge_model.LedgerJudge` (litellm through the
 call ledger: cached, recorded with model, prompt and template hash); tests use the local fake
 OpenAI server or plain functions. There is no fallback: a missing model, a failing call or an
 unparseable verdict raises :class:`JudgeError`.
