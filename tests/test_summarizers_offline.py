@@ -168,7 +168,7 @@ def test_registry_and_cli_options() -> None:
     assert get_summarizer("legacy-golden-10.1").name == "legacy-golden-10.1"
     assert isinstance(summarizer_from_args(_args()), OfflineSummarizer)
     assert isinstance(summarizer_from_args(_args("--summarizer", "stub-v1")), StubV1Summarizer)
-    with pytest.raises(SummarizerConfigError, match="--model, --prompts only apply to --summarizer litellm"):
+    with pytest.raises(SummarizerConfigError, match="--model, --prompts: these options apply only to --summarizer litellm"):
         summarizer_from_args(_args("--summarizer", "offline", "--model", "openai/x", "--prompts", "dir"))
     with pytest.raises(SummarizerConfigError, match="needs --model"):
         summarizer_from_args(_args("--summarizer", "litellm"))

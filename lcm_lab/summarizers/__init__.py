@@ -89,7 +89,7 @@ def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None
     if name != "litellm":
         given = [f"--{opt.replace('_', '-')}" for opt in _LITELLM_ONLY if getattr(args, opt, None) is not None]
         if given:
-            raise SummarizerConfigError(f"{', '.join(given)} only apply to --summarizer litellm (got --summarizer {name})")
+            raise SummarizerConfigError(f"{', '.join(given)}: these options apply only to --summarizer litellm (got --summarizer {name})")
         return get_summarizer(name)
     if not args.model:
         raise SummarizerConfigError("--summarizer litellm needs --model (e.g. openai/gpt-4o-mini or ollama/llama3)")
