@@ -29,7 +29,7 @@ from lcm_lab.engine.text import (
 )
 from lcm_lab.engine.timefmt import to_iso_ms
 from lcm_lab.engine.tokens import estimate_tokens
-from lcm_lab.engine.types import Level, StoredMessage, SummarizerCall, Summary, SweepRecord
+from lcm_lab.engine.types import Level, SummarizerCall, Summary, SweepRecord
 
 Fidelity = Literal["faithful", "fixed"]
 PassStatus = Literal["progress", "no-progress", "no-candidate", "depth-cap", "budget", "auth-failure"]
@@ -126,7 +126,7 @@ class Compactor:
         self.created: list[Summary] = []
         self.logs: list[str] = []
         self.turn: int | None = None
-        self._leaf_content: dict[int, str] = {}
+        self._last_model = "unknown"  # model of the latest call, recorded on the summary it produced
 
     # -- fresh tail, chunks --------------------------------------------------------------------
     def tail_start(self, fresh_tail_count: int | None = None) -> int:
@@ -347,7 +347,7 @@ class Compactor:
     def leaf_pass(self, positions: list[int], previous: str | None) -> PassOutcome:
         state = self.state
         messages = [state.messages[int(state.context[i].ref)] for i in positions]
-        contents = [self._leaf_text(m) for m in messages]
+        contents = [leaf_message_content(m, fixed=self.fixed) for m in messages]
         blocks = [
             leaf_block(m, c, self.config.timezone, self.config.strip_injected_context_tags)
             for m, c in zip(messages, contents, strict=True)
@@ -381,13 +381,6 @@ class Compactor:
         state.add_summary(summary, positions[0], positions[-1])
         self.created.append(summary)
         return PassOutcome(summary=summary, removed_tokens=removed, added_tokens=summary.token_count)
-
-    def _leaf_text(self, message: StoredMessage) -> str:
-        cached = self._leaf_content.get(message.seq)
-        if cached is None:
-            cached = leaf_message_content(message, fixed=self.fixed)
-            self._leaf_content[message.seq] = cached
-        return cached
 
     def condensed_pass(self, positions: list[int], depth: int) -> PassOutcome:
         state = self.state
