@@ -206,10 +206,11 @@ def child(kind: str, method: str, path: Path) -> dict[str, Any]:
         else:
             messages = _naive_jsonl(path, store) if method == "naive" else _fast_jsonl(path, store)
         seconds = time.perf_counter() - start
+        # Peak memory of the load itself (the row counts below are bookkeeping of the benchmark).
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows = {t: store.fetch_all(f"SELECT count(*) FROM {t}")[0][0]
                 for t in ("messages", "message_parts", "summaries", "summary_messages", "entries")}
         store.close()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"kind": kind, "method": method, "input": path.name, "bytes": _size(path), "messages": messages,
             "rows": rows, "seconds": round(seconds, 3), "peak_rss_mb": round(peak, 1)}
 
@@ -231,6 +232,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=3, metavar=("KIND", "METHOD", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--report-only", action="store_true", help="rewrite load.md from load.json")
+    parser.add_argument("--full-baselines", action="store_true",
+                        help="also run the naive baselines on the largest inputs (500k-message lcm.db, 200 MB JSONL; slow)")
     args = parser.parse_args()
     if args.report_only:
         write_report(json.loads((REPORTS / "load.json").read_text())["records"])
@@ -248,10 +251,14 @@ def main() -> None:
     for n in (100_000, 500_000):
         for method in ("scanner", "sqlite3"):
             records.append(run_child("lcmdb", method, dbs[n]))
+    if args.full_baselines:
+        records.append(run_child("lcmdb", "naive", dbs[500_000]))
     print("JSONL directory:")
     for method in ("naive", "lab"):
         records.append(run_child("jsonl", method, dirs[50]))
     records.append(run_child("jsonl", "lab", dirs[200]))
+    if args.full_baselines:
+        records.append(run_child("jsonl", "naive", dirs[200]))
     write_report(records)
 
 
@@ -275,6 +282,12 @@ def write_report(records: list[dict[str, Any]]) -> None:
         "lcmdb_rss_500k_over_100k_sqlite3": round(big["sqlite3"]["peak_rss_mb"] / mid["sqlite3"]["peak_rss_mb"], 2),
         "jsonl_rss_200mb_over_50mb": round(lab_big["peak_rss_mb"] / lab_small["peak_rss_mb"], 2),
     }
+    # With --full-baselines: the ratios again at the target sizes (500k messages, 200 MB).
+    for kind, method, name, key in (("lcmdb", "scanner", "lcm-500k.db", "lcmdb_scanner_vs_naive_500k"),
+                                    ("jsonl", "lab", "sessions-200mb", "jsonl_lab_vs_naive_200mb")):  # fmt: skip
+        naive = [r for r in records if r["kind"] == kind and r["method"] == "naive" and r["input"] == name]
+        if naive:
+            ratios[key] = round(_pick(records, kind, method, name)["messages_per_s"] / naive[0]["messages_per_s"], 1)
     default = "scanner" if ratios["lcmdb_scanner_vs_sqlite3_500k"] >= 1 else "sqlite3"
     REPORTS.mkdir(parents=True, exist_ok=True)
     (REPORTS / "load.json").write_text(json.dumps({"records": records, "ratios": ratios, "default_backend": default,
@@ -305,6 +318,11 @@ def write_report(records: list[dict[str, Any]]) -> None:
         f"* Peak RSS growth, lcm.db 100k → 500k messages (5× input): scanner ×{ratios['lcmdb_rss_500k_over_100k_scanner']},"
         f" sqlite3 ×{ratios['lcmdb_rss_500k_over_100k_sqlite3']}; JSONL 50 → 200 MB (4× input): "
         f"×{ratios['jsonl_rss_200mb_over_50mb']}.",
+    ]
+    if "lcmdb_scanner_vs_naive_500k" in ratios:
+        lines.append(f"* At the target sizes (naive baselines run there too): lcm.db 500k messages "
+                     f"**{ratios['lcmdb_scanner_vs_naive_500k']}×**, JSONL 200 MB **{ratios['jsonl_lab_vs_naive_200mb']}×**.")
+    lines += [
         "",
         "Notes",
         "",

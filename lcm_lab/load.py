@@ -103,12 +103,15 @@ class SourceResult:
 
 @contextmanager
 def _store_for(store: LabStore | None) -> Iterator[LabStore]:
+    """The given store (or the default one, opened for the load) with load-time memory bounds."""
     if store is not None:
-        yield store
+        with store.bounded_memory():
+            yield store
         return
     opened = LabStore()
     try:
-        yield opened
+        with opened.bounded_memory():
+            yield opened
     finally:
         opened.close()
 

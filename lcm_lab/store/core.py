@@ -27,6 +27,9 @@ MEMORY = ":memory:"
 HOME_ENV = "LCM_LAB_HOME"
 STORE_FILE = "lab.duckdb"
 MEMORY_LIMIT_ENV = "LCM_LAB_MEMORY_LIMIT"
+# DuckDB's buffer pool during bulk loads: loads stream, so a small pool keeps peak memory flat
+# as inputs grow (measured: no slowdown at 200 MB of JSONL or 500k lcm.db messages).
+LOAD_MEMORY_LIMIT = "256MB"
 
 
 def default_store_path() -> Path:
@@ -105,6 +108,19 @@ class LabStore(StoreReads):
             self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
+
+    @contextmanager
+    def bounded_memory(self, limit: str = LOAD_MEMORY_LIMIT) -> Iterator[LabStore]:
+        """Cap DuckDB's memory for the block (bulk loads), unless the user set their own cap."""
+        if os.environ.get(MEMORY_LIMIT_ENV):
+            yield self
+            return
+        previous = self.fetch_all("SELECT current_setting('memory_limit')")[0][0]
+        self.con.execute("SET memory_limit = ?", [limit])
+        try:
+            yield self
+        finally:
+            self.con.execute("SET memory_limit = ?", [previous])
 
     def load_sqlite_scanner(self) -> None:
         """Load DuckDB's SQLite scanner from the local package (never INSTALL from the network)."""
