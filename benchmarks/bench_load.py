@@ -326,15 +326,15 @@ def write_report(records: list[dict[str, Any]]) -> None:
         "",
         "Notes",
         "",
-        "* Peak RSS includes the interpreter with duckdb, pyarrow and pandas loaded (≈ 200 MB). The scanner "
-        "path streams SQLite pages straight into DuckDB; its growth is DuckDB's buffer cache, which "
-        "`LCM_LAB_MEMORY_LIMIT` (e.g. `512MB`) caps at some cost in speed. The sqlite3 fallback appends Arrow "
-        "batches inside one transaction and DuckDB keeps those transaction-local rows in memory until commit, "
-        "so its RSS grows with input: it is the fallback, not the default.",
-        "* JSONL: files are read one at a time (one transaction each); RSS growth across the directory is "
-        "DuckDB's cache, not parsed input. About 70% of the lab loader's time is the engine's ingest "
-        "projection (`to_stored_message`: content projection, token counts, parts via JS-compatible JSON), "
-        "which the baseline also runs; parsing and bulk insertion are a small share.",
+        "* Peak RSS is measured right after the load (it includes the interpreter with duckdb, pyarrow and "
+        "pandas, about 200 MB). Loads run with DuckDB's buffer pool capped at 256 MB "
+        "(`LabStore.bounded_memory`; `LCM_LAB_MEMORY_LIMIT` overrides it), so memory plateaus instead of "
+        "growing with the input. The scanner streams SQLite pages straight into DuckDB. The sqlite3 fallback "
+        "appends Arrow batches inside one transaction and DuckDB keeps those rows until commit, so its RSS "
+        "grows with input: it is the fallback, not the default.",
+        "* JSONL: files are read one at a time (one transaction each). Most of the lab loader's time is the "
+        "engine's ingest projection (`to_stored_message`: content projection, token counts, parts via "
+        "JS-compatible JSON), which the baseline also runs; parsing and bulk insertion are a small share.",
         "",
         "Row counts of every run are in `load.json` (`rows`).",
     ]
