@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lcm_lab.engine.blocks import block_from_part
@@ -565,15 +565,18 @@ def _empty_fallback(role: str, fallback_content: str) -> Any:
     return fallback_content
 
 
-def normalize_content_for_storage(message: Mapping[str, Any], fallback_content: str) -> Any:
-    """``normalizeMessageContentForStorage``: the content shape assembly would emit."""
+def normalize_content_for_storage(
+    message: Mapping[str, Any], fallback_content: str, parts: Sequence[StoredPart] | None = None
+) -> Any:
+    """``normalizeMessageContentForStorage``: the content shape assembly would emit.
+
+    ``parts`` are ``build_message_parts(message, fallback_content)`` when the caller has them.
+    """
     if "content" not in message:
         return fallback_content
     role = to_runtime_role_for_tokens(message.get("role"))
-    parts = [
-        replace(p, part_id=f"estimate-part-{p.ordinal}")
-        for p in build_message_parts(message, fallback_content)
-    ]
+    built = build_message_parts(message, fallback_content) if parts is None else parts
+    parts = [replace(p, part_id=f"estimate-part-{p.ordinal}") for p in built]
     if not parts:
         return _empty_fallback(role, fallback_content)
     has_identity = extract_model_identity(message) is not None
@@ -609,6 +612,8 @@ class ProjectedMessage:
     role: str
     content: str
     token_count: int
+    # build_message_parts(message, content), kept so ingest does not build them twice
+    parts: tuple[StoredPart, ...] | None = field(default=None, repr=False, compare=False)
 
 
 def project_message(message: Mapping[str, Any]) -> ProjectedMessage:
@@ -620,13 +625,15 @@ def project_message(message: Mapping[str, Any]) -> ProjectedMessage:
     else:
         content = ""
     role = message.get("role")
+    parts: tuple[StoredPart, ...] | None = None
     if "content" in message:
         runtime_role = to_runtime_role_for_tokens(role)
-        normalized = normalize_content_for_storage(message, content)
+        parts = tuple(build_message_parts(message, content))
+        normalized = normalize_content_for_storage(message, content, parts)
         tokens = estimate_content_tokens_for_role(runtime_role, normalized, content)
     else:
         tokens = estimate_tokens(content)
     reasoning = _top_level_reasoning(role if isinstance(role, str) else "", message)
     if reasoning is not None:
         tokens += estimate_tokens(reasoning)
-    return ProjectedMessage(to_db_role(role), content, tokens)
+    return ProjectedMessage(to_db_role(role), content, tokens, parts)

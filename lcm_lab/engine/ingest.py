@@ -255,7 +255,11 @@ def to_stored_message(
         content=content,
         token_count=tokens,
         created_at=created_at_for(message, envelope_timestamp),
-        parts=tuple(build_message_parts(for_parts, content)),
+        parts=(
+            projected.parts
+            if projected.parts is not None and for_parts is message and content == projected.content
+            else tuple(build_message_parts(for_parts, content))
+        ),
         identity_hash=identity_hash(role, content),
         sender_metadata=sender_metadata_json(message),
         transcript_entry_id=entry_id,
