@@ -142,30 +142,32 @@ class _Handler(BaseHTTPRequestHandler):
             delay = state.latency + (reply.delay if reply else 0.0)
             if delay > 0:
                 time.sleep(delay)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                entry.status = 404
-                self._send(404, b'{"error": {"message": "unknown endpoint"}}')
-                return
-            if body is None:
-                entry.status = 400
-                self._send(400, b'{"error": {"message": "body is not JSON", "type": "invalid_request_error"}}')
-                return
-            reply = reply or Reply(text=state.responder(body))
-            entry.status = reply.status
-            if reply.raw_body is not None:
-                self._send(reply.status, reply.raw_body)
-            elif reply.status != 200:
-                error = {
-                    "message": f"fake server error {reply.status}",
-                    "type": _ERROR_TYPES.get(reply.status, "server_error"),
-                    "code": str(reply.status),
-                }
-                self._send(reply.status, json.dumps({"error": error}).encode())
-            else:
-                self._send(200, json.dumps(_completion_body(body, reply)).encode())
+            status, payload = self._response(body, reply)
+            entry.status = status
         finally:
+            # Leave the in-flight count before answering: a client may send its next request as
+            # soon as it has read this one's response.
             with state.lock:
                 state.in_flight -= 1
+        self._send(status, payload)
+
+    def _response(self, body: Any, reply: Reply | None) -> tuple[int, bytes]:
+        state = self.server.state
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            return 404, b'{"error": {"message": "unknown endpoint"}}'
+        if body is None:
+            return 400, b'{"error": {"message": "body is not JSON", "type": "invalid_request_error"}}'
+        reply = reply or Reply(text=state.responder(body))
+        if reply.raw_body is not None:
+            return reply.status, reply.raw_body
+        if reply.status != 200:
+            error = {
+                "message": f"fake server error {reply.status}",
+                "type": _ERROR_TYPES.get(reply.status, "server_error"),
+                "code": str(reply.status),
+            }
+            return reply.status, json.dumps({"error": error}).encode()
+        return 200, json.dumps(_completion_body(body, reply)).encode()
 
 
 def _completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
