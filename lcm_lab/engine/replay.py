@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from lcm_lab.engine.assembly import assemble as assemble_context
@@ -68,11 +69,16 @@ class Replay:
             return ()
         return self.turns[turn].context_after
 
+    @cached_property
+    def messages_by_seq(self) -> Mapping[int, StoredMessage]:
+        return {m.seq: m for m in self.messages}
+
+    @cached_property
+    def summaries_by_id(self) -> Mapping[str, Summary]:
+        return {s.summary_id: s for s in self.summaries}
+
     def summary(self, summary_id: str) -> Summary:
-        for s in self.summaries:
-            if s.summary_id == summary_id:
-                return s
-        raise KeyError(summary_id)
+        return self.summaries_by_id[summary_id]
 
     def assemble(self, turn: int = -1, budget: int | None = None, prompt: str | None = None) -> Assembly:
         """What the model would see after ``turn`` at ``budget`` tokens (default: the run budget).
@@ -82,8 +88,8 @@ class Replay:
         """
         context = self.context_at(turn)
         return assemble_context(
-            {m.seq: m for m in self.messages},
-            {s.summary_id: s for s in self.summaries},
+            self.messages_by_seq,
+            self.summaries_by_id,
             context,
             token_budget=self.token_budget if budget is None else budget,
             fresh_tail_count=int(self.meta.get("fresh_tail_count", self.config.fresh_tail_count)),
