@@ -111,6 +111,8 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
 
 
 def run(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
     from lcm_lab.engine.replay import replay
     from lcm_lab.engine.trace import compare_traces, reference_trace
     from lcm_lab.store import open_store
@@ -133,15 +135,18 @@ def run(args: argparse.Namespace) -> int:
 
     status = 0
     for conversation, conversation_id in conversations:
-        result = replay(
-            conversation,
-            config,
-            summarizer,
-            token_budget=args.token_budget,
-            single_turn=args.single_turn,
-            from_recorded=args.from_recorded,
-            fidelity=args.fidelity,
-        )
+        with tqdm(desc=f"replaying {conversation.session_id[:24]}", unit="turn", leave=False,
+                  disable=not sys.stderr.isatty()) as bar:  # fmt: skip
+            result = replay(
+                conversation,
+                config,
+                summarizer,
+                token_budget=args.token_budget,
+                single_turn=args.single_turn,
+                from_recorded=args.from_recorded,
+                fidelity=args.fidelity,
+                on_turn=lambda _record: bar.update(),  # noqa: B023 - the bar lives for this replay only
+            )
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
         print(
