@@ -225,7 +225,7 @@ FIELDS: tuple[_Field, ...] = (
     _Field("skip_stateless_sessions", ("skipStatelessSessions",), ("LCM_SKIP_STATELESS_SESSIONS",), "bool"),
     _Field("context_threshold", ("contextThreshold",), ("LCM_CONTEXT_THRESHOLD",), "number", _threshold),
     _Field("fresh_tail_count", ("freshTailCount",), ("LCM_FRESH_TAIL_COUNT",), "int", _at_least(0)),
-    _Field("fresh_tail_max_tokens", ("freshTailMaxTokens",), ("LCM_FRESH_TAIL_MAX_TOKENS",), "int", _at_least(1)),
+    _Field("fresh_tail_max_tokens", ("freshTailMaxTokens",), ("LCM_FRESH_TAIL_MAX_TOKENS",), "int", _at_least(0)),
     _Field("prompt_aware_eviction", ("promptAwareEviction",), ("LCM_PROMPT_AWARE_EVICTION_ENABLED",), "bool"),
     _Field("stub_large_tool_payloads", ("stubLargeToolPayloads",), ("LCM_STUB_LARGE_TOOL_PAYLOADS",), "bool"),
     _Field("new_session_retain_depth", ("newSessionRetainDepth",), ("LCM_NEW_SESSION_RETAIN_DEPTH",), "int", _at_least(-1)),
