@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 import shutil
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -17,13 +16,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.assembly import assemble
-from lcm_lab.engine.jsjson import js_stringify
 from lcm_lab.engine.types import Assembly, ContextItem, StoredMessage, StoredPart, Summary
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_RUNS = REPO.parent / "shared" / "fixtures" / "reference-runs"
 TRACES = REPO / "tests" / "fixtures" / "reference-runs" / "traces"
-FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
 
 
 class EngineState(NamedTuple):
@@ -138,33 +135,6 @@ def load_state(db_path: Path) -> EngineState:
 def summary_keys(trace: Mapping[str, Any]) -> dict[str, str]:
     """Real summary_id → trace S-key."""
     return {s["summary_id"]: s["key"] for s in trace["summaries"]}
-
-
-def canonical_json(message: Mapping[str, Any], keys: Mapping[str, str]) -> str:
-    """``JSON.stringify(message)`` with S-keys for summary ids and canonical file ids."""
-    text = js_stringify(message)
-    for real, key in keys.items():
-        text = text.replace(real, key)
-    return FILE_ID.sub("file_0000000000000000", text)
-
-
-def assembly_record(assembly: Assembly, keys: Mapping[str, str]) -> dict[str, Any]:
-    """An assembly in the trace's ``assembled[i]`` shape."""
-    return {
-        "tokenBudget": assembly.token_budget,
-        "estimatedTokens": assembly.estimated_tokens,
-        "selectionMode": assembly.selection_mode,
-        "freshTailOrdinal": assembly.fresh_tail_ordinal,
-        "tailTokens": assembly.tail_tokens,
-        "remainingBudget": assembly.remaining_budget,
-        "evictableTotalTokens": assembly.evictable_total_tokens,
-        "stats": dict(assembly.stats),
-        "items": [
-            [item.role, item.kind, keys.get(str(item.ref), item.ref) if item.kind == "summary" else item.ref]
-            for item in assembly.items
-        ],
-        "messages_canonical_json": [canonical_json(item.message, keys) for item in assembly.items],
-    }
 
 
 def assemble_like_trace(state: EngineState, trace: Mapping[str, Any], index: int) -> Assembly:

@@ -15,7 +15,6 @@ from assembly_reference import (
     TRACES,
     EngineState,
     assemble_like_trace,
-    assembly_record,
     differences,
     load_state,
     load_trace,
@@ -25,6 +24,7 @@ from assembly_reference import (
 )
 
 from lcm_lab.engine.assembly import assemble
+from lcm_lab.engine.trace import assembly_record
 
 RUN_IDS = sorted(path.name.removesuffix(".trace.json.gz") for path in TRACES.glob("*.trace.json.gz"))
 

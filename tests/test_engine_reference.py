@@ -9,10 +9,10 @@ context at the run budget and the tight budget.
 from __future__ import annotations
 
 import pytest
+from reference_runs import config_for, conversation_for, load_trace, run_ids, run_info, summarizer_for
 
 from lcm_lab.engine.replay import replay
 from lcm_lab.engine.trace import compare_traces, reference_trace
-from reference_runs import config_for, conversation_for, load_trace, run_ids, run_info, summarizer_for
 
 
 @pytest.fixture(scope="module")

@@ -110,7 +110,8 @@ def _turn(record: TurnRecord, replay: Replay, keys: Mapping[str, str]) -> dict[s
     return out
 
 
-def _assembled(assembly: Assembly, keys: Mapping[str, str]) -> dict[str, Any]:
+def assembly_record(assembly: Assembly, keys: Mapping[str, str]) -> dict[str, Any]:
+    """An assembly in the trace's ``assembled[i]`` shape (summary ids → ``keys``, file ids canonical)."""
     def rekey(text: str) -> str:
         for sid, key in keys.items():
             if sid in text:
@@ -153,7 +154,7 @@ def reference_trace(
     summaries = replay.summaries
     levels = Counter(s.level for s in summaries if s.level)
     final = replay.final_context
-    assembled = [_assembled(replay.assemble(budget=b), keys) for b in (budget, tight)]
+    assembled = [assembly_record(replay.assemble(budget=b), keys) for b in (budget, tight)]
     calls = sum(len(t.calls) for t in replay.turns)
     return {
         "trace_format": TRACE_FORMAT,
