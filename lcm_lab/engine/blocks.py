@@ -113,44 +113,35 @@ def top_level_reasoning(parts: Sequence[StoredPart]) -> dict[str, str]:
     return {}
 
 
-def pick_tool_call_id(parts: Sequence[StoredPart]) -> str | None:
-    """Tool-call id of a tool result: column, then metadata, then the raw block."""
+def _pick_tool_field(parts: Sequence[StoredPart], column: str, meta_key: str, raw_keys: tuple[str, str]) -> str | None:
+    """First non-empty value: the part column, then ``metadata[meta_key]``, then the raw block."""
     for part in parts:
-        if _nonempty_str(part.tool_call_id):
-            return part.tool_call_id
+        value = getattr(part, column)
+        if _nonempty_str(value):
+            return value
         decoded = parse_json_loose(part.metadata)
         if not isinstance(decoded, dict):
             continue
-        found = _nonempty_str(decoded.get("toolCallId"))
+        found = _nonempty_str(decoded.get(meta_key))
         if found:
             return found
         raw = decoded.get("raw")
         if not isinstance(raw, dict):
             continue
-        found = _nonempty_str(raw.get("toolCallId")) or _nonempty_str(raw.get("tool_call_id"))
+        found = _nonempty_str(raw.get(raw_keys[0])) or _nonempty_str(raw.get(raw_keys[1]))
         if found:
             return found
     return None
+
+
+def pick_tool_call_id(parts: Sequence[StoredPart]) -> str | None:
+    """Tool-call id of a tool result: column, then metadata, then the raw block."""
+    return _pick_tool_field(parts, "tool_call_id", "toolCallId", ("toolCallId", "tool_call_id"))
 
 
 def pick_tool_name(parts: Sequence[StoredPart]) -> str | None:
     """Tool name of a tool result: column, then metadata, then the raw block."""
-    for part in parts:
-        if _nonempty_str(part.tool_name):
-            return part.tool_name
-        decoded = parse_json_loose(part.metadata)
-        if not isinstance(decoded, dict):
-            continue
-        found = _nonempty_str(decoded.get("toolName"))
-        if found:
-            return found
-        raw = decoded.get("raw")
-        if not isinstance(raw, dict):
-            continue
-        found = _nonempty_str(raw.get("name")) or _nonempty_str(raw.get("toolName"))
-        if found:
-            return found
-    return None
+    return _pick_tool_field(parts, "tool_name", "toolName", ("name", "toolName"))
 
 
 def pick_tool_is_error(parts: Sequence[StoredPart]) -> bool | None:
