@@ -11,20 +11,28 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+# Listed in help order; any other module in lcm_lab/commands/ with a register() is added after them.
 COMMANDS = ("load", "replay", "prompts", "ledger", "doctor", "report", "demo")
+
+
+def command_names() -> list[str]:
+    """The subcommand modules: COMMANDS first, then every other module of lcm_lab.commands."""
+    import pkgutil
+
+    import lcm_lab.commands as package
+
+    found = [info.name for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_")]
+    return [n for n in COMMANDS if n in found] + sorted(n for n in found if n not in COMMANDS)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lcm-lab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"lcm_lab.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"lcm_lab.commands.{name}":
-                raise
-            continue
-        module.register(sub)
+    for name in command_names():
+        module = importlib.import_module(f"lcm_lab.commands.{name}")
+        register = getattr(module, "register", None)
+        if callable(register):
+            register(sub)
     return parser
 
 

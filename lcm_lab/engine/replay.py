@@ -35,6 +35,7 @@ from lcm_lab.engine.types import (
     Conversation,
     InputEntry,
     LargeFile,
+    SentContext,
     StoredMessage,
     Summary,
     TurnRecord,
@@ -98,6 +99,21 @@ class Replay:
             prompt=prompt,
             prompt_aware_eviction=self.config.prompt_aware_eviction and prompt is not None,
         )
+
+    def sent(self, turn: int | None = None, budget: int | None = None) -> SentContext:
+        """What the model receives: at the start of ``turn`` (per-turn call), or after the run (``None``).
+
+        Every view and context-based score reads this, never :meth:`assemble` (a diagnostic).
+        PLACEHOLDER until issue 15 lands the engine-level assembly: wraps the bare assembler.
+        """
+        budget = self.token_budget if budget is None else budget
+        if turn is not None and turn < 0:
+            turn += len(self.turns)
+        state_turn = -1 if turn is None else turn - 1
+        if state_turn < 0 and turn is not None:
+            return SentContext(budget, 0, "live-fallback:no-conversation", False, (), turn=turn)
+        bare = self.assemble(state_turn, budget)
+        return SentContext(budget, bare.estimated_tokens, "bare", False, bare.items, bare=bare, turn=turn)
 
 
 @dataclass(frozen=True)

@@ -157,8 +157,8 @@ class AssembledItem:
     """One output message of assembly and where it came from."""
 
     role: str  # runtime role: user | assistant | toolResult
-    kind: Literal["message", "summary", "synthetic"]
-    ref: int | str | None  # message seq, summary_id, or None for synthetic tool results
+    kind: Literal["message", "summary", "synthetic", "live", "prompt_recall", "prompt"]
+    ref: int | str | None  # message seq, summary_id, input line (live), or None (synthetic)
     message: Mapping[str, Any]  # the runtime message dict the model would receive
     tokens: int
 
@@ -176,6 +176,37 @@ class Assembly:
     evictable_total_tokens: int
     stats: Mapping[str, int]
     items: tuple[AssembledItem, ...]
+
+
+@dataclass(frozen=True)
+class SentContext:
+    """What the model receives at one call: the engine-level assembly (spec §6 step 7).
+
+    ``items`` is the engine's output (bare assembly after the final clamp, or a live/degraded
+    fallback: then ``kind == "live"`` and ``ref`` is the 1-based input line); ``prompt`` is the new
+    user message the host appends after it on per-turn calls (``None`` on the end-of-run call).
+    ``estimated_tokens`` is the engine's serialized estimate of ``items``; ``bare`` is the bare
+    assembler at the same state and budget (a diagnostic: views and scores use ``items``).
+    """
+
+    token_budget: int
+    estimated_tokens: int
+    path: str  # "assembled" | "degraded:near-budget" | "live-fallback:no-context-items" | ...
+    clamped: bool
+    items: tuple[AssembledItem, ...]
+    prompt: AssembledItem | None = None
+    bare: Assembly | None = None
+    turn: int | None = None  # per-turn call at the start of this turn; None = end-of-run call
+
+    @property
+    def degraded(self) -> bool:
+        return self.path.startswith("degraded:")
+
+    @property
+    def messages(self) -> tuple[Mapping[str, Any], ...]:
+        """The message dicts the model receives, the host's appended prompt included."""
+        out = tuple(item.message for item in self.items)
+        return out + ((self.prompt.message,) if self.prompt is not None else ())
 
 
 # -- what a replay records (spec §4, reference trace schema) ---------------------------------
