@@ -16,7 +16,7 @@ from typing import Any
 
 from lcm_lab.engine.jsjson import js_stringify
 from lcm_lab.engine.replay import Replay
-from lcm_lab.engine.types import Assembly, ContextItem, SummarizerCall, TurnRecord
+from lcm_lab.engine.types import AssembledItem, Assembly, ContextItem, SentContext, SummarizerCall, TurnRecord
 
 TRACE_FORMAT = "lcref-trace-v1"
 _FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
@@ -110,18 +110,44 @@ def _turn(record: TurnRecord, replay: Replay, keys: Mapping[str, str]) -> dict[s
     return out
 
 
+def canonical_message_json(message: Mapping[str, Any], keys: Mapping[str, str]) -> str:
+    """``JSON.stringify(message)`` with summary ids → ``keys`` and file ids canonical (README §4)."""
+    text = js_stringify(message)
+    for sid, key in keys.items():
+        if sid in text:
+            text = text.replace(sid, key)
+    return canon(text)
+
+
+class CanonicalJson:
+    """:func:`canonical_message_json` remembering each (kind, ref) message while it stays equal."""
+
+    def __init__(self, keys: Mapping[str, str]) -> None:
+        self.keys = keys
+        self._seen: dict[tuple[str, Any], tuple[Mapping[str, Any], str]] = {}
+
+    def __call__(self, item: AssembledItem) -> str:
+        key = (item.kind, item.ref)
+        hit = self._seen.get(key)
+        if hit is not None and item.kind != "synthetic" and hit[0] == item.message:
+            return hit[1]
+        text = canonical_message_json(item.message, self.keys)
+        self._seen[key] = (item.message, text)
+        return text
+
+    def sha256(self, items: Sequence[AssembledItem]) -> str:
+        """The hash of the canonical JSON of a whole output list (reference-runs-engine README §4)."""
+        body = ",".join(self(item) for item in items)
+        return hashlib.sha256(f"[{body}]".encode()).hexdigest()
+
+
+def _items(items: Sequence[AssembledItem], keys: Mapping[str, str]) -> list[list[Any]]:
+    return [[i.role, i.kind, keys.get(str(i.ref), i.ref) if i.kind == "summary" else i.ref] for i in items]
+
+
 def assembly_record(assembly: Assembly, keys: Mapping[str, str]) -> dict[str, Any]:
     """An assembly in the trace's ``assembled[i]`` shape (summary ids → ``keys``, file ids canonical)."""
-    def rekey(text: str) -> str:
-        for sid, key in keys.items():
-            if sid in text:
-                text = text.replace(sid, key)
-        return canon(text)
-
-    items = []
-    for item in assembly.items:
-        ref = keys.get(str(item.ref), item.ref) if item.kind == "summary" else item.ref
-        items.append([item.role, item.kind, ref])
+    items = _items(assembly.items, keys)
     return {
         "tokenBudget": assembly.token_budget,
         "estimatedTokens": assembly.estimated_tokens,
@@ -132,8 +158,45 @@ def assembly_record(assembly: Assembly, keys: Mapping[str, str]) -> dict[str, An
         "evictableTotalTokens": assembly.evictable_total_tokens,
         "stats": dict(assembly.stats),
         "items": items,
-        "messages_canonical_json": [rekey(js_stringify(item.message)) for item in assembly.items],
+        "messages_canonical_json": [canonical_message_json(item.message, keys) for item in assembly.items],
     }
+
+
+def sent_record(sent: SentContext, canonical: CanonicalJson, *, canonical_json: bool = False) -> dict[str, Any]:
+    """An engine-level assembly in the ``engine_assembled_per_turn[k]`` / ``engine_assembled[i]`` shape."""
+    keys = canonical.keys
+    out: dict[str, Any] = {}
+    if sent.turn is not None:
+        out["turn"] = sent.turn
+        out["prompt_line"] = sent.prompt.ref if sent.prompt is not None else None
+    else:
+        out["tokenBudget"] = sent.token_budget
+    sha = canonical.sha256(sent.items)
+    bare = sent.bare
+    bare_sha = None if bare is None else canonical.sha256(bare.items)
+    logged = sent.serialized_before is not None
+    out.update({
+        "path": sent.path,
+        "clamped": sent.clamped,
+        "estimatedTokens": sent.estimated_tokens,
+        "n_messages": len(sent.items),
+        "messages_sha256": sha,
+        "live_messages_in": sent.live_messages_in,
+        "serializedTokensBefore": sent.serialized_before,
+        "evictedMessages": (sent.evicted if logged else 0) if bare is not None and not sent.degraded else None,
+        "internalEstimatedTokens": bare.estimated_tokens if bare is not None and sent.path == "assembled" else None,
+        "promptRecallMatches": 0,
+        "volatileLiveInputsAppended": 0,
+        "emergency_drain_would_run": sent.emergency_drain_reached and sent.emergency_drain is None,
+        "bare": None if bare is None else {
+            "estimatedTokens": bare.estimated_tokens, "n_messages": len(bare.items), "messages_sha256": bare_sha,
+        },
+        "differs_from_bare": None if bare is None else sha != bare_sha,
+        "items": _items(sent.items, keys),
+    })  # fmt: skip
+    if canonical_json:
+        out["messages_canonical_json"] = [canonical(item) for item in sent.items]
+    return out
 
 
 def reference_trace(
@@ -146,8 +209,13 @@ def reference_trace(
     run_id: str | None = None,
     config_name: str | None = None,
     plugin_config: Mapping[str, Any] | None = None,
+    engine_level: bool = True,
 ) -> dict[str, Any]:
-    """The replay as an ``lcref-trace-v1`` document (assembled at the run and tight budgets)."""
+    """The replay as an ``lcref-trace-v1`` document (assembled at the run and tight budgets).
+
+    ``engine_level`` adds what ``engine.assemble`` returns per turn and at the end
+    (``engine_assembled_per_turn``, ``engine_assembled``), as the engine-level reference set does.
+    """
     keys = summary_keys(replay)
     budget = replay.token_budget
     tight = budget // 4 if tight_budget is None else tight_budget
@@ -156,6 +224,9 @@ def reference_trace(
     final = replay.final_context
     assembled = [assembly_record(replay.assemble(budget=b), keys) for b in (budget, tight)]
     calls = sum(len(t.calls) for t in replay.turns)
+    canonical = CanonicalJson(keys)
+    per_turn = [replay.sent(k) for k in range(len(replay.turns))] if engine_level else []
+    at_end = [replay.sent(None, b) for b in (budget, tight)] if engine_level else []
     return {
         "trace_format": TRACE_FORMAT,
         "input": input_label,
@@ -172,7 +243,11 @@ def reference_trace(
         "run_id": run_id or replay.run_id,
         "config_name": config_name,
         "plugin_config": dict(plugin_config or {}),
-        "harness_config": {"proactiveThresholdCompactionMode": "inline", "spendGuard": "disabled"},
+        "harness_config": (
+            {"proactiveThresholdCompactionMode": "inline", "spendGuard": "disabled"}
+            if replay.compaction_mode == "inline"
+            else {"spendGuard": "disabled"}
+        ),
         "resolved_config": replay.config.to_plugin_config() if hasattr(replay.config, "to_plugin_config") else {},
         "token_budget": budget,
         "tight_budget": tight,
@@ -240,6 +315,25 @@ def reference_trace(
             for f in replay.large_files
         ],
         "assembled": assembled,
+        "engine_assembly": {
+            "mode": "openclaw",
+            "per_turn_call": "engine.assemble({sessionId, messages: <message objects of turns 0..k-1>, "
+            "tokenBudget: <run budget>, prompt: <text of turn k's user message>, availableTools: new Set()}) "
+            "before afterTurn of turn k",
+            "end_call": "engine.assemble({sessionId, messages: <all input message objects>, "
+            "tokenBudget: <run budget | tight budget>}) after the last afterTurn",
+            "emergency_drain_would_run_calls": sum(
+                1 for s in [*per_turn, *at_end] if s.emergency_drain_reached and s.emergency_drain is None
+            ),
+        },
+        **(
+            {
+                "engine_assembled_per_turn": [sent_record(s, canonical) for s in per_turn],
+                "engine_assembled": [sent_record(s, canonical, canonical_json=True) for s in at_end],
+            }
+            if engine_level
+            else {}
+        ),
         "crosscheck": {},
         "log_counts": dict(Counter(line for t in replay.turns for line in t.logs)),
         "log_samples": {},
@@ -279,7 +373,10 @@ def _version() -> str:
 _IGNORED_TOP = {
     "engine", "driver", "summarizer", "harness_config", "resolved_config", "crosscheck", "log_counts",
     "log_samples", "input", "input_file", "input_sha256", "run_id", "config_name", "plugin_config",
+    "engine_assembly", "deferred_protocol",
 }  # fmt: skip
+# Recorded by the engine-level and deferred reference sets only.
+_NEWER_FIELDS = {"engine_assembled_per_turn", "engine_assembled"}
 _HARNESS_LOG = re.compile(r"bootstrap checkpoint refresh failed")
 _DIGITS = re.compile(r"elapsedMs=\d+")
 
@@ -308,6 +405,8 @@ def compare_traces(got: Mapping[str, Any], expected: Mapping[str, Any], limit: i
                 if key == "logs":
                     walk(_normalise_logs(a.get(key) or []), _normalise_logs(b.get(key) or []), f"{path}.{key}")
                     continue
+                if path == "" and key in _NEWER_FIELDS and key not in b:
+                    continue  # an older reference set that did not record it
                 if key not in a or key not in b:
                     diffs.append(f"{path}.{key}: {'missing' if key not in a else 'unexpected'}")
                     continue
