@@ -26,11 +26,13 @@ from lcm_lab.engine.assembly import ResolveCache
 from lcm_lab.engine.assembly import assemble as assemble_context
 from lcm_lab.engine.compaction import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.deferred import FORCED_EMERGENCY_ATTEMPTS, DeferredCompaction
 from lcm_lab.engine.host import HostView, debt_pending_after, host_view_of_entries, host_view_of_stored
 from lcm_lab.engine.ingest import is_persistable, to_stored_message
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.sent import engine_assemble, memoized_cost
 from lcm_lab.engine.state import EngineState
+from lcm_lab.engine.timefmt import parse_utc
 from lcm_lab.engine.turns import split_turns
 from lcm_lab.engine.types import (
     AssembledItem,
@@ -287,12 +289,20 @@ def replay(
     compactor = Compactor(
         state, config, summarizer, session_id=conversation.session_id, fidelity=fidelity, clock=SimulatedClock()
     )
+    deferred = DeferredCompaction(compactor, overrides) if config.proactive_threshold_compaction_mode == "deferred" else None
+    clock = _TranscriptClock()
     records: list[TurnRecord] = []
     for turn_input in turn_inputs:
         if turn_input.index in new_session_before:
             # ``/new``: raw messages and shallow summaries leave the context (§4.14).
             state.prune_for_new_session(config.new_session_retain_depth)
-        record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads, overrides)
+        if deferred is None:
+            record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads, overrides)
+        else:
+            conversation_exists = bool(records) or from_recorded
+            record = _run_deferred_turn(
+                deferred, turn_input, token_budget, intercept_large_payloads, clock, conversation_exists
+            )
         records.append(record)
         if on_turn is not None:
             on_turn(record)
@@ -340,6 +350,109 @@ def _ingest(compactor: Compactor, turn_input: _TurnInput, intercept: bool) -> tu
         state.large_files.extend(result.large_files)
         seqs.append(result.stored.seq)
     return seqs, persistable
+
+
+class _TranscriptClock:
+    """Transcript time in epoch ms that never goes backwards (reference-runs-deferred README §2)."""
+
+    def __init__(self) -> None:
+        self.now_ms: int | None = None
+
+    def at(self, moment_ms: int | None) -> int:
+        if moment_ms is not None:
+            self.now_ms = moment_ms if self.now_ms is None else max(self.now_ms, moment_ms)
+        return self.now_ms or 0
+
+
+def _message_time_ms(message: Mapping[str, Any], envelope: str | None) -> int | None:
+    stamp = message.get("timestamp")
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return int(stamp)
+    text = envelope if envelope else (stamp if isinstance(stamp, str) else None)
+    if not text:
+        return None
+    try:
+        return round(parse_utc(text).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def _turn_times(turn_input: _TurnInput) -> tuple[int | None, int | None]:
+    """Timestamps of the turn's first and last message (None when the input has none)."""
+    if turn_input.stored:
+        times = [_message_time_ms({}, m.created_at) for m in turn_input.stored]
+    else:
+        times = [_message_time_ms(e.message, e.timestamp) for e in turn_input.entries if e.message is not None]
+    known = [t for t in times if t is not None]
+    return (known[0], known[-1]) if known else (None, None)
+
+
+def _run_deferred_turn(
+    deferred: DeferredCompaction,
+    turn_input: _TurnInput,
+    token_budget: int,
+    intercept: bool,
+    clock: _TranscriptClock,
+    conversation_exists: bool,
+) -> TurnRecord:
+    """One turn in deferred mode: assemble (with its emergency drain), afterTurn, post-turn drain, maintain."""
+    compactor = deferred.compactor
+    state = compactor.state
+    compactor.turn = turn_input.index
+    calls_before, created_before = len(compactor.calls), len(compactor.created)
+    compactor.logs.clear()
+    first, last = _turn_times(turn_input)
+    assemble_now = clock.at(first)
+    emergency = None
+    degraded_path = None
+    stored_at_assemble = state.stored_tokens()
+    if conversation_exists and deferred.pending and stored_at_assemble > token_budget:
+        emergency = deferred.attempt(
+            "emergency_drain", token_budget, assemble_now,
+            force=deferred.retry_attempts < FORCED_EMERGENCY_ATTEMPTS, force_sweeps=True,
+            observed_tokens=stored_at_assemble,
+        )  # fmt: skip
+        degraded_path = deferred.emergency_path(emergency, token_budget) if emergency is not None else None
+    turn_now = clock.at(last)
+    seqs, persistable = _ingest(compactor, turn_input, intercept)
+    stored = state.stored_tokens()
+    threshold = compactor.config.threshold_tokens(token_budget)
+    should = stored > threshold
+    if should:
+        deferred.record(token_budget)
+    debt_before = deferred.snapshot(turn_now)
+    tokens_after, context_after = stored, tuple(state.context)
+    drain = deferred.attempt("drain", token_budget, turn_now) if should else None
+    maintain = deferred.attempt("host_maintain", token_budget, turn_now)
+    attempts = [a for a in (emergency, drain, maintain) if a is not None]
+    return TurnRecord(
+        turn=turn_input.index,
+        lines=turn_input.lines,
+        input_messages=turn_input.input_messages,
+        input_persistable_messages=persistable,
+        ingested_seqs=tuple(seqs),
+        stored_tokens_before=stored,
+        threshold=threshold,
+        should_compact=should,
+        compacted=any(a.compact_result and a.compact_result["compacted"] for a in attempts),
+        sweeps=tuple(sweep for a in attempts for sweep in a.sweeps),
+        calls=tuple(compactor.calls[calls_before:]),
+        created_summary_ids=tuple(s.summary_id for s in compactor.created[created_before:]),
+        tokens_after=tokens_after,
+        context_after=context_after,
+        logs=tuple(compactor.logs),
+        clock_ms=(assemble_now, turn_now),
+        time_ms=(first, last) if first is not None and last is not None else None,
+        start_degraded_path=degraded_path,
+        emergency_drain=emergency,
+        debt_recorded=should,
+        debt_before=debt_before,
+        drain=drain,
+        host_maintain=maintain,
+        debt_after=deferred.snapshot(turn_now),
+        tokens_end=state.stored_tokens(),
+        context_end=tuple(state.context),
+    )
 
 
 def _run_turn(

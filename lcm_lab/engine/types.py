@@ -93,6 +93,7 @@ class Summary:
     source_summary_ids: tuple[str, ...] = ()  # condensed: summary_parents.parent_summary_id
     level: Level | None = None  # escalation level when known (replays); not stored by the plugin
     created_turn: int | None = None
+    created_by: str | None = None  # deferred mode: drain | emergency_drain | host_maintain
     summarizer_calls: int = 0  # calls that produced it (replays): 1 normal, 2 after escalation
 
 
