@@ -203,6 +203,8 @@ class SentContext:
     emergency_drain_reached: bool = False  # debt pending and stored tokens over the budget
     live_messages_in: int = 0  # live messages the host passed
     emergency_drain: DrainAttempt | None = None  # deferred mode: the drain this call ran first
+    # Identifiers in the prompt that would make the engine's prompt recall search (not modelled).
+    prompt_recall_identifiers: tuple[str, ...] = ()
 
     @property
     def degraded(self) -> bool:
