@@ -188,6 +188,9 @@ class SentContext:
     user message the host appends after it on per-turn calls (``None`` on the end-of-run call).
     ``estimated_tokens`` is the engine's serialized estimate of ``items``; ``bare`` is the bare
     assembler at the same state and budget (a diagnostic: views and scores use ``items``).
+    ``path`` names the branch that produced it (reference-runs-engine README §2); ``clamped``
+    says the serialized clamp fired; ``emergency_drain`` is the deferred drain this call ran first.
+    See docs/model-context.md.
     """
 
     token_budget: int
