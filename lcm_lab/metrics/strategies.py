@@ -31,7 +31,7 @@ from lcm_lab.metrics.headline import headline
 from lcm_lab.metrics.locomo import CATEGORY_NAMES, answer_tokens, containment
 
 
-def sent_text(sent: SentContext) -> str:
+def sent_text(sent: SentContext) -> str:  # noqa: D401
     """All text the model receives in one call."""
     return "\n".join(assembled_message_text(m) for m in sent.messages)
 
@@ -44,29 +44,44 @@ def _as_run(run: Any) -> Any:
     return from_replay(run)
 
 
-def _control_texts(run: Any, tokens: int, seed: int) -> tuple[str, str, str]:
-    """(ceiling, floor, chance) texts: all messages; the newest ``tokens``; a random ``tokens``."""
+def _controls(run: Any, tokens: int, seed: int) -> tuple[list[int], list[int], list[int]]:
+    """Message seqs of the (ceiling, floor, chance) contexts: all messages; the newest that fit
+    ``tokens``; a seeded random subset that fits ``tokens``."""
     messages = [m for m in run.messages if m.role != "system"]
-    sized = [(m, sum(i.tokens for i in run.message_items([m]))) for m in messages]
-    ceiling = "\n".join(message_text(m) for m in messages)
-    floor: list[str] = []
+    sized = [(m.seq, sum(i.tokens for i in run.message_items([m]))) for m in messages]
+    floor: list[int] = []
     used = 0
-    for message, size in reversed(sized):
+    for seq, size in reversed(sized):
         if used + size > tokens:
             break
-        floor.append(message_text(message))
+        floor.append(seq)
         used += size
     order = list(range(len(sized)))
     random.Random(seed).shuffle(order)
-    chance: list[str] = []
+    chance: list[int] = []
     used = 0
     for index in order:
-        message, size = sized[index]
-        if used + size > tokens:
-            continue
-        chance.append(message_text(message))
-        used += size
-    return ceiling, "\n".join(reversed(floor)), "\n".join(chance)
+        seq, size = sized[index]
+        if used + size <= tokens:
+            chance.append(seq)
+            used += size
+    return [seq for seq, _ in sized], floor, chance
+
+
+def _context_refs(sent: SentContext) -> tuple[set[object], list[tuple[object, str]]]:
+    """Refs of what ``sent`` shows: raw messages by seq, other items by position (with their text)."""
+    refs: set[object] = set()
+    extra: list[tuple[object, str]] = []
+    for n, item in enumerate(sent.items):
+        if item.kind in ("message", "live") and isinstance(item.ref, int):
+            refs.add(("m", item.ref))
+        else:
+            refs.add(("x", n))
+            extra.append((("x", n), assembled_message_text(item.message)))
+    if sent.prompt is not None:
+        refs.add(("x", "prompt"))
+        extra.append((("x", "prompt"), assembled_message_text(sent.prompt.message)))
+    return refs, extra
 
 
 def _normalised_interval(
@@ -150,8 +165,9 @@ def strategy_scores(
     rid = run_id or run.run_id or f"{run.strategy}-run"
     scores = budget_and_call_scores(run, rid)
     final = run.sent(None)
-    text = sent_text(final)
-    ceiling, floor, chance = _control_texts(run, final.estimated_tokens, seed)
+    ceiling, floor, chance = _controls(run, final.estimated_tokens, seed)
+    method, extra_texts = _context_refs(final)
+    contexts = [method, {("m", s) for s in ceiling}, {("m", s) for s in floor}, {("m", s) for s in chance}]
     extra = {
         "strategy": run.strategy,
         "context_tokens": final.estimated_tokens,
@@ -168,14 +184,20 @@ def strategy_scores(
             extra,
         )
     )
-    scores += _fact_scores(run, rid, text, (ceiling, floor, chance), extra, seed)
+    texts = [(("m", m.seq), message_text(m)) for m in run.messages if m.role != "system"] + extra_texts
+    scores += _fact_scores(run, rid, texts, contexts, extra, seed)
     if qa_items:
-        scores += _qa_scores(rid, qa_items, text, (ceiling, floor, chance), extra, seed)
+        scores += _qa_scores(rid, qa_items, texts, contexts, extra, seed)
     return scores
 
 
 def _fact_scores(
-    run: Any, rid: str, text: str, controls: tuple[str, str, str], extra: Mapping[str, Any], seed: int
+    run: Any,
+    rid: str,
+    texts: list[tuple[object, str]],
+    contexts: list[set[object]],
+    extra: Mapping[str, Any],
+    seed: int,
 ) -> list[Score]:
     facts: dict[tuple[str, str], Fact] = {}
     for message in run.messages:
@@ -183,9 +205,7 @@ def _fact_scores(
             continue
         for fact in extract_facts(message_text(message), seq=message.seq):
             facts.setdefault((fact.kind, fact.key), fact)
-    index = TextIndex(
-        [("method", text), ("ceiling", controls[0]), ("floor", controls[1]), ("chance", controls[2])]
-    )
+    index = TextIndex(texts)
     turn_of = {seq: t.turn for t in run.turns for seq in t.ingested_seqs}
     last = run.turns[-1].turn if run.turns else 0
     rows: list[tuple[float, float, float, float]] = []
@@ -193,7 +213,7 @@ def _fact_scores(
     by_type: dict[str, list[float]] = defaultdict(list)
     for fact in facts.values():
         hits = index.containing(fact)
-        row = tuple(float(name in hits) for name in ("method", "ceiling", "floor", "chance"))
+        row = tuple(float(bool(hits & refs)) for refs in contexts)
         rows.append(row)  # type: ignore[arg-type]
         by_age[age_bucket(last - turn_of.get(fact.seq or 0, last))].append(row[0])
         by_type[fact.kind].append(row[0])
@@ -219,12 +239,13 @@ def _fact_scores(
 def _qa_scores(
     rid: str,
     qa_items: Sequence[QAItem],
-    text: str,
-    controls: tuple[str, str, str],
+    texts: list[tuple[object, str]],
+    contexts: list[set[object]],
     extra: Mapping[str, Any],
     seed: int,
 ) -> list[Score]:
-    sets = [set(answer_tokens(t)) for t in (text, *controls)]
+    tokens = {ref: set(answer_tokens(text)) for ref, text in texts}
+    sets = [set().union(*(tokens[r] for r in refs if r in tokens)) for refs in contexts]
     rows: list[tuple[float, float, float, float]] = []
     by_category: dict[int, list[float]] = defaultdict(list)
     skipped = 0
