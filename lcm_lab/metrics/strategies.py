@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -157,11 +158,45 @@ def budget_and_call_scores(run: Any, run_id: str) -> list[Score]:
     return scores
 
 
+@dataclass(frozen=True)
+class MessageBase:
+    """What every run of one conversation shares: its messages' facts, text index and answer tokens.
+
+    Build it once (:func:`message_base`) and pass it to :func:`strategy_scores` when scoring many
+    strategies on the same conversation: fact extraction and matching then happen once.
+    """
+
+    facts: tuple[Fact, ...]
+    index: TextIndex
+    tokens: Mapping[object, frozenset[str]]
+
+
+def message_base(messages: Sequence[Any]) -> MessageBase:
+    facts: dict[tuple[str, str], Fact] = {}
+    texts: list[tuple[object, str]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        text = message_text(message)
+        texts.append((("m", message.seq), text))
+        for fact in extract_facts(text, seq=message.seq):
+            facts.setdefault((fact.kind, fact.key), fact)
+    return MessageBase(
+        tuple(facts.values()), TextIndex(texts), {ref: frozenset(answer_tokens(t)) for ref, t in texts}
+    )
+
+
 def strategy_scores(
-    run: Any, *, run_id: str | None = None, qa_items: Sequence[QAItem] | None = None, seed: int = 0
+    run: Any,
+    *,
+    run_id: str | None = None,
+    qa_items: Sequence[QAItem] | None = None,
+    seed: int = 0,
+    base: MessageBase | None = None,
 ) -> list[Score]:
     """Context, call, fact and (with ``qa_items``) LoCoMo QA scores of any strategy's run."""
     run = _as_run(run)
+    base = base or message_base(run.messages)
     rid = run_id or run.run_id or f"{run.strategy}-run"
     scores = budget_and_call_scores(run, rid)
     final = run.sent(None)
@@ -184,35 +219,30 @@ def strategy_scores(
             extra,
         )
     )
-    texts = [(("m", m.seq), message_text(m)) for m in run.messages if m.role != "system"] + extra_texts
-    scores += _fact_scores(run, rid, texts, contexts, extra, seed)
+    scores += _fact_scores(run, rid, base, extra_texts, contexts, extra, seed)
     if qa_items:
-        scores += _qa_scores(rid, qa_items, texts, contexts, extra, seed)
+        tokens = {**base.tokens, **{ref: frozenset(answer_tokens(t)) for ref, t in extra_texts}}
+        scores += _qa_scores(rid, qa_items, tokens, contexts, extra, seed)
     return scores
 
 
 def _fact_scores(
     run: Any,
     rid: str,
-    texts: list[tuple[object, str]],
+    base: MessageBase,
+    extra_texts: list[tuple[object, str]],
     contexts: list[set[object]],
     extra: Mapping[str, Any],
     seed: int,
 ) -> list[Score]:
-    facts: dict[tuple[str, str], Fact] = {}
-    for message in run.messages:
-        if message.role == "system":
-            continue
-        for fact in extract_facts(message_text(message), seq=message.seq):
-            facts.setdefault((fact.kind, fact.key), fact)
-    index = TextIndex(texts)
+    own = TextIndex(extra_texts)
     turn_of = {seq: t.turn for t in run.turns for seq in t.ingested_seqs}
     last = run.turns[-1].turn if run.turns else 0
     rows: list[tuple[float, float, float, float]] = []
     by_age: dict[str, list[float]] = defaultdict(list)
     by_type: dict[str, list[float]] = defaultdict(list)
-    for fact in facts.values():
-        hits = index.containing(fact)
+    for fact in base.facts:
+        hits = base.index.containing(fact) | own.containing(fact)
         row = tuple(float(bool(hits & refs)) for refs in contexts)
         rows.append(row)  # type: ignore[arg-type]
         by_age[age_bucket(last - turn_of.get(fact.seq or 0, last))].append(row[0])
@@ -239,13 +269,12 @@ def _fact_scores(
 def _qa_scores(
     rid: str,
     qa_items: Sequence[QAItem],
-    texts: list[tuple[object, str]],
+    tokens: Mapping[object, frozenset[str]],
     contexts: list[set[object]],
     extra: Mapping[str, Any],
     seed: int,
 ) -> list[Score]:
-    tokens = {ref: set(answer_tokens(text)) for ref, text in texts}
-    sets = [set().union(*(tokens[r] for r in refs if r in tokens)) for refs in contexts]
+    sets: list[set[str]] = [set().union(*(tokens[r] for r in refs if r in tokens)) for refs in contexts]
     rows: list[tuple[float, float, float, float]] = []
     by_category: dict[int, list[float]] = defaultdict(list)
     skipped = 0
