@@ -142,19 +142,29 @@ def _fmt(value: float | None, ci: tuple[float | None, float | None] | None) -> s
     return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def _controls(row: Mapping[str, Any], metric: str) -> str:
+    floor, chance = row.get(f"{metric}_floor"), row.get(f"{metric}_chance")
+    return "" if floor is None else f" (floor {floor:.3f}, chance {chance:.3f})"
+
+
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The closing table: raw retention with its 95% interval, the floor-to-ceiling value, tokens, calls."""
-    head = ("| input | budget | strategy | QA answer recall [95% CI] | QA retention (floor→ceiling) | fact recall [95% CI] "
-            "| fact retention (floor→ceiling) | final tokens | model calls |")  # fmt: skip
+    """The closing table: raw recall with its 95% interval and its floor/chance controls at the
+    same tokens, the floor-to-ceiling retention with its interval, tokens, model calls."""
+    head = ("| input | budget | strategy | QA answer recall [95% CI] (controls) | QA retention | fact recall [95% CI] (controls) "
+            "| fact retention | final tokens | model calls |")  # fmt: skip
     lines = [head, "|" + "---|" * 9]
     for r in rows:
         if "skipped" in r:
             lines.append(f"| {r['input']} | {r['budget']} | {r['strategy']} | skipped: {r['skipped']} ||||||")
             continue
         over = " (over budget)" if r.get("final_context_over_budget") else ""
+        qa = _fmt(r.get("qa_retention_raw"), r.get("qa_retention_raw_ci")) + _controls(r, "qa_retention")
+        fact = _fmt(r.get("fact_retention_raw"), r.get("fact_retention_raw_ci")) + _controls(
+            r, "fact_retention"
+        )
         lines.append(
-            f"| {r['input']} | {r['budget']} | {r['strategy']} | {_fmt(r.get('qa_retention_raw'), r.get('qa_retention_raw_ci'))} "
-            f"| {_fmt(r.get('qa_retention'), r.get('qa_retention_ci'))} | {_fmt(r.get('fact_retention_raw'), r.get('fact_retention_raw_ci'))} "
-            f"| {_fmt(r.get('fact_retention'), r.get('fact_retention_ci'))} | {r['final_context_tokens']:,}{over} | {int(r.get('model_calls') or 0)} |"
+            f"| {r['input']} | {r['budget']} | {r['strategy']} | {qa} | {_fmt(r.get('qa_retention'), r.get('qa_retention_ci'))} "
+            f"| {fact} | {_fmt(r.get('fact_retention'), r.get('fact_retention_ci'))} "
+            f"| {r['final_context_tokens']:,}{over} | {int(r.get('model_calls') or 0)} |"
         )
     return "\n".join(lines)
