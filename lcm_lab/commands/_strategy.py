@@ -17,21 +17,24 @@ from typing import Any
 
 from lcm_lab.engine.types import Conversation
 
-HEADLINE_METRICS = ("qa_retention", "fact_retention", "model_calls", "model_cost_usd", "peak_context_tokens", "final_context_over_budget")
+HEADLINE_METRICS = (
+    "qa_retention",
+    "fact_retention",
+    "model_calls",
+    "model_cost_usd",
+    "peak_context_tokens",
+    "final_context_over_budget",
+)
 
 
 def read_strategy_config(path: str | None) -> dict[str, Any]:
-    if path is None:
-        return {}
+    from lcm_lab.config_io import read_config_document
+    from lcm_lab.engine.config import ConfigError
+
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SystemExit(f"lcm-lab replay: strategy config not found: {path}") from None
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"lcm-lab replay: {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    if not isinstance(doc, dict):
-        raise SystemExit(f"lcm-lab replay: {path}: expected a JSON object of strategy parameters")
-    return doc
+        return read_config_document(path) if path is not None else {}
+    except ConfigError as exc:
+        raise SystemExit(f"lcm-lab replay: strategy config {exc}") from None
 
 
 def _loaded_extras(path: Path) -> dict[str, Any]:
@@ -51,7 +54,10 @@ def headline_summary(scores: list[Any]) -> dict[str, Any]:
         if score.scope != "run" or score.metric not in HEADLINE_METRICS:
             continue
         keys = ("raw", "ci_low", "ci_high", "floor", "ceiling", "chance", "n", "withheld")
-        out[score.metric] = {"value": score.value, **{k: score.details[k] for k in keys if k in score.details}}
+        out[score.metric] = {
+            "value": score.value,
+            **{k: score.details[k] for k in keys if k in score.details},
+        }
     return out
 
 
@@ -67,8 +73,16 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
 
     params = read_strategy_config(args.strategy_config)
     if args.strategy == "lcm":
-        params = {**plugin_config, **params, **({"fidelity": args.fidelity} if args.fidelity != "faithful" else {})}
-    extras = _loaded_extras(Path(args.input)) if args.strategy == "recorded" or Path(args.input).suffix == ".json" else {}
+        params = {
+            **plugin_config,
+            **params,
+            **({"fidelity": args.fidelity} if args.fidelity != "faithful" else {}),
+        }
+    extras = (
+        _loaded_extras(Path(args.input))
+        if args.strategy == "recorded" or Path(args.input).suffix == ".json"
+        else {}
+    )
     results = []
     for conversation, conversation_id in conversations:
         loaded = extras.get(conversation.session_id)
@@ -79,10 +93,16 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
             strategy = get_strategy(args.strategy, **run_params)
             with tqdm(desc=f"{args.strategy} {conversation.session_id[:24]}", unit="turn", leave=False,
                       disable=not sys.stderr.isatty() or args.json) as bar:  # fmt: skip
-                run = strategy.run(conversation, summarizer, args.token_budget, on_turn=lambda _t: bar.update())  # noqa: B023
+                run = strategy.run(
+                    conversation, summarizer, args.token_budget, on_turn=lambda _t: bar.update()
+                )  # noqa: B023
         except StrategyError as exc:
             raise SystemExit(f"lcm-lab replay: {exc}") from None
-        run_id = None if args.no_save else save_replay(store, run, label=args.label, conversation_id=conversation_id)
+        run_id = (
+            None
+            if args.no_save
+            else save_replay(store, run, label=args.label, conversation_id=conversation_id)
+        )
         scores = strategy_scores(run, run_id=run_id, qa_items=loaded.qa_items if loaded is not None else None)
         if run_id is not None:
             write_scores(store, scores, replace_runs=True)
@@ -91,10 +111,18 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
                    "scores": headline_summary(scores)}  # fmt: skip
         results.append(summary)
         if not args.json:
-            heads = ", ".join(f"{k} {v['value']:.3f}" for k, v in summary["scores"].items() if v.get("value") is not None)
-            print(f"{run_id or '(not saved)'}  {conversation.session_id}: {args.strategy}, {len(run.turns)} turns, {heads}")
+            heads = ", ".join(
+                f"{k} {v['value']:.3f}" for k, v in summary["scores"].items() if v.get("value") is not None
+            )
+            print(
+                f"{run_id or '(not saved)'}  {conversation.session_id}: {args.strategy}, {len(run.turns)} turns, {heads}"
+            )
     if args.json:
-        print(json.dumps(results[0] if len(results) == 1 else {"strategy": args.strategy, "runs": results}, indent=1))
+        print(
+            json.dumps(
+                results[0] if len(results) == 1 else {"strategy": args.strategy, "runs": results}, indent=1
+            )
+        )
     return 0
 
 

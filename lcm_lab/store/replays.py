@@ -159,14 +159,15 @@ def _save_strategy_run(store: LabStore, run: StrategyRun, label: str | None, con
     return run_id
 
 
+def _turn_keys(run_id: str, t: TurnRecord | StrategyTurn) -> dict[str, Any]:
+    return {"run_id": run_id, "turn": t.turn, "first_line": t.lines[0] if t.lines else None,
+            "last_line": t.lines[1] if t.lines else None, "ingested": len(t.ingested_seqs)}  # fmt: skip
+
+
 def _strategy_turn_rows(run_id: str, run: StrategyRun) -> list[dict[str, Any]]:
     return [
         {
-            "run_id": run_id,
-            "turn": t.turn,
-            "first_line": t.lines[0] if t.lines else None,
-            "last_line": t.lines[1] if t.lines else None,
-            "ingested": len(t.ingested_seqs),
+            **_turn_keys(run_id, t),
             "context_tokens": t.context_tokens,
             "model_calls": len(t.calls),
             "memory_items": len(run.memories[t.memory]) if t.memory >= 0 else 0,
@@ -191,11 +192,7 @@ def _insert_frame(store: LabStore, table: str, rows: list[dict[str, Any]]) -> No
 def _turn_rows(run_id: str, replay: Replay) -> list[dict[str, Any]]:
     return [
         {
-            "run_id": run_id,
-            "turn": t.turn,
-            "first_line": t.lines[0] if t.lines else None,
-            "last_line": t.lines[1] if t.lines else None,
-            "ingested": len(t.ingested_seqs),
+            **_turn_keys(run_id, t),
             "stored_tokens_before": t.stored_tokens_before,
             "threshold": t.threshold,
             "should_compact": t.should_compact,

@@ -156,6 +156,28 @@ class Strategy(Protocol):
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext: ...
 
 
+class StrategyBase:
+    """What every strategy does around its own replay: fill each turn's ``context_tokens`` from
+    ``sent`` and report the turns (``on_turn``). Subclasses implement ``replay_turns`` and ``sent``."""
+
+    name: str
+    params: Mapping[str, Any]
+
+    def replay_turns(self, conversation: Conversation, summarizer: Any, token_budget: int) -> StrategyRun:
+        raise NotImplementedError
+
+    def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext:
+        raise NotImplementedError
+
+    def run(self, conversation: Conversation, summarizer: Any, token_budget: int, *, on_turn: Callable[[StrategyTurn], None] | None = None) -> StrategyRun:  # fmt: skip
+        run = self.replay_turns(conversation, summarizer, token_budget)
+        if run.replay is None:
+            run = with_context_tokens(self, run)
+        for turn in run.turns if on_turn is not None else ():
+            on_turn(turn)  # type: ignore[misc]
+        return run
+
+
 # -- shared building blocks ----------------------------------------------------------------
 
 

@@ -19,12 +19,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from lcm_lab.engine.types import Conversation, SentContext
 from lcm_lab.strategies.base import (
+    StrategyBase,
     StrategyRun,
     StrategyTurn,
     ingest,
@@ -32,52 +33,26 @@ from lcm_lab.strategies.base import (
     seen_messages,
     sent_context,
     state_turn,
-    with_context_tokens,
 )
 
 
-def _memoryless_run(
-    strategy: Any,
-    conversation: Conversation,
-    token_budget: int,
-    on_turn: Callable[[StrategyTurn], None] | None,
-) -> StrategyRun:
+def _memoryless_run(strategy: Any, conversation: Conversation, token_budget: int) -> StrategyRun:
     ingested = ingest(conversation)
-    turns = []
-    for index, lines, seqs in ingested.turns:
-        turns.append(StrategyTurn(index, lines, seqs))
-    run = StrategyRun(
-        strategy.name,
-        dict(strategy.params),
-        conversation,
-        token_budget,
-        "none",
-        tuple(turns),
-        ingested.messages,
+    turns = tuple(StrategyTurn(index, lines, seqs) for index, lines, seqs in ingested.turns)
+    return StrategyRun(
+        strategy.name, dict(strategy.params), conversation, token_budget, "none", turns, ingested.messages
     )
-    run = with_context_tokens(strategy, run)
-    if on_turn is not None:
-        for turn in run.turns:
-            on_turn(turn)
-    return run
 
 
 @dataclass(frozen=True)
-class TruncateStrategy:
+class TruncateStrategy(StrategyBase):
     """Sliding window: the newest raw messages that fit the budget."""
 
     name: str = "truncate"
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    def run(
-        self,
-        conversation: Conversation,
-        summarizer: Any,
-        token_budget: int,
-        *,
-        on_turn: Callable[[StrategyTurn], None] | None = None,
-    ) -> StrategyRun:
-        return _memoryless_run(self, conversation, token_budget, on_turn)
+    def replay_turns(self, conversation: Conversation, summarizer: Any, token_budget: int) -> StrategyRun:
+        return _memoryless_run(self, conversation, token_budget)
 
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext:
         items, cut = newest_fitting(run, seen_messages(run, state_turn(run, turn)), budget)
@@ -85,21 +60,14 @@ class TruncateStrategy:
 
 
 @dataclass(frozen=True)
-class FullStrategy:
+class FullStrategy(StrategyBase):
     """The whole history, never cut (the ceiling); over-budget contexts are flagged."""
 
     name: str = "full"
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    def run(
-        self,
-        conversation: Conversation,
-        summarizer: Any,
-        token_budget: int,
-        *,
-        on_turn: Callable[[StrategyTurn], None] | None = None,
-    ) -> StrategyRun:
-        return _memoryless_run(self, conversation, token_budget, on_turn)
+    def replay_turns(self, conversation: Conversation, summarizer: Any, token_budget: int) -> StrategyRun:
+        return _memoryless_run(self, conversation, token_budget)
 
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext:
         items = run.message_items(seen_messages(run, state_turn(run, turn)))

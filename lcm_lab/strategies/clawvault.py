@@ -26,7 +26,7 @@ the budget (``tail="fill"``) or only the not-yet-observed ones (``tail="unobserv
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import date as Date
 from datetime import timedelta
@@ -39,6 +39,7 @@ from lcm_lab.prompts.render import RenderedPrompt
 from lcm_lab.strategies.base import (
     MemoryItem,
     ModelCall,
+    StrategyBase,
     StrategyError,
     StrategyRun,
     StrategyTurn,
@@ -47,7 +48,6 @@ from lcm_lab.strategies.base import (
     seen_messages,
     sent_context,
     state_turn,
-    with_context_tokens,
 )
 from lcm_lab.strategies.compressor import RawLine, build_prompt, fallback_observations, sanitize
 from lcm_lab.strategies.memory_search import iso_week, reflect, search
@@ -134,7 +134,7 @@ class _Memory:
 
 
 @dataclass(frozen=True)
-class ObserverStrategy:
+class ObserverStrategy(StrategyBase):
     """``clawvault`` (model compression) or ``observer_regex`` (deterministic fallback)."""
 
     name: str = "clawvault"
@@ -145,14 +145,7 @@ class ObserverStrategy:
         return ObserverParams.build(self.params)
 
     # -- running -----------------------------------------------------------------------------
-    def run(
-        self,
-        conversation: Conversation,
-        summarizer: Any,
-        token_budget: int,
-        *,
-        on_turn: Callable[[StrategyTurn], None] | None = None,
-    ) -> StrategyRun:
+    def replay_turns(self, conversation: Conversation, summarizer: Any, token_budget: int) -> StrategyRun:
         p = self.settings
         model = self._model(summarizer, p)
         ingested = ingest(conversation)
@@ -192,10 +185,6 @@ class ObserverStrategy:
             self.name, params, conversation, token_budget, getattr(model, "model", "none") if model else "none",
             tuple(records), ingested.messages, tuple(memories),
         )  # fmt: skip
-        run = with_context_tokens(self, run)
-        if on_turn is not None:
-            for turn in run.turns:
-                on_turn(turn)
         return run
 
     def _model(self, summarizer: Any, p: ObserverParams) -> Any:

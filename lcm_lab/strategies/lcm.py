@@ -18,18 +18,18 @@ Parameters are the plugin's config keys (camelCase, as in ``openclaw.json``) plu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.engine.replay import Replay, replay
 from lcm_lab.engine.types import Conversation, SentContext
-from lcm_lab.strategies.base import ModelCall, StrategyError, StrategyRun, StrategyTurn
+from lcm_lab.strategies.base import ModelCall, StrategyBase, StrategyError, StrategyRun, StrategyTurn
 
 
 @dataclass(frozen=True)
-class LcmStrategy:
+class LcmStrategy(StrategyBase):
     """The lossless-claw engine under plugin config keys (``params``)."""
 
     name: str = "lcm"
@@ -45,22 +45,12 @@ class LcmStrategy:
         except (TypeError, ValueError) as exc:
             raise StrategyError(f"lcm: {exc}") from None
 
-    def run(
-        self,
-        conversation: Conversation,
-        summarizer: Any,
-        token_budget: int,
-        *,
-        on_turn: Callable[[StrategyTurn], None] | None = None,
-    ) -> StrategyRun:
+    def replay_turns(self, conversation: Conversation, summarizer: Any, token_budget: int) -> StrategyRun:
         config, fidelity = self.config()
         if summarizer is None:
             raise StrategyError("lcm needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
         result = replay(conversation, config, summarizer, token_budget=token_budget, fidelity=fidelity)  # type: ignore[arg-type]
         run = from_replay(result, dict(self.params))
-        if on_turn is not None:
-            for turn in run.turns:
-                on_turn(turn)
         return run
 
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext:

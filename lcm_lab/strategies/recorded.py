@@ -15,7 +15,7 @@ error, not a silent full-context run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from lcm_lab.host.recorded import recorded_calls
 from lcm_lab.io.model import LoadedConversation, RecordedEvent
 from lcm_lab.strategies.base import (
     MemoryItem,
+    StrategyBase,
     StrategyError,
     StrategyRun,
     StrategyTurn,
@@ -34,7 +35,6 @@ from lcm_lab.strategies.base import (
     sent_context,
     state_turn,
     text_item,
-    with_context_tokens,
 )
 
 _EVENT_FIELDS = ("kind", "line", "entry_id", "timestamp", "summary", "first_kept_entry_id", "tokens_before")
@@ -66,20 +66,13 @@ def _summary_text(message: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class RecordedStrategy:
+class RecordedStrategy(StrategyBase):
     """The host's own compaction, replayed turn by turn from its records."""
 
     name: str = "recorded"
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    def run(
-        self,
-        conversation: Conversation,
-        summarizer: Any,
-        token_budget: int,
-        *,
-        on_turn: Callable[[StrategyTurn], None] | None = None,
-    ) -> StrategyRun:
+    def replay_turns(self, conversation: Conversation, summarizer: Any, token_budget: int) -> StrategyRun:
         events = _events(self.params)
         if not events and any(e.type in ("compaction", "branch_summary") for e in conversation.entries):
             raise StrategyError(
@@ -124,10 +117,6 @@ class RecordedStrategy:
             ingested.messages,
             tuple(memories),
         )
-        run = with_context_tokens(self, run)
-        if on_turn is not None:
-            for turn in run.turns:
-                on_turn(turn)
         return run
 
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext:
