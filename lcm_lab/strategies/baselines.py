@@ -12,7 +12,7 @@
 ...     for i in range(6)))
 >>> run = TruncateStrategy().run(chat, None, 300)
 >>> [i.ref for i in run.sent().items], run.sent().estimated_tokens <= 300
-([6], True)
+([5, 6], True)
 >>> FullStrategy().run(chat, None, 300).sent().path
 'full:over-budget'
 """

@@ -83,7 +83,8 @@ SCENE_SETTER = _rx(
     r"\b(meeting (recap|started)|session started|kickoff (begins|started)|let'?s (get started|begin))\b"
 )
 ACK_ONLY = _rx(
-    r"^\W*(\d{1,2}:\d{2}\s+)?((user|assistant)\s*:\s*)?(ok(ay)?|got it|thanks?( you)?|acknowledged|sounds good|sure|yes|yep|noted|cool|great)[\s.!]*$"
+    r"^\W*(\d{1,2}:\d{2}\s+)?((user|assistant)\s*:\s*)?"
+    r"((ok(ay)?|got it|thanks?( you)?|acknowledged|sounds good|sure|yes|yep|noted|cool|great)[\s,.!]*)+$"
 )
 STRUCTURAL_TYPES = frozenset({"decision", "commitment", "milestone"})
 
