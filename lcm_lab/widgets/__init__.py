@@ -6,6 +6,7 @@
 from lcm_lab.widgets.dag_explorer import DagExplorer
 from lcm_lab.widgets.playground import KNOBS, ParameterPlayground
 from lcm_lab.widgets.scrubber import ReplayScrubber
+from lcm_lab.widgets.strategies import StrategyComparison
 from lcm_lab.widgets.summary_diff import SummaryDiff
 
-__all__ = ["KNOBS", "DagExplorer", "ParameterPlayground", "ReplayScrubber", "SummaryDiff"]
+__all__ = ["KNOBS", "DagExplorer", "ParameterPlayground", "ReplayScrubber", "StrategyComparison", "SummaryDiff"]
