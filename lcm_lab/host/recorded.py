@@ -17,7 +17,8 @@ host's context at that moment, which this module rebuilds with the host's rules
 Assistant messages that failed or were aborted (``stopReason`` ``error``/``aborted``) are calls
 (they may carry usage) but do not stay in the context afterwards, as pi drops them when it
 builds the next request. Gateway-injected assistant messages (``provider == "openclaw"``) are
-no calls at all. Only message dicts are returned: the system prompt and tool schemas are not in
+no calls at all. ``thinking_level_change`` and ``model_change`` entries advance
+``settings_epoch`` (changing thinking parameters invalidates the provider's message cache). Only message dicts are returned: the system prompt and tool schemas are not in
 transcripts (the cost model calibrates their size, :mod:`lcm_lab.cost.calibrate`).
 
 >>> from lcm_lab.engine.types import Conversation, InputEntry
@@ -45,6 +46,7 @@ from lcm_lab.io.model import LoadedConversation, RecordedEvent
 
 CONTEXT_ROLES = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 FAILED_STOP_REASONS = frozenset({"error", "aborted"})
+SETTINGS_ENTRIES = frozenset({"thinking_level_change", "model_change"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class HostCall:
     chain: str
     host_compaction: bool = False
     agent: str = "main"  # "main", or "sidechain" for a sub-agent's own context and system prompt
+    settings_epoch: int = 0  # thinking-level / model changes so far (a change invalidates the message cache)
+    turn_start: bool = False  # the first call after a user message
 
     @property
     def recorded_prompt_tokens(self) -> int | None:
@@ -170,7 +174,11 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
     last_ms: int | None = None
     compacted = False
     agent = "sidechain" if conversation.meta.get("sidechain") else "main"
+    epoch = 0
+    turn_start = False
     for entry in conversation.entries:
+        if entry.type in SETTINGS_ENTRIES:
+            epoch += 1
         entry_ms = iso_ms(entry.timestamp)
         event = by_line.get(entry.line)
         if event is not None:
@@ -189,6 +197,7 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
             continue
         if message.get("role") == "user":
             users += 1
+            turn_start = True
         if _is_call(message):
             usage = message.get("usage")
             calls.append(
@@ -206,9 +215,12 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
                     chain=conversation.session_id,
                     host_compaction=compacted,
                     agent=agent,
+                    settings_epoch=epoch,
+                    turn_start=turn_start,
                 )
             )
             compacted = False
+            turn_start = False
         if _in_context(message):
             context.append(entry.entry_id, message)
         stamp = message.get("timestamp")
