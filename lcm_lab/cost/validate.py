@@ -190,3 +190,61 @@ def validate_recorded(calls: Sequence[HostCall], prices: Prices, *, session: str
         held_out=held,
         summary=summary,
     )
+
+
+VALIDATION_KEYS = (
+    "calls",
+    "calibration_calls",
+    "held_out_calls",
+    "predicted_cache_read_tokens",
+    "recorded_cache_read_tokens",
+    "predicted_cost_usd",
+    "recorded_cost_usd",
+    "read_error",
+    "write_error",
+    "cost_error",
+    "hit_miss_accuracy",
+)
+
+
+def validation_record(v: Validation) -> dict[str, Any]:
+    """One session's validation as a flat JSON-ready dict (held-out numbers, calibration, controls)."""
+    return {
+        "session": v.session,
+        "model": v.model,
+        "calls": v.calls,
+        "calibration_calls": v.calibration_calls,
+        "calls_without_usage": v.calls_without_usage,
+        "system_tokens": dict(v.calibration.system_tokens),
+        "tokenizer_ratio": v.calibration.ratio,
+        "turn_start_miss_rate": v.calibration.turn_start_miss_rate,
+        **v.summary,
+    }
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def validation_markdown(records: Sequence[Mapping[str, Any]]) -> str:
+    """The validation table (held-out calls only) as Markdown.
+
+    >>> print(validation_markdown([{"session": "s", "model": "m", "calls": 10, "calibration_calls": 1,
+    ...     "held_out_calls": 9, "read_error": 0.05, "write_error": 0.5, "cost_error": 0.1,
+    ...     "total_cost_error": -0.02, "hit_miss_accuracy": 0.95, "majority_baseline": 0.9,
+    ...     "predicted_cost_usd": 1.0, "recorded_cost_usd": 1.02}]).splitlines()[2])
+    | s | m | 10 | 1 | 9 | 5.0% | 50.0% | 10.0% | -2.0% | 95.0% (90.0%) | $1.00 / $1.02 |
+    """
+    lines = [
+        "| session | model | calls | calibration calls | held-out calls | cache-read error | cache-write error "
+        "| cost error | total cost bias | hit/miss right (always-majority) | predicted / recorded $ (held-out) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        lines.append(
+            f"| {r['session']} | {r['model']} | {r['calls']} | {r['calibration_calls']} | {r['held_out_calls']} "
+            f"| {_pct(r['read_error'])} | {_pct(r['write_error'])} | {_pct(r['cost_error'])} | {_pct(r['total_cost_error'])} "
+            f"| {_pct(r['hit_miss_accuracy'])} ({_pct(r['majority_baseline'])}) "
+            f"| ${r['predicted_cost_usd']:.2f} / ${r['recorded_cost_usd']:.2f} |"
+        )
+    return "\n".join(lines)

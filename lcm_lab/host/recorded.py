@@ -109,7 +109,8 @@ def iso_ms(value: str | None) -> int | None:
         return None
 
 
-def _request_ms(message: Mapping[str, Any], previous_ms: int | None, entry: InputEntry) -> int | None:
+def request_ms(message: Mapping[str, Any], previous_ms: int | None, entry: InputEntry) -> int | None:
+    """When the call that produced assistant ``message`` was sent (epoch ms)."""
     # pi stamps an assistant message when the request starts; the envelope time is its end.
     stamp = message.get("timestamp")
     if isinstance(stamp, int | float) and not isinstance(stamp, bool):
@@ -117,7 +118,8 @@ def _request_ms(message: Mapping[str, Any], previous_ms: int | None, entry: Inpu
     return previous_ms if previous_ms is not None else iso_ms(entry.timestamp)
 
 
-def _in_context(message: Mapping[str, Any]) -> bool:
+def in_context(message: Mapping[str, Any]) -> bool:
+    """True when the host sends ``message`` to the model on later calls."""
     role = message.get("role")
     if role not in CONTEXT_ROLES:
         return False
@@ -126,7 +128,8 @@ def _in_context(message: Mapping[str, Any]) -> bool:
     return not (role == "assistant" and message.get("stopReason") in FAILED_STOP_REASONS)
 
 
-def _is_call(message: Mapping[str, Any]) -> bool:
+def is_call(message: Mapping[str, Any]) -> bool:
+    """True for an assistant message a model call produced (not a gateway-injected one)."""
     return message.get("role") == "assistant" and message.get("provider") != "openclaw"
 
 
@@ -152,7 +155,7 @@ class _Context:
                     "which is not on the transcript's path before it; the file is inconsistent"
                 )
             start = ids.index(event.first_kept_entry_id)
-            kept = [message for _, message in self.history[start:] if _in_context(message)]
+            kept = [message for _, message in self.history[start:] if in_context(message)]
         self.messages = [summary, *kept]
 
     def clear(self) -> None:
@@ -198,7 +201,7 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
         if message.get("role") == "user":
             users += 1
             turn_start = True
-        if _is_call(message):
+        if is_call(message):
             usage = message.get("usage")
             calls.append(
                 HostCall(
@@ -206,7 +209,7 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
                     line=entry.line,
                     entry_id=entry.entry_id,
                     turn=max(users - 1, 0),
-                    timestamp_ms=_request_ms(message, last_ms, entry),
+                    timestamp_ms=request_ms(message, last_ms, entry),
                     messages=tuple(context.messages),
                     response=message,
                     usage=usage if isinstance(usage, Mapping) else None,
@@ -221,7 +224,7 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
             )
             compacted = False
             turn_start = False
-        if _in_context(message):
+        if in_context(message):
             context.append(entry.entry_id, message)
         stamp = message.get("timestamp")
         last_ms = int(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) else (entry_ms or last_ms)
