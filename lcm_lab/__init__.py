@@ -33,6 +33,10 @@ _EXPORTS = {
     "load_replay": "lcm_lab.store.replays",
     "score_replay": "lcm_lab.metrics.score",
     "write_report": "lcm_lab.report",
+    "recorded_calls": "lcm_lab.host",
+    "cost_scores": "lcm_lab.cost.scores",
+    "price_replay": "lcm_lab.cost.scores",
+    "validate_transcript": "lcm_lab.cost.scores",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -25,7 +25,7 @@ from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.serialise import BlockCache, prefix_hashes
 
 BROKEN_SHARE = 0.5  # a call "breaks" the cache when it reads less than half of what its chain sent last time
-BREAK_REASONS = ("first call", "ttl expiry", "host compaction", "lcm compaction", "prefix change")
+BREAK_REASONS = ("first call", "ttl expiry", "host compaction", "lcm compaction", "settings change", "prefix change")
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,12 @@ def build_prompt(request: Request, calibration: Calibration, blocks: BlockCache,
     return Prompt(request.time_ms, tokens, digests, breakpoints=(0, len(tokens) - 1) if len(tokens) > 1 else (0,))
 
 
-def _break_reason(request: Request, usage_read: int, previous_total: int | None, gap_s: float | None, ttl_s: float) -> str | None:
-    if previous_total is None:
+def _break_reason(
+    request: Request, usage_read: int, previous: tuple[int, str] | None, gap_s: float | None, ttl_s: float
+) -> str | None:
+    if previous is None:
         return "first call"
+    previous_total, previous_settings = previous
     if usage_read >= BROKEN_SHARE * previous_total:
         return None
     if gap_s is not None and gap_s > ttl_s:
@@ -126,6 +129,8 @@ def _break_reason(request: Request, usage_read: int, previous_total: int | None,
         return "host compaction"
     if request.compacted:
         return "lcm compaction"
+    if request.settings != previous_settings:
+        return "settings change"
     return "prefix change"
 
 
@@ -143,7 +148,7 @@ def simulate(
     miss_rate = calibration.turn_start_miss_rate
     cache = PromptCache(rules)
     blocks = BlockCache()
-    previous: dict[str, int] = {}
+    previous: dict[str, tuple[int, str]] = {}
     out: list[CallCost] = []
     for index, request in enumerate(requests):
         prompt = build_prompt(request, calibration, blocks, strip_old_thinking=strip)
@@ -151,9 +156,10 @@ def simulate(
         if request.turn_start and usage.read and miss_rate:
             lost_read = round(usage.read * miss_rate)  # expected re-write of an unexplained miss
             usage = replace(usage, read=usage.read - lost_read, write=usage.write + lost_read)
-        reason = _break_reason(request, usage.read, previous.get(request.agent), usage.gap_s, rules.ttl_s)
-        lost = max(previous.get(request.agent, 0) - usage.read, 0) if reason and reason != "first call" else 0
-        previous[request.agent] = prompt.total
+        before = previous.get(request.agent)
+        reason = _break_reason(request, usage.read, before, usage.gap_s, rules.ttl_s)
+        lost = max(before[0] - usage.read, 0) if before and reason else 0
+        previous[request.agent] = (prompt.total, request.settings)
         dollars = prices.dollars(read=usage.read, write=usage.write, uncached=usage.uncached, output=request.output_tokens, write_1h=usage.write_1h)
         out.append(
             CallCost(

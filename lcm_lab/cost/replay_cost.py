@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from lcm_lab.cost.model import Calibration, CallCost, Request, simulate
 from lcm_lab.cost.prices import Prices
-from lcm_lab.cost.validate import calibrate_on_calls, host_requests
+from lcm_lab.cost.validate import billable, calibrate_on_calls, host_requests
 from lcm_lab.engine.turns import split_turns
 from lcm_lab.engine.types import Conversation, SentContext, TurnRecord
 from lcm_lab.host.recorded import SETTINGS_ENTRIES, in_context, is_call, recorded_calls, request_ms
@@ -166,9 +166,9 @@ def reference_costs(
 ) -> dict[str, SessionCost]:
     """The session priced with no compaction at all, and as the recorded host sent it (with ``events``)."""
     out: dict[str, SessionCost] = {}
-    full = [c for c in recorded_calls(conversation) if c.has_usage or c.usage is None]
+    full = [c for _, c in billable(recorded_calls(conversation))]
     out["no_compaction"] = SessionCost(simulate(host_requests(full), calibration, prices), prices, calibration, 0, 0.0, 0)
     if events is not None:
-        host = [c for c in recorded_calls(conversation, events) if c.has_usage or c.usage is None]
+        host = [c for _, c in billable(recorded_calls(conversation, events))]
         out["recorded_host"] = SessionCost(simulate(host_requests(host), calibration, prices), prices, calibration, 0, 0.0, 0)
     return out

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from lcm_lab.cost.model import Calibration
 from lcm_lab.cost.prices import Prices
@@ -17,7 +18,7 @@ from lcm_lab.cost.replay_cost import (
     reference_costs,
     session_cost,
 )
-from lcm_lab.cost.validate import session_model
+from lcm_lab.cost.validate import Validation, session_model, validate_recorded
 from lcm_lab.host.recorded import recorded_calls
 from lcm_lab.io.model import RecordedEvent
 from lcm_lab.metrics.base import Score
@@ -35,6 +36,31 @@ def resolve_prices(run: ReplayLike, main_model: str | None, prices: Prices | Non
     from lcm_lab.cost.litellm_prices import load_prices  # lazy: litellm is slow to import
 
     return load_prices(main_model or session_model(recorded_calls(run.conversation)))
+
+
+def price_replay(
+    run: ReplayLike,
+    main_model: str | None = None,
+    *,
+    prices: Prices | None = None,
+    calibration: Calibration | None = None,
+    events: Sequence[RecordedEvent] | None = None,
+) -> tuple[SessionCost, dict[str, SessionCost]]:
+    """The priced calls of ``run`` and its references (``no_compaction``, ``recorded_host`` when
+    ``events`` are given), calibrated on the transcript's first 10% of recorded calls."""
+    prices = resolve_prices(run, main_model, prices)
+    calibration = calibration or calibrate_conversation(run.conversation, prices, events)
+    return session_cost(run, prices, calibration), reference_costs(run.conversation, prices, calibration, events)
+
+
+def validate_transcript(path: str | Path, main_model: str | None = None) -> Validation:
+    """Validate the cache model on a transcript's recorded usage (all its conversations)."""
+    from lcm_lab.cost.litellm_prices import load_prices
+    from lcm_lab.host.recorded import recorded_session_calls
+    from lcm_lab.io.transcripts import read_transcript
+
+    calls = recorded_session_calls(read_transcript(path).conversations)
+    return validate_recorded(calls, load_prices(main_model or session_model(calls)), session=Path(path).name)
 
 
 def _relative(value: float | None, reference: float | None) -> float | None:
@@ -56,10 +82,7 @@ def cost_scores(
     way — ``ceiling`` = no compaction at all, ``floor`` = the recorded host (when ``events``, the
     transcript's compaction records, are given; otherwise ``None``) — and the ratios to them.
     """
-    prices = resolve_prices(run, main_model, prices)
-    calibration = calibration or calibrate_conversation(run.conversation, prices, events)
-    cost = session_cost(run, prices, calibration)
-    refs = reference_costs(run.conversation, prices, calibration, events)
+    cost, refs = price_replay(run, main_model, prices=prices, calibration=calibration, events=events)
     return scores_from_costs(cost, refs, run_id=run_id or getattr(run, "run_id", None) or "")
 
 

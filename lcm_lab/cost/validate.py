@@ -87,6 +87,20 @@ def session_model(calls: Sequence[HostCall]) -> str:
     return models.most_common(1)[0][0]
 
 
+def billable(calls: Sequence[HostCall]) -> list[tuple[int, HostCall]]:
+    """``(position, call)`` of the calls the provider processed (usage recorded, or no usage
+    field at all); a skipped call's host-compaction mark moves to the next kept call."""
+    out: list[tuple[int, HostCall]] = []
+    pending = False
+    for i, call in enumerate(calls):
+        if call.usage is not None and not call.has_usage:
+            pending = pending or call.host_compaction
+            continue
+        out.append((i, replace(call, host_compaction=True) if pending else call))
+        pending = False
+    return out
+
+
 def host_requests(calls: Sequence[HostCall]) -> list[Request]:
     """Requests of the recorded host's calls (recorded output tokens carried along)."""
     out = []
@@ -144,7 +158,7 @@ def validate_recorded(calls: Sequence[HostCall], prices: Prices, *, session: str
     """Calibrate on the first 10% of ``calls``, freeze, and compare the rest with recorded usage."""
     window = calibration_window(len(calls))
     calibration = calibrate_on_calls(calls, prices)
-    used = [(i, c) for i, c in enumerate(calls) if c.has_usage]
+    used = billable(calls)
     predicted = simulate(host_requests([c for _, c in used]), calibration, prices)
     recorded = tuple(recorded_usage(c, prices) for _, c in used)
     held = tuple(i >= window for i, _ in used)
