@@ -24,7 +24,7 @@ from lcm_lab.cost.cache import CacheRules, Prompt, PromptCache, anthropic_keeps_
 from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.serialise import BlockCache, prefix_hashes
 
-BROKEN_SHARE = 0.5  # a call "breaks" the cache when it reads less than half of what its chain sent last time
+BROKEN_SHARE = 0.2  # a call "breaks" the cache when it cannot read 20% or more of what its chain sent last time
 BREAK_REASONS = ("first call", "ttl expiry", "host compaction", "lcm compaction", "settings change", "prefix change")
 
 
@@ -121,7 +121,7 @@ def _break_reason(
     if previous is None:
         return "first call"
     previous_total, previous_settings = previous
-    if usage_read >= BROKEN_SHARE * previous_total:
+    if previous_total - usage_read < BROKEN_SHARE * previous_total:
         return None
     if gap_s is not None and gap_s > ttl_s:
         return "ttl expiry"
