@@ -15,7 +15,7 @@ from typing import Any
 
 from lcm_lab.engine.blocks import RuntimeRole, content_from_parts, parse_sender_metadata
 from lcm_lab.engine.jsjson import UNDEFINED, js_parse, js_stringify
-from lcm_lab.engine.jsstr import js_trim, js_trim_end, js_trim_start
+from lcm_lab.engine.jsstr import JS_WHITESPACE, js_trim, js_trim_start
 from lcm_lab.engine.timefmt import format_header_time
 from lcm_lab.engine.types import StoredMessage, StoredPart, Summary
 
@@ -72,14 +72,21 @@ def _looks_like_binary(value: str) -> bool:
     return not _PROSE_PUNCTUATION.search(trimmed)
 
 
+def _maybe_media_line(trimmed: str) -> bool:
+    # Cheap pre-test: only lines this long (base64 runs) or with these prefixes can be media.
+    return len(trimmed) >= 256 or trimmed.startswith("MEDIA:/") or trimmed[:5].lower() == "data:"
+
+
 def strip_embedded_media(content: str) -> str:
     """Drop data URLs, ``MEDIA:/`` lines, base64-looking lines and blank lines."""
     without_urls = _DATA_URL.sub("[embedded media omitted]", content)
     kept = []
     for line in _LINE_SPLIT.split(without_urls):
-        line = js_trim_end(line)
-        trimmed = js_trim(line)
-        if not trimmed or _MEDIA_PATH.match(trimmed) or _looks_like_binary(trimmed):
+        line = line.rstrip(JS_WHITESPACE)
+        if not line:
+            continue
+        trimmed = line.lstrip(JS_WHITESPACE)
+        if _maybe_media_line(trimmed) and (_MEDIA_PATH.match(trimmed) or _looks_like_binary(trimmed)):
             continue
         kept.append(line)
     return js_trim("\n".join(kept))
