@@ -41,7 +41,9 @@ class ReplayLike(Protocol):
 @dataclass(frozen=True)
 class SessionCost:
     """Priced calls of one replay and its session totals (``summarizer_usd`` from the ledger's
-    per-call costs; ``unpriced_summarizer_calls`` had none, e.g. the offline summarizer)."""
+    per-call costs; ``unpriced_summarizer_calls`` had none; ``cached_summarizer_calls`` were
+    answered from the ledger's cache, which bills them at $0 — rerun with ``--cache off`` or a
+    fresh store to see what they cost the first time)."""
 
     calls: tuple[CallCost, ...]
     prices: Prices
@@ -49,6 +51,7 @@ class SessionCost:
     summarizer_calls: int
     summarizer_usd: float
     unpriced_summarizer_calls: int
+    cached_summarizer_calls: int = 0
 
     @property
     def main_usd(self) -> float:
@@ -76,6 +79,7 @@ class SessionCost:
             "summarizer_calls": self.summarizer_calls,
             "summarizer_usd": self.summarizer_usd,
             "unpriced_summarizer_calls": self.unpriced_summarizer_calls,
+            "cached_summarizer_calls": self.cached_summarizer_calls,
             "total_usd": self.total_usd,
             "cache_hit_rate": self.cache_hit_rate,
             "main_model": self.prices.model,
@@ -132,10 +136,10 @@ def _failed_unbilled(message: Mapping[str, Any]) -> bool:
     return isinstance(usage, Mapping) and not any(usage.get(k) for k in ("input", "cacheRead", "cacheWrite"))
 
 
-def _summarizer(turns: Iterable[TurnRecord]) -> tuple[int, float, int]:
+def _summarizer(turns: Iterable[TurnRecord]) -> tuple[int, float, int, int]:
     calls = [call for turn in turns for call in turn.calls]
     priced = [c.cost_usd for c in calls if c.cost_usd is not None]
-    return len(calls), float(sum(priced)), len(calls) - len(priced)
+    return len(calls), float(sum(priced)), len(calls) - len(priced), sum(1 for c in calls if c.cached)
 
 
 def calibrate_conversation(conversation: Conversation, prices: Prices, events: Sequence[RecordedEvent] | None = None) -> Calibration:
@@ -157,8 +161,8 @@ def calibrate_conversation(conversation: Conversation, prices: Prices, events: S
 def session_cost(run: ReplayLike, prices: Prices, calibration: Calibration) -> SessionCost:
     """Price a replay's main-model calls and add its summarizer calls."""
     calls = simulate(replay_requests(run), calibration, prices)
-    n, usd, unpriced = _summarizer(run.turns)
-    return SessionCost(calls, prices, calibration, n, usd, unpriced)
+    n, usd, unpriced, cached = _summarizer(run.turns)
+    return SessionCost(calls, prices, calibration, n, usd, unpriced, cached)
 
 
 def reference_costs(
