@@ -112,3 +112,16 @@ def test_block_cache_drops_earlier_turns_thinking_only_when_asked() -> None:
     blocks = BlockCache()
     assert len(blocks.request(messages)) == 4
     assert len(blocks.request(messages, strip_old_thinking=True)) == 3
+
+
+def test_the_cache_model_core_imports_neither_litellm_nor_duckdb() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, lcm_lab.cost.cache, lcm_lab.cost.model, lcm_lab.cost.serialise, lcm_lab.cost.prices, "
+        "lcm_lab.cost.calibrate, lcm_lab.cost.validate, lcm_lab.cost.replay_cost, lcm_lab.host.recorded; "
+        "print(sorted(m for m in ('litellm', 'duckdb') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
