@@ -98,3 +98,18 @@ def test_report_has_a_cost_section(run: object) -> None:
     cost, refs = price_replay(run, prices=PRICES, calibration=CAL, events=[RecordedEvent("x", None, None, None, None)])
     html = report(run, costs={"LCM 4k": cost, "no compaction": refs["no_compaction"]})
     assert "What it costs" in html and "What broke the cache (LCM 4k)" in html and "no compaction" in html
+
+
+def test_cost_explorer_follows_the_dropdown(run: object) -> None:
+    from lcm_lab.widgets import CostExplorer
+
+    cost, refs = price_replay(run, prices=PRICES, calibration=CAL)
+    explorer = CostExplorer({"LCM 4k": cost, "no compaction": refs["no_compaction"]})
+    before = (explorer.summary.value, explorer.table.value, explorer.figure.layout.title.text)
+    assert "ttl expiry" in explorer.table.value
+    explorer.pick.value = "no compaction"
+    assert explorer.selected == "no compaction"
+    after = (explorer.summary.value, explorer.table.value, explorer.figure.layout.title.text)
+    assert after != before and after[2].startswith("no compaction")
+    with pytest.raises(ValueError, match="at least one"):
+        CostExplorer({})
