@@ -148,18 +148,24 @@ def js_stringify(value: Any) -> str:
 
 # Output of Python's C encoder that may differ from JavaScript's: floats with a ``.0`` or in
 # exponent form, integers beyond 2**53, integer-like object keys (JavaScript moves them first),
-# lone surrogates. The patterns lead with literals so they scan at C speed; a match inside a
-# string value is a harmless false alarm (the exact writer runs).
-_FLOAT_FORMS = re.compile(r"\d\.0[,}\]]|\de[+-]\d")
-_BIG_INT = re.compile(r":-?\d{16}|,-?\d{16}|\[-?\d{16}")
-_INDEX_KEY = re.compile(r'"\d+":')
+# lone surrogates. Each pattern leads with a literal so the C scanner skips ahead; a match inside
+# a string value is a harmless false alarm (the exact writer runs).
+_DIFFERING_FORMS = tuple(
+    re.compile(p)
+    for p in (
+        r"\.0[,}\]]",  # 1.0 (JavaScript: 1)
+        r"e[+-]\d",  # 1e-07, 1e+16 (JavaScript: 1e-7, 10000000000000000)
+        r":-?\d{16}",  # integers beyond 2**53 (JavaScript rounds them to a double)
+        r",-?\d{16}",
+        r"\[-?\d{16}",
+        r'"\d+":',  # integer-like keys (JavaScript orders them first)
+    )
+)
 _INDEX_KEY_SPACED = re.compile(r'"\d+"\s*:')
 
 
 def _js_would_differ(text: str) -> bool:
-    if (".0" in text or "e+" in text or "e-" in text) and _FLOAT_FORMS.search(text):
-        return True
-    if _BIG_INT.search(text) or _INDEX_KEY.search(text):
+    if any(p.search(text) for p in _DIFFERING_FORMS):
         return True
     if text.isascii():
         return False
