@@ -99,12 +99,17 @@ def replay_requests(run: ReplayLike) -> list[Request]:
         raise ValueError(f"the replay has {len(run.turns)} turns but its transcript splits into {len(turns)}")
     out: list[Request] = []
     epoch, last_ms = 0, None
+    seen: set[object] = set()
     for k, turn in enumerate(turns):
         sent = run.sent(k)
         base = tuple(sent.messages)
         own: list[Mapping[str, Any]] = []
         skip_prompt = sent.prompt is not None
-        compacted = k > 0 and run.turns[k - 1].compacted
+        # A compaction (inline, drained after a turn, or an emergency drain in this very call)
+        # shows as a summary the previous call did not see.
+        summaries = {item.ref for item in sent.items if item.kind == "summary"}
+        compacted = bool(summaries - seen)
+        seen = summaries
         first = True
         for entry in turn.entries:
             epoch += entry.type in SETTINGS_ENTRIES
