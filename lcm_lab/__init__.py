@@ -37,6 +37,10 @@ _EXPORTS = {
     "run_strategy": "lcm_lab.strategies",
     "load_strategy_run": "lcm_lab.store.replays",
     "strategy_scores": "lcm_lab.metrics.strategies",
+    "recorded_calls": "lcm_lab.host",
+    "cost_scores": "lcm_lab.cost.scores",
+    "price_replay": "lcm_lab.cost.scores",
+    "validate_transcript": "lcm_lab.cost.scores",
 }
 
 __all__ = sorted(_EXPORTS)

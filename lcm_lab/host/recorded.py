@@ -17,7 +17,8 @@ host's context at that moment, which this module rebuilds with the host's rules
 Assistant messages that failed or were aborted (``stopReason`` ``error``/``aborted``) are calls
 (they may carry usage) but do not stay in the context afterwards, as pi drops them when it
 builds the next request. Gateway-injected assistant messages (``provider == "openclaw"``) are
-no calls at all. Only message dicts are returned: the system prompt and tool schemas are not in
+no calls at all. ``thinking_level_change`` and ``model_change`` entries advance
+``settings_epoch`` (changing thinking parameters invalidates the provider's message cache). Only message dicts are returned: the system prompt and tool schemas are not in
 transcripts (the cost model calibrates their size, :mod:`lcm_lab.cost.calibrate`).
 
 >>> from lcm_lab.engine.types import Conversation, InputEntry
@@ -45,6 +46,7 @@ from lcm_lab.io.model import LoadedConversation, RecordedEvent
 
 CONTEXT_ROLES = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 FAILED_STOP_REASONS = frozenset({"error", "aborted"})
+SETTINGS_ENTRIES = frozenset({"thinking_level_change", "model_change"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class HostCall:
     chain: str
     host_compaction: bool = False
     agent: str = "main"  # "main", or "sidechain" for a sub-agent's own context and system prompt
+    settings_epoch: int = 0  # thinking-level / model changes so far (a change invalidates the message cache)
+    turn_start: bool = False  # the first call after a user message
 
     @property
     def recorded_prompt_tokens(self) -> int | None:
@@ -105,7 +109,8 @@ def iso_ms(value: str | None) -> int | None:
         return None
 
 
-def _request_ms(message: Mapping[str, Any], previous_ms: int | None, entry: InputEntry) -> int | None:
+def request_ms(message: Mapping[str, Any], previous_ms: int | None, entry: InputEntry) -> int | None:
+    """When the call that produced assistant ``message`` was sent (epoch ms)."""
     # pi stamps an assistant message when the request starts; the envelope time is its end.
     stamp = message.get("timestamp")
     if isinstance(stamp, int | float) and not isinstance(stamp, bool):
@@ -113,7 +118,8 @@ def _request_ms(message: Mapping[str, Any], previous_ms: int | None, entry: Inpu
     return previous_ms if previous_ms is not None else iso_ms(entry.timestamp)
 
 
-def _in_context(message: Mapping[str, Any]) -> bool:
+def in_context(message: Mapping[str, Any]) -> bool:
+    """True when the host sends ``message`` to the model on later calls."""
     role = message.get("role")
     if role not in CONTEXT_ROLES:
         return False
@@ -122,7 +128,8 @@ def _in_context(message: Mapping[str, Any]) -> bool:
     return not (role == "assistant" and message.get("stopReason") in FAILED_STOP_REASONS)
 
 
-def _is_call(message: Mapping[str, Any]) -> bool:
+def is_call(message: Mapping[str, Any]) -> bool:
+    """True for an assistant message a model call produced (not a gateway-injected one)."""
     return message.get("role") == "assistant" and message.get("provider") != "openclaw"
 
 
@@ -148,7 +155,7 @@ class _Context:
                     "which is not on the transcript's path before it; the file is inconsistent"
                 )
             start = ids.index(event.first_kept_entry_id)
-            kept = [message for _, message in self.history[start:] if _in_context(message)]
+            kept = [message for _, message in self.history[start:] if in_context(message)]
         self.messages = [summary, *kept]
 
     def clear(self) -> None:
@@ -170,7 +177,11 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
     last_ms: int | None = None
     compacted = False
     agent = "sidechain" if conversation.meta.get("sidechain") else "main"
+    epoch = 0
+    turn_start = False
     for entry in conversation.entries:
+        if entry.type in SETTINGS_ENTRIES:
+            epoch += 1
         entry_ms = iso_ms(entry.timestamp)
         event = by_line.get(entry.line)
         if event is not None:
@@ -189,7 +200,8 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
             continue
         if message.get("role") == "user":
             users += 1
-        if _is_call(message):
+            turn_start = True
+        if is_call(message):
             usage = message.get("usage")
             calls.append(
                 HostCall(
@@ -197,7 +209,7 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
                     line=entry.line,
                     entry_id=entry.entry_id,
                     turn=max(users - 1, 0),
-                    timestamp_ms=_request_ms(message, last_ms, entry),
+                    timestamp_ms=request_ms(message, last_ms, entry),
                     messages=tuple(context.messages),
                     response=message,
                     usage=usage if isinstance(usage, Mapping) else None,
@@ -206,10 +218,13 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
                     chain=conversation.session_id,
                     host_compaction=compacted,
                     agent=agent,
+                    settings_epoch=epoch,
+                    turn_start=turn_start,
                 )
             )
             compacted = False
-        if _in_context(message):
+            turn_start = False
+        if in_context(message):
             context.append(entry.entry_id, message)
         stamp = message.get("timestamp")
         last_ms = int(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) else (entry_ms or last_ms)

@@ -67,6 +67,23 @@ PAGE = """<!DOCTYPE html>
 </section>
 {% endif %}
 
+{% if cost %}
+<section id="cost">
+  <h2>What it costs</h2>
+  <p class="note">Main model {{ cost.model }}, priced per API call through the provider's prompt cache (docs/cost.md).</p>
+  <table>
+    <thead><tr>{% for c in cost.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in cost.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+  {{ cost.figure }}
+  <h3>What broke the cache ({{ cost.focus }})</h3>
+  <table>
+    <thead><tr><th>reason</th><th>calls</th><th>tokens sent again</th><th>extra $</th></tr></thead>
+    <tbody>{% for row in cost.breaks %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+</section>
+{% endif %}
+
 {% for run in runs %}
 <section id="{{ run.anchor }}">
   <h2>{{ run.label }}</h2>

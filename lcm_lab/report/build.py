@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -191,6 +191,7 @@ def report(
     scores: pd.DataFrame | None = None,
     max_summaries: int = 300,
     qa_items: Any = None,
+    costs: Mapping[str, Any] | None = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
@@ -198,9 +199,12 @@ def report(
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
     summary table (the DAG always shows every summary, binned above a few thousand). Runs of
     other context strategies (``lcm_lab.strategies``) add a strategies section scored on the same
-    footing (``qa_items``: LoCoMo QA for it); only LCM runs get a per-run DAG section.
+    footing (``qa_items``: LoCoMo QA for it); only LCM runs get a per-run DAG section. ``costs``
+    (``label -> SessionCost``, e.g. from :func:`lcm_lab.price_replay`) adds "What it costs".
     """
     import plotly.offline
+
+    from lcm_lab.report.cost_section import cost_section
 
     everything = [replays] if not isinstance(replays, Sequence) else list(replays)
     if not everything:
@@ -226,6 +230,7 @@ def report(
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
         strategies=strategies,
         scores=_scores_section(scores, by_run_id) if scores is not None and not scores.empty else None,
+        cost=cost_section(costs or {}),
     )
 
 
@@ -245,7 +250,7 @@ def write_report(
     """Write the report of replays (or run ids saved in the lab store) to ``path``; returns the path.
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
-    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``).
+    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``).
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)
