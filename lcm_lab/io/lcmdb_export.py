@@ -119,7 +119,7 @@ def _write(con: sqlite3.Connection, run: Replay) -> ExportResult:
         for p in m.parts:
             con.execute(
                 f"INSERT INTO message_parts ({', '.join(_PART_COLUMNS)}) VALUES ({', '.join('?' for _ in _PART_COLUMNS)})",
-                (p.part_id or str(uuid.uuid4()), index, conv.session_id, p.part_type, p.ordinal, p.text_content,
+                (p.part_id or _part_id(conv.session_id, m.seq, p.ordinal), index, conv.session_id, p.part_type, p.ordinal, p.text_content,
                  p.tool_call_id, p.tool_name, p.tool_input, p.tool_output, p.metadata),
             )  # fmt: skip
             parts += 1
@@ -163,6 +163,11 @@ def _write(con: sqlite3.Connection, run: Replay) -> ExportResult:
              NO_PAYLOAD_URI.format(file_id=f.file_id), f.exploration_summary, now),
         )  # fmt: skip
     return ExportResult(Path(), len(run.messages), parts, len(run.summaries), len(context), len(run.large_files), fts)
+
+
+def _part_id(session_id: str, seq: int, ordinal: int) -> str:
+    """A UUID like the plugin's, but derived from the part's place (same run, same file)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"lcm-lab:{session_id}:{seq}:{ordinal}"))
 
 
 def _json_list(values: tuple[str, ...]) -> str:

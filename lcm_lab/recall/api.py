@@ -182,10 +182,10 @@ def _file_position(content: str, pos: int, matched: str) -> tuple[int, int, str]
 
 
 def _opt_int(value: Any) -> int | None:
+    if value is None or value != value:  # None or NaN (pandas)
+        return None
     try:
-        import pandas as pd
-
-        return None if value is None or pd.isna(value) else int(value)
+        return int(value)
     except (TypeError, ValueError):
         return None
 
@@ -197,6 +197,7 @@ class Recall:
         self.store = store
         self.target = target
         self.info = ix.target_info(store, target)
+        self._family = ix.family_targets(store, target)
 
     def __repr__(self) -> str:
         return f"Recall({self.target!r}, docs={self.info['docs']})"
@@ -209,7 +210,7 @@ class Recall:
             return [ix.index_conversation(self.store, conversation_id)]
         if all_conversations:
             return ix.all_targets(self.store)
-        return ix.family_targets(self.store, self.target)
+        return list(self._family)
 
     # -- lcm_grep -------------------------------------------------------------------------------
 
@@ -252,16 +253,16 @@ class Recall:
                 re.compile(pattern)
             except re.error as exc:
                 raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
-            frame, total = ix.search(self.store, targets, doc_types=_SCOPES[scope], regex=pattern, since=since,
+            rows, total = ix.search(self.store, targets, doc_types=_SCOPES[scope], regex=pattern, since=since,
                                      before=before, sort=sort, limit=int(limit))  # fmt: skip
         else:
             query = parse_full_text(pattern)
             terms = query.terms
-            frame, total = ix.search(
+            rows, total = ix.search(
                 self.store, targets, doc_types=_SCOPES[scope], fts_query=query.text, phrase_patterns=query.phrase_patterns,
                 since=since, before=before, sort=sort, limit=int(limit), conjunctive=not any_term,
             )  # fmt: skip
-        matches = tuple(self._match(row, mode, pattern, terms) for row in frame.to_dict("records"))
+        matches = tuple(self._match(row, mode, pattern, terms) for row in rows)
         params = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort, "limit": int(limit),
                   "since": since, "before": before, "targets": targets}  # fmt: skip
         notes = []
@@ -471,7 +472,9 @@ def recall(source: Replay | str | int, store: LabStore | None = None, *, refresh
     if isinstance(source, int):
         if store is None:
             raise ValueError("recall(conversation_id) needs the lab store the conversation was loaded into")
-        return Recall(store, ix.index_conversation(store, source, refresh=refresh))
+        for member in ix.family_conversation_ids(store, source):  # the default scope is the whole family
+            ix.index_conversation(store, member, refresh=refresh)
+        return Recall(store, ix.index_conversation(store, source))
     if isinstance(source, str):
         if store is None:
             raise ValueError("recall(run_id) needs the lab store the run was saved in")

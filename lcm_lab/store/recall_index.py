@@ -83,6 +83,17 @@ def conversation_family(store: LabStore, conversation_id: int) -> str:
     return f"{row[0][0]}:{row[0][1]}"
 
 
+def family_conversation_ids(store: LabStore, conversation_id: int) -> list[int]:
+    """Loaded conversations in the session family of ``conversation_id`` (itself included)."""
+    family = conversation_family(store, conversation_id)
+    rows = store.fetch_all(
+        "SELECT conversation_id FROM conversations WHERE source_id || ':' ||"
+        " coalesce(session_key, session_id, CAST(conversation_id AS VARCHAR)) = ? ORDER BY conversation_id",
+        [family],
+    )
+    return [int(r[0]) for r in rows]
+
+
 def index_conversation(store: LabStore, conversation_id: int, *, refresh: bool = False) -> str:
     """Index a loaded conversation (all in SQL, so a 500k-message store indexes in seconds)."""
     target = f"conversation:{conversation_id}"
@@ -255,8 +266,8 @@ def search(
     limit: int = 50,
     hybrid_weight: float = 0.7,
     conjunctive: bool = True,
-) -> tuple[pd.DataFrame, int]:
-    """Matching documents (at most ``limit``, in ``sort`` order) and the total number of matches.
+) -> tuple[list[dict[str, Any]], int]:
+    """Matching documents as dicts (at most ``limit``, in ``sort`` order) and the total number of matches.
 
     Exactly one of ``regex`` (RE2, case-sensitive unless ``(?i)``) and ``fts_query`` (BM25 over
     stemmed terms, every term required) is given; ``phrase_patterns`` are extra RE2 filters
@@ -265,7 +276,7 @@ def search(
     with recency normalised over the matches' time span.
     """
     if not targets:
-        return pd.DataFrame(columns=[*_DOC_COLUMNS, "relevance", "match_pos"]), 0
+        return [], 0
     params: list[Any] = []
     where = [f"target IN ({', '.join('?' for _ in targets)})", f"doc_type IN ({', '.join('?' for _ in doc_types)})"]
     params += [*targets, *doc_types]
@@ -312,9 +323,10 @@ def search(
         )
         SELECT * FROM scored ORDER BY {order} LIMIT ?
     """
-    frame = store.fetch_df(sql, [*select_params, *params, hybrid_weight, hybrid_weight, limit])
-    total = int(frame["total"].iloc[0]) if len(frame) else 0
-    return frame.drop(columns=["total"]), total
+    cursor = store.execute(sql, [*select_params, *params, hybrid_weight, hybrid_weight, limit])
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return rows, int(rows[0]["total"]) if rows else 0
 
 
 def documents(store: LabStore, targets: Sequence[str], doc_id: str, doc_types: Sequence[str] = ("summary", "file")) -> pd.DataFrame:
