@@ -8,8 +8,8 @@ are refused with an error saying to use ``mode="regex"`` — never silently rein
 >>> q = parse_full_text('deploy "blue green" AND rollback')
 >>> q.terms, q.phrases
 (('blue', 'green', 'deploy', 'rollback'), (('blue', 'green'),))
->>> q.phrase_patterns[0]
-'(?i)(?:^|[^a-z0-9])blue[^a-z0-9]+green(?:[^a-z0-9]|$)'
+>>> print(q.phrase_patterns[0])
+(?i)(?:^|[^\\p{L}\\p{N}])blue[^\\p{L}\\p{N}]+green(?:[^\\p{L}\\p{N}]|$)
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-_WORD = re.compile(r"[A-Za-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")
 _QUOTED = re.compile(r'"([^"]*)"')
 _REFUSED = re.compile(r"(\bOR\b|\bNOT\b|\bNEAR\b|[*^{}:()+-])")
 
@@ -39,17 +39,17 @@ class FullTextQuery(NamedTuple):
     def phrase_patterns(self) -> tuple[str, ...]:
         """One RE2 pattern per phrase of two or more words."""
         return tuple(
-            "(?i)(?:^|[^a-z0-9])" + "[^a-z0-9]+".join(re.escape(w) for w in phrase) + "(?:[^a-z0-9]|$)"
+            r"(?i)(?:^|[^\p{L}\p{N}])" + r"[^\p{L}\p{N}]+".join(re.escape(w) for w in phrase) + r"(?:[^\p{L}\p{N}]|$)"
             for phrase in self.phrases
             if len(phrase) > 1
         )
 
 
 def terms_of(text: str) -> list[str]:
-    """Lower-cased letter/digit words of ``text`` (FTS5 unicode61 tokens, ASCII).
+    """Lower-cased runs of letters and digits of ``text`` (FTS5 unicode61 tokens).
 
-    >>> terms_of("Where's the DB-host? db01")
-    ['where', 's', 'the', 'db', 'host', 'db01']
+    >>> terms_of("Where's the DB-host? db01 テスト")
+    ['where', 's', 'the', 'db', 'host', 'db01', 'テスト']
     """
     return [w.lower() for w in _WORD.findall(text)]
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.engine.tokens import estimate_tokens
@@ -133,13 +133,14 @@ def lost_items(
             items.append(LostItem("fact", f"{fact.kind}:{fact.key}", prompt, cue, (fact.seq,), fact=fact))
     if qa_items:
         seq_of = dialogue_seqs(run.conversation, run.messages)
-        visible = " ".join(_visible_texts(run, seqs, sids))
-        visible_tokens = answer_tokens(visible)
+        visible_tokens = answer_tokens(" ".join(_visible_texts(run, seqs, sids)))
+        history_tokens = answer_tokens(" ".join(message_text(m) for m in run.messages))
         for qa in qa_items:
             if qa.category == 5 or not qa.answer or not answer_tokens(qa.answer):
                 continue
             gold = tuple(answer_tokens(qa.answer))
-            if best_window_f1(list(gold), visible_tokens) >= 1.0:
+            # An answer never written verbatim in the history cannot be judged by containment: not "lost".
+            if best_window_f1(list(gold), history_tokens) < 1.0 or best_window_f1(list(gold), visible_tokens) >= 1.0:
                 continue
             evidence = tuple(sorted(seq_of[e] for e in qa.evidence if e in seq_of))
             cue = " ".join(_content_words(qa.question, 6))
@@ -206,6 +207,7 @@ class RecoverabilityReport:
     attempts: tuple[Attempt, ...]
     footer: dict[str, Any]
     answerer: str
+    base: FactBase | None = field(default=None, repr=False)  # reusable for other runs of the same conversation (``facts=``)
     lost: int = 0  # lost items found (before sampling)
     sampled: int = 0  # lost items attempted
 
@@ -317,6 +319,15 @@ def _leaf_seqs(run: Replay, summary_id: str) -> list[int]:
     return out
 
 
+def _fact_base(run: Replay, shared: FactBase | None) -> FactBase:
+    """``shared`` with this run's summaries indexed (its facts come from the same messages), or a new base."""
+    if shared is None:
+        return FactBase.build(Dag.from_replay(run))
+    if set(shared.facts_by_seq) != {m.seq for m in run.messages if m.role != "system"}:
+        raise ValueError("facts= must come from a run of the same conversation (its messages differ)")
+    return replace(shared, summary_index=TextIndex((s.summary_id, s.content) for s in run.summaries))
+
+
 def score_recoverability(
     run: Replay,
     *,
@@ -327,13 +338,15 @@ def score_recoverability(
     max_items: int | None = None,
     max_expand_tokens: int = 4000,
     seed: int = 0,
+    facts: FactBase | None = None,
 ) -> RecoverabilityReport:
     """Recoverability of ``run``'s lost facts and QA answers (see module docstring).
 
-    ``max_items`` samples that many lost items of each kind (seeded) to bound the cost.
+    ``max_items`` samples that many lost items of each kind (seeded) to bound the cost. ``facts``
+    reuses the fact base of another run of the same conversation (fact extraction is the slow part).
     """
     rec = rec or recall(run)
-    base = FactBase.build(Dag.from_replay(run))
+    base = _fact_base(run, facts)
     items = lost_items(run, qa_items, budget=budget, base=base)
     rng = random.Random(seed)
     items_all = items
@@ -344,16 +357,12 @@ def score_recoverability(
             items.extend(sorted(rng.sample(of_kind, max_items), key=lambda i: i.item_id) if len(of_kind) > max_items else of_kind)
     all_ids = [s.summary_id for s in run.summaries]
     attempts = []
-    history = answer_tokens(" ".join(message_text(m) for m in run.messages)) if qa_items else []
     for item in items:
         oracle_ids = _covering(run, item.source_seqs)
         chance_ids = rng.sample(all_ids, min(len(all_ids), max(1, len(oracle_ids)))) if all_ids else []
-        in_history = (
-            bool(base.message_index.containing(item.fact)) if item.fact is not None
-            else best_window_f1(list(item.gold), history) >= 1.0
-        )  # fmt: skip
+        in_history = item.fact is None or bool(base.message_index.containing(item.fact))
         attempts.append(attempt(rec, item, answerer=answerer, max_expand_tokens=max_expand_tokens,
                                 oracle_ids=oracle_ids, chance_ids=chance_ids, in_history=in_history))  # fmt: skip
     label = getattr(answerer, "label", "offline-quote") if answerer is not None else "offline-quote"
     footer = footer_scores(run, budget=budget, base=base)
-    return RecoverabilityReport(run.run_id or rec.target, tuple(attempts), footer, label, len(items_all), len(items))
+    return RecoverabilityReport(run.run_id or rec.target, tuple(attempts), footer, label, base, len(items_all), len(items))

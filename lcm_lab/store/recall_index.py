@@ -27,9 +27,9 @@ import pandas as pd
 from lcm_lab.store.core import LabStore
 
 FILE_SCAN_BYTES = 512_000  # the plugin searches the first 512,000 bytes of a large file
-# Tokens as FTS5's unicode61 sees them (letters and digits), lower-cased; the plugin indexes
-# with the Porter stemmer and keeps stop words, so the lab does too.
-FTS_IGNORE = "[^a-z0-9]+"
+# Tokens as FTS5's unicode61 sees them (runs of letters and digits in any script), lower-cased;
+# the plugin indexes with the Porter stemmer and keeps stop words, so the lab does too.
+FTS_IGNORE = r"[^\p{L}\p{N}]+"
 
 _DOC_COLUMNS = (
     "doc_key", "target", "conversation_id", "doc_type", "doc_id", "seq", "role", "kind", "depth",
