@@ -3,7 +3,7 @@ demo's two settings (defaults at 32k, tight at 8k), offline summarizer and offli
 
     python -m benchmarks.recoverability [--max-items 150]
 
-Writes reports/recall/recoverability.{json,md}: per run the lost facts / QA answers, the share
+Writes reports/recall/recoverability.{json,md,html} (the HTML report with its recoverability section): per run the lost facts / QA answers, the share
 recovered by grep → describe → expand with its ceiling (oracle seeds), chance (random seeds) and
 95% bootstrap interval, tokens and calls per item, and the footer precision/recall.
 """
@@ -24,15 +24,17 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "reports" / "recall"
 
 
-def measure(max_items: int | None, seed: int = 0) -> list[dict[str, Any]]:
-    rows = []
+def measure(max_items: int | None, seed: int = 0) -> tuple[list[dict[str, Any]], list[Any]]:
+    rows, runs = [], []
     for name, relative, index in CONVERSATIONS:
         chosen = lab.read_transcript(REPO / "datasets" / relative).conversations[index]
+        facts = None
         for setting, (config, budget) in SETTINGS.items():
             run = lab.replay(chosen.conversation, config, lab.get_summarizer("offline"), token_budget=budget)
             started = time.perf_counter()
-            report = score_recoverability(run, qa_items=chosen.qa_items or None, max_items=max_items, seed=seed)
-            row = {"conversation": name, "setting": setting, "budget": budget, **report.summary()}
+            report = score_recoverability(run, qa_items=chosen.qa_items or None, max_items=max_items, seed=seed, facts=facts)
+            facts = report.base  # the next setting replays the same conversation
+            row = {"conversation": name, "setting": setting, "budget": budget, **report.summary(), "label": f"{name} · {setting}"}
             for score in report.scores():
                 if score.metric in ("fact_recoverability", "qa_recoverability"):
                     kind = score.metric.split("_")[0]
@@ -45,7 +47,8 @@ def measure(max_items: int | None, seed: int = 0) -> list[dict[str, Any]]:
             row["seconds"] = round(time.perf_counter() - started, 1)
             print(json.dumps(row, default=str), flush=True)
             rows.append(row)
-    return rows
+            runs.append(run)
+    return rows, runs
 
 
 def _fmt(value: Any, spec: str = ".2f") -> str:
@@ -59,16 +62,18 @@ def write(rows: list[dict[str, Any]], max_items: int | None) -> None:
         "# Recoverability on the bundled data (offline summarizer, offline answerer)",
         "",
         f"Lost = not usable in `run.sent()` after the last turn; up to {max_items} lost items per run sampled (seed 0).",
-        "Recovered = found by grep → describe → expand (stopping when found). Ceiling = oracle seeds, chance = random seeds,",
-        "floor = 0; CI = 95% bootstrap over items on the normalised scale.",
+        "Recovered = found by grep → describe → expand (stopping when found). Ceiling = the item is in the raw history",
+        "(answers never verbatim in the history are not counted as lost), floor = 0, chance = expanding random summaries,",
+        "oracle = expanding the summaries that really cover the item (search vs. expansion failures); CI = 95% bootstrap",
+        "over items. Answerer: the offline deterministic quoter (no model).",
         "",
-        "| conversation | setting | lost | attempted | recovered | recoverability [95% CI] | ceiling | chance | tokens/item | calls/item | footer P | footer R |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| conversation | setting | lost | attempted | recovered | recoverability [95% CI] | ceiling | chance | oracle | tokens/item | calls/item | footer P | footer R |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['conversation']} | {r['setting']} | {r['lost']} | {r['attempted']} | {_fmt(r['recovered_share'])} | "
-            f"{_fmt(r['recoverability'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | {_fmt(r['ceiling'])} | {_fmt(r['chance'])} | "
+            f"{_fmt(r['recoverability'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | {_fmt(r['ceiling'])} | {_fmt(r['chance'])} | {_fmt(r['oracle_expand'])} | "
             f"{_fmt(r['tokens_per_item'], '.0f')} | {_fmt(r['calls_per_item'])} | {_fmt(r['footer_precision'])} | {_fmt(r['footer_recall'])} |"
         )
     lines += ["", "Per item kind (share recovered / ceiling / chance / tokens per item):", ""]
@@ -86,7 +91,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-items", type=int, default=150)
     args = parser.parse_args()
-    write(measure(args.max_items), args.max_items)
+    rows, runs = measure(args.max_items)
+    write(rows, args.max_items)
+    lab.write_report(runs, OUT / "recoverability.html", labels=[r["label"] for r in rows], recoverability=rows,
+                     title="lcm_lab: recoverability on the bundled data", max_summaries=50)  # fmt: skip
 
 
 if __name__ == "__main__":

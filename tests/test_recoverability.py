@@ -84,3 +84,12 @@ def test_shared_fact_base_must_come_from_the_same_conversation(run: Replay) -> N
     other = replay(Conversation("x", stored_messages=(StoredMessage(1, "user", "hi", 1),)), summarizer=get_summarizer("offline"))
     with pytest.raises(ValueError, match="same conversation"):
         score_recoverability(other, facts=first.base)
+
+
+def test_report_section_shows_recoverability_with_its_controls(run: Replay) -> None:
+    from lcm_lab.report import report
+
+    row = {"label": "hand run", **score_recoverability(run).summary()}
+    page = report(run, recoverability=[row])
+    assert 'id="recoverability"' in page and "hand run" in page
+    assert "offline deterministic answerer" in page and "chance" in page

@@ -176,6 +176,15 @@ def _first_term_pos(content: str, terms: Sequence[str]) -> int:
     return min(found) if found else 0
 
 
+def _python_search(pattern: str, content: str) -> re.Match[str] | None:
+    """Where a match starts, for the snippet (DuckDB's RE2 found the documents; Python's ``re``
+    agrees on the RE2 subset users write; if it cannot compile the pattern the snippet starts at 0)."""
+    try:
+        return re.search(pattern, content)
+    except re.error:
+        return None
+
+
 def _file_position(content: str, pos: int, matched: str) -> tuple[int, int, str]:
     line = content.count("\n", 0, pos) + 1
     return line, len(content[:pos].encode("utf-8")), matched
@@ -249,10 +258,6 @@ class Recall:
         targets = self.targets(conversation_id, all_conversations)
         terms: Sequence[str] = ()
         if mode == "regex":
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
             rows, total = ix.search(self.store, targets, doc_types=_SCOPES[scope], regex=pattern, since=since,
                                      before=before, sort=sort, limit=int(limit))  # fmt: skip
         else:
@@ -277,9 +282,8 @@ class Recall:
     def _match(self, row: dict[str, Any], mode: str, pattern: str, terms: Sequence[str]) -> GrepMatch:
         content = row["content"]
         if mode == "regex":
-            pos = max(0, (_opt_int(row["match_pos"]) or 1) - 1)
-            found = re.search(pattern, content[pos:]) if pos else re.search(pattern, content)
-            matched = found.group(0) if found else ""
+            found = _python_search(pattern, content)
+            pos, matched = (found.start(), found.group(0)) if found else (0, "")
         else:
             pos = _first_term_pos(content, terms)
             matched = content[pos : pos + max((len(t) for t in terms), default=0)]
@@ -492,8 +496,7 @@ def index_store(store: LabStore) -> list[str]:
     """Index every loaded conversation and saved replay not indexed yet; returns all targets."""
     from lcm_lab.store.replays import load_replay
 
-    for (cid,) in store.fetch_all("SELECT conversation_id FROM conversations ORDER BY conversation_id"):
-        ix.index_conversation(store, int(cid))
+    ix.index_conversations(store, [int(c) for (c,) in store.fetch_all("SELECT conversation_id FROM conversations ORDER BY conversation_id")])
     for (run_id,) in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at, run_id"):
         if not ix.is_indexed(store, f"run:{run_id}"):
             index_replay(store, load_replay(store, run_id))

@@ -168,6 +168,26 @@ def _scores_section(scores: pd.DataFrame, labels: dict[str, str]) -> dict[str, A
     }
 
 
+_RECOVERABILITY_COLUMNS = (
+    "label", "lost", "attempted", "recovered_share", "ci_low", "ci_high", "chance", "oracle_expand",
+    "tokens_per_item", "calls_per_item", "model_calls", "footer_precision", "footer_recall",
+)  # fmt: skip
+
+
+def _recoverability_section(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Table and figure of ``RecoverabilityReport.summary()`` rows (a ``label`` key per run)."""
+    from lcm_lab.viz.recall import plot_recoverability
+
+    answerers = sorted({str(r.get("answerer")) for r in rows})
+    return {
+        "columns": list(_RECOVERABILITY_COLUMNS),
+        "rows": [[_format_cell(r.get(c, r.get("run_id") if c == "label" else None)) for c in _RECOVERABILITY_COLUMNS] for r in rows],
+        "figure": _figure_html(plot_recoverability(rows)),
+        "answerers": ", ".join(answerers),
+        "offline": "offline-quote" in answerers,
+    }
+
+
 def _format_cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -180,12 +200,14 @@ def report(
     labels: Sequence[str] | None = None,
     scores: pd.DataFrame | None = None,
     max_summaries: int = 300,
+    recoverability: Sequence[dict[str, Any]] | None = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
     ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
     summary table (the DAG always shows every summary, binned above a few thousand).
+    ``recoverability`` adds that section from ``RecoverabilityReport.summary()`` rows.
     """
     import plotly.offline
 
@@ -205,6 +227,7 @@ def report(
         runs=sections,
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
         scores=_scores_section(scores, by_run_id) if scores is not None and not scores.empty else None,
+        recoverability=_recoverability_section(recoverability) if recoverability else None,
     )
 
 
@@ -224,7 +247,7 @@ def write_report(
     """Write the report of replays (or run ids saved in the lab store) to ``path``; returns the path.
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
-    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``).
+    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``recoverability``).
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)

@@ -95,59 +95,84 @@ def family_conversation_ids(store: LabStore, conversation_id: int) -> list[int]:
 
 
 def index_conversation(store: LabStore, conversation_id: int, *, refresh: bool = False) -> str:
-    """Index a loaded conversation (all in SQL, so a 500k-message store indexes in seconds)."""
-    target = f"conversation:{conversation_id}"
-    if is_indexed(store, target) and not refresh:
-        return target
-    family = conversation_family(store, conversation_id)
-    files = store.fetch_all(
-        "SELECT file_id, storage_uri, created_at, file_name, mime_type, byte_size, exploration_summary"
-        " FROM large_files WHERE conversation_id = ?",
-        [conversation_id],
+    """Index one loaded conversation; returns its target (``conversation:<id>``)."""
+    conversation_family(store, conversation_id)  # a clear error for an unknown id
+    return index_conversations(store, [conversation_id], refresh=refresh)[0]
+
+
+def index_conversations(store: LabStore, conversation_ids: Sequence[int], *, refresh: bool = False) -> list[str]:
+    """Index loaded conversations in bulk (all in SQL: a 500k-message store indexes in seconds)."""
+    ids = [int(c) for c in conversation_ids]
+    targets = [f"conversation:{c}" for c in ids]
+    todo = [c for c, t in zip(ids, targets, strict=True) if refresh or not is_indexed(store, t)]
+    if not todo:
+        return targets
+    store.con.register("_recall_todo", pd.DataFrame({"conversation_id": pd.Series(todo, dtype="int64")}))
+    try:
+        with store.transaction():
+            for c in todo if refresh else ():
+                _drop_target(store, f"conversation:{c}")
+            _bulk_insert(store)
+            for c in todo:
+                files = store.fetch_all(
+                    "SELECT file_id, storage_uri, created_at, file_name, mime_type, byte_size, exploration_summary"
+                    " FROM large_files WHERE conversation_id = ?",
+                    [c],
+                )
+                missing = _insert_files(store, f"conversation:{c}", c, files)
+                if missing:
+                    store.execute("UPDATE _recall_missing SET n = n + ? WHERE conversation_id = ?", [missing, c])
+            store.execute(
+                """
+                INSERT INTO recall_targets (target, kind, run_id, conversation_id, family, label, docs, files_without_payload)
+                SELECT 'conversation:' || c.conversation_id, 'conversation', NULL, c.conversation_id,
+                       c.source_id || ':' || coalesce(c.session_key, c.session_id, CAST(c.conversation_id AS VARCHAR)),
+                       NULL, (SELECT count(*) FROM recall_docs d WHERE d.target = 'conversation:' || c.conversation_id),
+                       m.n
+                FROM conversations c JOIN _recall_missing m USING (conversation_id)
+                """
+            )
+            store.execute("DROP TABLE _recall_missing")
+    finally:
+        store.con.unregister("_recall_todo")
+    return targets
+
+
+def _bulk_insert(store: LabStore) -> None:
+    """Messages, summaries and edges of the conversations in ``_recall_todo``."""
+    store.execute("CREATE TEMP TABLE _recall_missing AS SELECT conversation_id, 0 AS n FROM _recall_todo")
+    base = store.next_id("recall_docs", "doc_key")
+    store.execute(
+        f"""
+        INSERT INTO recall_docs
+        SELECT ? + row_number() OVER (ORDER BY conversation_id, seq), 'conversation:' || conversation_id,
+               conversation_id, 'message', CAST(coalesce(origin_message_id, seq) AS VARCHAR), seq, role, NULL, NULL,
+               token_count, created_at, {_TS.format(c="created_at")}, coalesce(content, ''), NULL
+        FROM messages WHERE conversation_id IN (SELECT conversation_id FROM _recall_todo)
+        """,
+        [base],
     )
-    with store.transaction():
-        _drop_target(store, target)
-        base = store.next_id("recall_docs", "doc_key")
-        store.execute(
-            f"""
-            INSERT INTO recall_docs
-            SELECT ? + row_number() OVER (ORDER BY seq), ?, conversation_id, 'message',
-                   CAST(coalesce(origin_message_id, seq) AS VARCHAR), seq, role, NULL, NULL, token_count,
-                   created_at, {_TS.format(c="created_at")}, coalesce(content, ''), NULL
-            FROM messages WHERE conversation_id = ?
-            """,
-            [base, target, conversation_id],
-        )
-        base = store.next_id("recall_docs", "doc_key")
-        store.execute(
-            f"""
-            INSERT INTO recall_docs
-            SELECT ? + row_number() OVER (ORDER BY creation_order, summary_id), ?, conversation_id, 'summary',
-                   summary_id, NULL, NULL, kind, depth, token_count, coalesce(created_at, latest_at),
-                   {_TS.format(c="coalesce(created_at, latest_at)")}, content,
-                   to_json({{'earliest_at': earliest_at, 'latest_at': latest_at, 'descendant_count': descendant_count,
-                            'file_ids': file_ids, 'model': model}})::VARCHAR
-            FROM summaries WHERE conversation_id = ?
-            """,
-            [base, target, conversation_id],
-        )
-        store.execute(
-            "INSERT INTO recall_edges SELECT ?, summary_id, ordinal, source_summary_id, NULL"
-            " FROM summary_sources WHERE conversation_id = ?",
-            [target, conversation_id],
-        )
-        store.execute(
-            "INSERT INTO recall_edges SELECT ?, summary_id, ordinal, NULL, seq FROM summary_messages WHERE conversation_id = ?",
-            [target, conversation_id],
-        )
-        missing = _insert_files(store, target, conversation_id, files)
-        docs = store.fetch_all("SELECT count(*) FROM recall_docs WHERE target = ?", [target])[0][0]
-        store.execute(
-            "INSERT INTO recall_targets (target, kind, run_id, conversation_id, family, label, docs, files_without_payload)"
-            " VALUES (?, 'conversation', NULL, ?, ?, NULL, ?, ?)",
-            [target, conversation_id, family, docs, missing],
-        )
-    return target
+    base = store.next_id("recall_docs", "doc_key")
+    store.execute(
+        f"""
+        INSERT INTO recall_docs
+        SELECT ? + row_number() OVER (ORDER BY conversation_id, creation_order, summary_id), 'conversation:' || conversation_id,
+               conversation_id, 'summary', summary_id, NULL, NULL, kind, depth, token_count, coalesce(created_at, latest_at),
+               {_TS.format(c="coalesce(created_at, latest_at)")}, content,
+               to_json({{'earliest_at': earliest_at, 'latest_at': latest_at, 'descendant_count': descendant_count,
+                        'file_ids': file_ids, 'model': model}})::VARCHAR
+        FROM summaries WHERE conversation_id IN (SELECT conversation_id FROM _recall_todo)
+        """,
+        [base],
+    )
+    store.execute(
+        "INSERT INTO recall_edges SELECT 'conversation:' || conversation_id, summary_id, ordinal, source_summary_id, NULL"
+        " FROM summary_sources WHERE conversation_id IN (SELECT conversation_id FROM _recall_todo)"
+    )
+    store.execute(
+        "INSERT INTO recall_edges SELECT 'conversation:' || conversation_id, summary_id, ordinal, NULL, seq"
+        " FROM summary_messages WHERE conversation_id IN (SELECT conversation_id FROM _recall_todo)"
+    )
 
 
 def _read_payload(uri: str | None) -> str | None:
@@ -278,8 +303,11 @@ def search(
     if not targets:
         return [], 0
     params: list[Any] = []
-    where = [f"target IN ({', '.join('?' for _ in targets)})", f"doc_type IN ({', '.join('?' for _ in doc_types)})"]
-    params += [*targets, *doc_types]
+    where = [f"doc_type IN ({', '.join('?' for _ in doc_types)})"]
+    params += list(doc_types)
+    if set(targets) != set(all_targets(store)):  # every target: no filter to evaluate
+        where.append(f"target IN ({', '.join('?' for _ in targets)})")
+        params += list(targets)
     if since is not None:
         where.append("created_ts >= ?")
         params.append(_timestamp(since))
@@ -292,13 +320,12 @@ def search(
     if regex is not None:
         where.append("regexp_matches(content, ?)")
         params.append(regex)
-        relevance = "len(regexp_extract_all(content, ?))"
-        position = "strpos(content, regexp_extract(content, ?))"
-        select_params: list[Any] = [regex, regex]
+        # Counting matches costs a second regex pass: only when the order needs it.
+        relevance = "1.0" if sort == "recency" else "len(regexp_extract_all(content, ?))"
+        select_params: list[Any] = [] if sort == "recency" else [regex]
     elif fts_query is not None:
         ensure_fts(store)
         relevance = f"fts_main_recall_docs.match_bm25(doc_key, ?, conjunctive := {int(conjunctive)})"
-        position = "NULL"
         select_params = [fts_query]
     else:
         raise ValueError("search needs a regex or a full-text query")
@@ -309,7 +336,7 @@ def search(
     }[sort]
     sql = f"""
         WITH hits AS (
-            SELECT *, {relevance} AS relevance, {position} AS match_pos FROM recall_docs
+            SELECT *, {relevance} AS relevance FROM recall_docs
             WHERE {" AND ".join(where)}
         ), matched AS (
             SELECT * FROM hits WHERE relevance IS NOT NULL AND relevance > 0
@@ -323,7 +350,12 @@ def search(
         )
         SELECT * FROM scored ORDER BY {order} LIMIT ?
     """
-    cursor = store.execute(sql, [*select_params, *params, hybrid_weight, hybrid_weight, limit])
+    try:
+        cursor = store.execute(sql, [*select_params, *params, hybrid_weight, hybrid_weight, limit])
+    except duckdb.InvalidInputException as exc:
+        if regex is None:
+            raise
+        raise ValueError(f"invalid regex {regex!r} (RE2 syntax): {str(exc).splitlines()[0]}") from exc
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     return rows, int(rows[0]["total"]) if rows else 0
