@@ -57,27 +57,25 @@ class ExportExistsError(FileExistsError):
     """The export target exists; the lab never overwrites a file."""
 
 
-def has_fts5() -> bool:
-    """Whether this Python's SQLite was built with FTS5."""
+def _sqlite_accepts(sql: str) -> bool:
     con = sqlite3.connect(":memory:")
     try:
-        con.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        con.execute(sql)
         return True
     except sqlite3.OperationalError:
         return False
     finally:
         con.close()
+
+
+def has_fts5() -> bool:
+    """Whether this Python's SQLite was built with FTS5."""
+    return _sqlite_accepts("CREATE VIRTUAL TABLE t USING fts5(x)")
 
 
 def has_trigram() -> bool:
-    con = sqlite3.connect(":memory:")
-    try:
-        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        con.close()
+    """Whether its FTS5 has the trigram tokenizer (``summaries_fts_cjk``)."""
+    return _sqlite_accepts("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
 
 
 def _now() -> str:

@@ -17,14 +17,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pandas as pd
 
-from lcm_lab.store.core import LabStore
+from lcm_lab.store.core import LabStore, extension_path
 
 FILE_SCAN_BYTES = 512_000  # the plugin searches the first 512,000 bytes of a large file
 # Tokens as FTS5's unicode61 sees them (runs of letters and digits in any script), lower-cased;
@@ -40,14 +39,7 @@ _TS = "TRY_CAST(replace(replace({c}, 'T', ' '), 'Z', '') AS TIMESTAMP)"
 
 def fts_extension_path() -> Path:
     """DuckDB's full-text-search extension shipped in the PyPI package of the same duckdb version."""
-    package = resources.files("duckdb_extension_fts")
-    candidate = Path(str(package)) / "extensions" / f"v{duckdb.__version__}" / "fts.duckdb_extension"
-    if not candidate.is_file():
-        raise FileNotFoundError(
-            f"DuckDB fts extension for duckdb {duckdb.__version__} not found at {candidate}; "
-            f"install duckdb-extension-fts=={duckdb.__version__}"
-        )
-    return candidate
+    return extension_path("fts")
 
 
 def load_fts(store: LabStore) -> None:
