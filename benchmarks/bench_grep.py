@@ -141,7 +141,7 @@ def write_report(setup: dict[str, Any], records: list[dict[str, Any]]) -> None:
     ]
     for r in records:
         lines.append(
-            f"| {r['scope']} | {r['documents']:,} | {r['mode']} | `{r['pattern']}` | {r['sort']} | {r['matches']:,} | "
+            f"| {r['scope']} | {r['documents']:,} | {r['mode']} | `{r['pattern'].replace('|', chr(92) + '|')}` | {r['sort']} | {r['matches']:,} | "
             f"{r['lab_ms']:.0f} | {r['naive_ms']:.0f} | {r['speedup']:.1f}x |"
         )
     (REPORTS / "grep.md").write_text("\n".join(lines) + "\n")
