@@ -84,6 +84,22 @@ PAGE = """<!DOCTYPE html>
 </section>
 {% endif %}
 
+{% if recoverability %}
+<section id="recoverability">
+  <h2>Recoverability</h2>
+  <p class="meta">Of the facts and LoCoMo answers the model can no longer see after the last turn, the share that
+  grep → describe → expand finds again (stopping when found), with tokens and tool calls per item. Ceiling: the item
+  is in the raw history; floor 0; chance: expanding random summaries; 95% bootstrap interval over items.
+  Answers by: {{ recoverability.answerers }}{% if recoverability.offline %} (the offline deterministic answerer quotes
+  source passages; it is not a model){% endif %}.</p>
+  <table>
+    <thead><tr>{% for c in recoverability.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in recoverability.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+  {{ recoverability.figure }}
+</section>
+{% endif %}
+
 {% for run in runs %}
 <section id="{{ run.anchor }}">
   <h2>{{ run.label }}</h2>

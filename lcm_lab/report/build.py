@@ -178,6 +178,26 @@ def _scores_section(scores: pd.DataFrame, labels: dict[str, str]) -> dict[str, A
     }
 
 
+_RECOVERABILITY_COLUMNS = (
+    "label", "lost", "attempted", "recovered_share", "ci_low", "ci_high", "chance", "oracle_expand",
+    "tokens_per_item", "calls_per_item", "model_calls", "footer_precision", "footer_recall",
+)  # fmt: skip
+
+
+def _recoverability_section(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Table and figure of ``RecoverabilityReport.summary()`` rows (a ``label`` key per run)."""
+    from lcm_lab.viz.recall import plot_recoverability
+
+    answerers = sorted({str(r.get("answerer")) for r in rows})
+    return {
+        "columns": list(_RECOVERABILITY_COLUMNS),
+        "rows": [[_format_cell(r.get(c, r.get("run_id") if c == "label" else None)) for c in _RECOVERABILITY_COLUMNS] for r in rows],
+        "figure": _figure_html(plot_recoverability(rows)),
+        "answerers": ", ".join(answerers),
+        "offline": "offline-quote" in answerers,
+    }
+
+
 def _format_cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -192,6 +212,7 @@ def report(
     max_summaries: int = 300,
     qa_items: Any = None,
     costs: Mapping[str, Any] | None = None,
+    recoverability: Sequence[dict[str, Any]] | None = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
@@ -200,7 +221,8 @@ def report(
     summary table (the DAG always shows every summary, binned above a few thousand). Runs of
     other context strategies (``lcm_lab.strategies``) add a strategies section scored on the same
     footing (``qa_items``: LoCoMo QA for it); only LCM runs get a per-run DAG section. ``costs``
-    (``label -> SessionCost``, e.g. from :func:`lcm_lab.price_replay`) adds "What it costs".
+    (``label -> SessionCost``, e.g. from :func:`lcm_lab.price_replay`) adds "What it costs";
+    ``recoverability`` adds that section from ``RecoverabilityReport.summary()`` rows.
     """
     import plotly.offline
 
@@ -231,6 +253,7 @@ def report(
         strategies=strategies,
         scores=_scores_section(scores, by_run_id) if scores is not None and not scores.empty else None,
         cost=cost_section(costs or {}),
+        recoverability=_recoverability_section(recoverability) if recoverability else None,
     )
 
 
@@ -250,7 +273,8 @@ def write_report(
     """Write the report of replays (or run ids saved in the lab store) to ``path``; returns the path.
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
-    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``).
+    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``,
+    ``recoverability``).
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)

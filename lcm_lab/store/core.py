@@ -48,16 +48,22 @@ def resolve_store_path(path: str | os.PathLike[str] | None) -> str:
     return str(target)
 
 
-def sqlite_scanner_path() -> Path:
-    """The SQLite scanner extension shipped in the PyPI package of the same duckdb version."""
-    package = resources.files("duckdb_extension_sqlite_scanner")
-    candidate = Path(str(package)) / "extensions" / f"v{duckdb.__version__}" / "sqlite_scanner.duckdb_extension"
+def extension_path(name: str) -> Path:
+    """A DuckDB extension shipped in its PyPI package (``duckdb-extension-<name>``) of the same
+    duckdb version: loaded offline with ``LOAD '<path>'``, never INSTALLed from the network."""
+    package = resources.files(f"duckdb_extension_{name}")
+    candidate = Path(str(package)) / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
     if not candidate.is_file():
         raise FileNotFoundError(
-            f"SQLite scanner for duckdb {duckdb.__version__} not found at {candidate}; "
-            f"install duckdb-extension-sqlite-scanner=={duckdb.__version__}"
+            f"DuckDB extension {name} for duckdb {duckdb.__version__} not found at {candidate}; "
+            f"install duckdb-extension-{name.replace('_', '-')}=={duckdb.__version__}"
         )
     return candidate
+
+
+def sqlite_scanner_path() -> Path:
+    """The SQLite scanner extension shipped in the PyPI package of the same duckdb version."""
+    return extension_path("sqlite_scanner")
 
 
 class LabStore(StoreReads):

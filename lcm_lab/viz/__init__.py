@@ -43,9 +43,12 @@ from lcm_lab.viz.quality import (
     sweep_heatmap_info,
     wilson_interval,
 )
+from lcm_lab.viz.recall import plot_recoverability, recoverability_info
 from lcm_lab.viz.stats import replay_stats, stats_line
 
 __all__ = [
+    "plot_recoverability",
+    "recoverability_info",
     "budget_comparison_info",
     "budget_df",
     "budget_info",

@@ -1,0 +1,58 @@
+"""Arguments and scoping shared by ``lcm-lab grep``, ``describe`` and ``expand``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lcm_lab.cli import add_db_argument
+
+if TYPE_CHECKING:
+    from lcm_lab.recall import Recall
+    from lcm_lab.store import LabStore
+
+
+def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--db``, ``--run RUN_ID | --conversation ID`` and ``--json``."""
+    add_db_argument(parser)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--run", metavar="RUN_ID", default=None, help="search this replay (default: everything in the store)")
+    where.add_argument("--conversation", metavar="ID", type=int, default=None, help="search this loaded conversation (lab id)")
+    parser.add_argument("--json", action="store_true", help="print JSON only")
+
+
+def open_recall(store: LabStore, args: argparse.Namespace) -> tuple[Recall, dict[str, Any]]:
+    """The Recall object and the scoping keywords the command's flags ask for."""
+    from lcm_lab.recall import index_store, recall
+
+    if args.run:
+        return recall(args.run, store), {}
+    if args.conversation is not None:
+        return recall(args.conversation, store), {"conversation_id": args.conversation}
+    targets = index_store(store)
+    if not targets:
+        raise LookupError("the lab store has no conversations or replays; run `lcm-lab load PATH` or `lcm-lab replay …` first")
+    from lcm_lab.recall import Recall
+
+    return Recall(store, targets[0]), {"all_conversations": True}
+
+
+def run_recall_command(args: argparse.Namespace, body: Callable[[Recall, dict[str, Any]], int]) -> int:
+    """Open the store, scope the recall, run ``body``; user errors become a message and exit code 2."""
+    from lcm_lab.recall import FullTextQueryError
+    from lcm_lab.store import open_store
+
+    try:
+        with open_store(args.db) as store:
+            rec, scope = open_recall(store, args)
+            return body(rec, scope)
+    except (ValueError, KeyError, LookupError, FullTextQueryError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        if getattr(args, "json", False):
+            print(json.dumps({"error": str(message)}))
+        else:
+            print(f"error: {message}", file=sys.stderr)
+        return 2

@@ -1,0 +1,57 @@
+"""``lcm-lab expand --prompt Q (--query TEXT | --summary-id ID ...) [--max-tokens N] [--model M] [--json]``.
+
+The plugin's ``lcm_expand_query``: finds summaries (``--query``, full text) or takes
+``--summary-id``, walks the DAG down to source messages within ``--max-expand-tokens``
+(``LCM_MAX_EXPAND_TOKENS``, default 4000) and answers within ``--max-tokens`` (default 2000).
+With ``--model`` a litellm model answers through the call ledger; without one the offline
+deterministic answerer quotes the best source passages (its answers say so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "expand", help="answer a question from the sources under matching summaries (lcm_expand_query)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--prompt", required=True, help="the question")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--query", default=None, help="full-text query that finds the summaries to expand")
+    what.add_argument("--summary-id", action="append", default=None, metavar="ID", help="summary to expand (repeatable)")
+    add_scope_arguments(parser)
+    parser.add_argument("--max-tokens", type=int, default=2000, help="answer cap (default 2000)")
+    parser.add_argument("--max-expand-tokens", type=int, default=int(os.environ.get("LCM_MAX_EXPAND_TOKENS", 4000)),
+                        help="source tokens read (default $LCM_MAX_EXPAND_TOKENS or 4000)")  # fmt: skip
+    parser.add_argument("--model", default=os.environ.get("LCM_EXPANSION_MODEL"),
+                        help="litellm model that answers (default $LCM_EXPANSION_MODEL; none: offline quoting)")  # fmt: skip
+    parser.add_argument("--api-base", default=None, metavar="URL")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    def body(rec: Any, scope: dict[str, Any]) -> int:
+        answerer: Any = None
+        if args.model:
+            from lcm_lab.recall import ModelAnswerer
+            from lcm_lab.store.ledger import Ledger
+
+            answerer = ModelAnswerer(args.model, ledger=Ledger(rec.store), api_base=args.api_base)
+        result = rec.expand_query(args.prompt, query=args.query, summary_ids=args.summary_id, max_tokens=args.max_tokens,
+                                  max_expand_tokens=args.max_expand_tokens, answerer=answerer, **scope)  # fmt: skip
+        if args.json:
+            print(json.dumps(result.json(), ensure_ascii=False))
+            return 0
+        print(result.answer)
+        print(f"\n[{result.answerer}] cited {len(result.cited_ids)} messages from {result.expanded_summary_count} summaries, "
+              f"{result.total_source_tokens} source tokens read{' (truncated)' if result.truncated else ''}")  # fmt: skip
+        return 0
+
+    return run_recall_command(args, body)

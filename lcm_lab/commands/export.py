@@ -1,0 +1,48 @@
+"""``lcm-lab export RUN_ID -o FILE.db [--db STORE] [--json]``: a saved replay as an lcm.db.
+
+The file has lossless-claw v0.15.3's schema (tables, indexes, FTS5 tables, migration state) and
+opens in ``lcm-tui`` and the ``lcm`` CLI. An existing FILE is never overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from lcm_lab.cli import add_db_argument
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "export", help="write a saved replay as an lcm.db (lossless-claw v0.15.3 schema)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE.db", help="new file to write (must not exist)")
+    add_db_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print the row counts as one JSON object")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lcm_lab.io.lcmdb_export import ExportExistsError, export_lcm_db
+    from lcm_lab.store import open_store
+    from lcm_lab.store.replays import load_replay
+
+    try:
+        with open_store(args.db) as store:
+            replay = load_replay(store, args.run_id)
+        result = export_lcm_db(replay, args.output)
+    except (KeyError, ExportExistsError) as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        print(json.dumps({"error": message}) if args.json else f"error: {message}", file=sys.stdout if args.json else sys.stderr)
+        return 2
+    counts = {k: v for k, v in result._asdict().items() if k != "path"}
+    if args.json:
+        print(json.dumps({"path": str(result.path), **counts}))
+    else:
+        print(f"wrote {result.path}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if k != "fts")
+              + ("" if result.fts else " (no FTS5 in this SQLite: full-text tables left out)"))  # fmt: skip
+    return 0

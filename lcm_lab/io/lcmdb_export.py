@@ -1,0 +1,201 @@
+"""Write a replay as an lcm.db that lossless-claw's own tools (``lcm-tui``, the ``lcm`` CLI) open.
+
+The file has the schema of lossless-claw v0.15.3 exactly (:mod:`lcm_lab.io.lcmdb_schema`: tables,
+indexes, FTS5 tables when this SQLite has FTS5, ``lcm_migration_state`` as its migrations leave
+it) and one conversation: messages with their parts, summaries with ``summary_messages`` and
+``summary_parents`` edges (the plugin's naming: ``parent_summary_id`` is the *source*), the
+final context items, and large-file rows. Large-file payloads are not kept by the lab, so
+``storage_uri`` points nowhere (``lcm-lab:no-payload/<file_id>``).
+
+The target is never overwritten: the database is written to a temporary file next to it and
+renamed into place only if nothing is there.
+
+>>> import tempfile, sqlite3, pathlib
+>>> from lcm_lab.engine.types import Conversation, StoredMessage
+>>> from lcm_lab.engine.replay import replay
+>>> from lcm_lab.summarizers import get_summarizer
+>>> run = replay(Conversation("s1", stored_messages=(StoredMessage(1, "user", "hi", 1),)), summarizer=get_summarizer("offline"))
+>>> out = pathlib.Path(tempfile.mkdtemp()) / "run.db"
+>>> export_lcm_db(run, out).messages
+1
+>>> sqlite3.connect(out).execute("SELECT role, content FROM messages").fetchall()
+[('user', 'hi')]
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sqlite3
+import tempfile
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from lcm_lab.io.lcmdb_schema import FTS_TABLES, MIGRATION_STEPS, STATEMENTS
+
+if TYPE_CHECKING:
+    from lcm_lab.engine.replay import Replay
+
+CONVERSATION_ID = 1
+NO_PAYLOAD_URI = "lcm-lab:no-payload/{file_id}"
+_PART_COLUMNS = ("part_id", "message_id", "session_id", "part_type", "ordinal", "text_content", "tool_call_id",
+                 "tool_name", "tool_input", "tool_output", "metadata")  # fmt: skip
+
+
+class ExportResult(NamedTuple):
+    path: Path
+    messages: int
+    parts: int
+    summaries: int
+    context_items: int
+    large_files: int
+    fts: bool
+
+
+class ExportExistsError(FileExistsError):
+    """The export target exists; the lab never overwrites a file."""
+
+
+def _sqlite_accepts(sql: str) -> bool:
+    con = sqlite3.connect(":memory:")
+    try:
+        con.execute(sql)
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        con.close()
+
+
+def has_fts5() -> bool:
+    """Whether this Python's SQLite was built with FTS5."""
+    return _sqlite_accepts("CREATE VIRTUAL TABLE t USING fts5(x)")
+
+
+def has_trigram() -> bool:
+    """Whether its FTS5 has the trigram tokenizer (``summaries_fts_cjk``)."""
+    return _sqlite_accepts("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def create_schema(con: sqlite3.Connection) -> bool:
+    """Create the v0.15.3 schema; returns whether the FTS5 tables were created."""
+    fts, trigram = has_fts5(), has_trigram()
+    for _kind, name, sql in STATEMENTS:
+        if name in FTS_TABLES and (not fts or (name == "summaries_fts_cjk" and not trigram)):
+            continue
+        con.execute(sql)
+    con.executemany("INSERT INTO lcm_migration_state (step_name, algorithm_version) VALUES (?, ?)", MIGRATION_STEPS)
+    return fts
+
+
+def _write(con: sqlite3.Connection, run: Replay) -> ExportResult:
+    fts = create_schema(con)
+    conv = run.conversation
+    now = _now()
+    created = min((m.created_at for m in run.messages if m.created_at), default=now)
+    con.execute(
+        "INSERT INTO conversations (conversation_id, session_id, session_key, active, title, created_at, updated_at)"
+        " VALUES (?, ?, ?, 1, ?, ?, ?)",
+        (CONVERSATION_ID, conv.session_id, conv.session_key, conv.title, created, now),
+    )
+    ids: dict[int, int] = {}
+    parts = 0
+    for index, m in enumerate(run.messages, start=1):
+        ids[m.seq] = index
+        con.execute(
+            "INSERT INTO messages (message_id, conversation_id, seq, role, content, token_count, identity_hash,"
+            " openclaw_sender_metadata, transcript_entry_id, created_at, large_content, stable_event_key)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (index, CONVERSATION_ID, m.seq, m.role, m.content, m.token_count, m.identity_hash, m.sender_metadata,
+             m.transcript_entry_id, m.created_at or now, m.large_content, m.stable_event_key),
+        )  # fmt: skip
+        for p in m.parts:
+            con.execute(
+                f"INSERT INTO message_parts ({', '.join(_PART_COLUMNS)}) VALUES ({', '.join('?' for _ in _PART_COLUMNS)})",
+                (p.part_id or _part_id(conv.session_id, m.seq, p.ordinal), index, conv.session_id, p.part_type, p.ordinal, p.text_content,
+                 p.tool_call_id, p.tool_name, p.tool_input, p.tool_output, p.metadata),
+            )  # fmt: skip
+            parts += 1
+        if fts:
+            con.execute("INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", (index, m.content))
+    names = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for s in run.summaries:
+        con.execute(
+            "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at,"
+            " descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (s.summary_id, CONVERSATION_ID, s.kind, s.depth, s.content, s.token_count, s.earliest_at, s.latest_at,
+             s.descendant_count, s.descendant_token_count, s.source_message_token_count, s.created_at or now,
+             _json_list(s.file_ids), s.model or "unknown"),
+        )  # fmt: skip
+        con.executemany(
+            "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)",
+            [(s.summary_id, ids[seq], i) for i, seq in enumerate(s.source_message_seqs)],
+        )
+        con.executemany(
+            "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) VALUES (?, ?, ?)",
+            [(s.summary_id, source, i) for i, source in enumerate(s.source_summary_ids)],
+        )
+        for table in ("summaries_fts", "summaries_fts_cjk"):
+            if table in names:
+                con.execute(f"INSERT INTO {table} (summary_id, content) VALUES (?, ?)", (s.summary_id, s.content))
+    context = run.final_context
+    for ordinal, item in enumerate(context):
+        message_id = ids[int(item.ref)] if item.kind == "message" else None
+        summary_id = str(item.ref) if item.kind == "summary" else None
+        con.execute(
+            "INSERT INTO context_items (conversation_id, ordinal, item_type, message_id, summary_id, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (CONVERSATION_ID, ordinal, item.kind, message_id, summary_id, now),
+        )
+    for f in run.large_files:
+        con.execute(
+            "INSERT INTO large_files (file_id, conversation_id, file_name, mime_type, byte_size, line_count, storage_uri,"
+            " exploration_summary, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (f.file_id, CONVERSATION_ID, f.file_name, f.mime_type, f.byte_size, f.line_count,
+             NO_PAYLOAD_URI.format(file_id=f.file_id), f.exploration_summary, now),
+        )  # fmt: skip
+    return ExportResult(Path(), len(run.messages), parts, len(run.summaries), len(context), len(run.large_files), fts)
+
+
+def _part_id(session_id: str, seq: int, ordinal: int) -> str:
+    """A UUID like the plugin's, but derived from the part's place (same run, same file)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"lcm-lab:{session_id}:{seq}:{ordinal}"))
+
+
+def _json_list(values: tuple[str, ...]) -> str:
+    import json
+
+    return json.dumps(list(values), separators=(",", ":"))
+
+
+def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
+    """Write ``run`` as a new lcm.db at ``path`` (an error if ``path`` exists; see module docstring)."""
+    target = Path(path).expanduser()
+    if target.exists():
+        raise ExportExistsError(f"{target} exists; the lab never overwrites files — choose another -o path or remove it yourself")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        tmp.unlink()  # sqlite creates its own file; the name is ours
+        con = sqlite3.connect(tmp)
+        try:
+            with con:
+                result = _write(con, run)
+            check = con.execute("PRAGMA integrity_check").fetchone()[0]
+            if check != "ok":
+                raise RuntimeError(f"exported database failed PRAGMA integrity_check: {check}")
+        finally:
+            con.close()
+        # os.link fails if the target appeared meanwhile: never overwrite, even in a race.
+        os.link(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return result._replace(path=target)

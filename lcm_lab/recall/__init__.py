@@ -1,0 +1,15 @@
+"""Recall over replays and loaded lcm.db conversations: the plugin's grep → describe → expand_query.
+
+>>> from lcm_lab.recall import recall, Recall
+>>> Recall.__name__
+'Recall'
+"""
+
+from lcm_lab.recall.answer import ModelAnswerer, OfflineAnswerer, Passage
+from lcm_lab.recall.api import ExpandResult, GrepMatch, GrepResult, Recall, index_replay, index_store, recall
+from lcm_lab.recall.query import FullTextQueryError, parse_full_text
+
+__all__ = [
+    "ExpandResult", "FullTextQueryError", "GrepMatch", "GrepResult", "ModelAnswerer", "OfflineAnswerer", "Passage",
+    "Recall", "index_replay", "index_store", "parse_full_text", "recall",
+]  # fmt: skip
