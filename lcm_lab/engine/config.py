@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lcm_lab.errors import UserError
+
 __all__ = [
     "DEFAULT_STRIP_TAGS",
     "ENV_VARS",
@@ -45,7 +47,7 @@ DEFAULT_STRIP_TAGS: tuple[str, ...] = (
 MIN_FALLBACK_MAX_TOKENS = 64
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration value the plugin could not use (names key, value and what is allowed)."""
 
 

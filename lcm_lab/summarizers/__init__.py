@@ -19,6 +19,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.engine.protocol import Summarizer
+from lcm_lab.errors import UserError
 from lcm_lab.summarizers.offline import OfflineSummarizer
 from lcm_lab.summarizers.stub import LegacyGoldenSummarizer, StubV1Summarizer, canon_file_ids
 
@@ -30,7 +31,7 @@ SUMMARIZER_NAMES: tuple[str, ...] = ("offline", "stub-v1", "legacy-golden-10.1",
 DEFAULT_SUMMARIZER = "offline"
 
 
-class SummarizerConfigError(ValueError):
+class SummarizerConfigError(UserError, ValueError):
     """A summarizer was asked for with options that do not apply or are missing."""
 
 

@@ -22,6 +22,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.errors import MissingCredentialsError
 from lcm_lab.metrics.judge import JudgeError
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 
 JUDGE_MODEL_ENV = "LCM_LAB_JUDGE_MODEL"
 JUDGE_API_BASE_ENV = "LCM_LAB_JUDGE_API_BASE"
+
+
+class MissingJudgeKeyError(JudgeError, MissingCredentialsError):
+    """The judge model's provider key is not set (the message names the variable)."""
 
 
 class LedgerJudge:
@@ -75,7 +80,7 @@ class LedgerJudge:
             raise JudgeError(f"litellm cannot use judge model {self.model!r}: {exc}") from exc
         missing = [k for k in status.get("missing_keys", []) if not k.endswith(("_API_BASE", "_BASE_URL"))]
         if missing:
-            raise JudgeError(f"judge model {self.model!r} needs an API key: set {' or '.join(missing)} or pass api_key=")
+            raise MissingJudgeKeyError(f"judge model {self.model!r} needs an API key: set {' or '.join(missing)} or pass api_key=")
 
     def __call__(self, messages: list[dict[str, str]], **params: Any) -> str:
         from lcm_lab.store.ledger import LedgerEntry, cache_key

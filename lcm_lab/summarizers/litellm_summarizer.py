@@ -32,6 +32,7 @@ from types import ModuleType
 from typing import Any
 
 from lcm_lab.engine.protocol import SummarizerAuthError, SummarizerError, SummaryRequest, SummaryResult
+from lcm_lab.errors import MissingCredentialsError
 from lcm_lab.prompts import PromptSet, RenderedPrompt, render_request, resolve_prompt_set
 from lcm_lab.store.ledger import Ledger, LedgerEntry, cache_key, redact
 from lcm_lab.summarizers.pool import CallPool
@@ -60,6 +61,10 @@ def import_litellm() -> ModuleType:
         litellm.telemetry = False
         _litellm = litellm
     return _litellm
+
+
+class MissingApiKeyError(SummarizerError, MissingCredentialsError):
+    """The summary model's provider key is not set (the message names the variable)."""
 
 
 def _ignore_pydantic_readonly_warnings() -> None:
@@ -187,7 +192,7 @@ class LiteLLMSummarizer:
             missing = []
         if missing:
             hint = " (for a local OpenAI-compatible server that ignores keys, any non-empty value works)" if self.api_base else ""
-            raise SummarizerError(
+            raise MissingApiKeyError(
                 f"model {self.model!r} needs an API key: set {' or '.join(missing)} in the environment"
                 f" or pass api_key=...{hint}"
             )
