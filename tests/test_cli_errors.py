@@ -156,7 +156,7 @@ def test_every_command_accepts_json() -> None:
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
     missing = []
-    for name, sub in subparsers.items():
+    for sub in subparsers.values():
         nested = [a for a in sub._actions if a.dest == "prompts_command"]
         leaves = list(nested[0].choices.values()) if nested else [sub]  # type: ignore[union-attr]
         for leaf in leaves:

@@ -271,8 +271,8 @@ def test_cli_list_show_diff_render_export(tmp_path: Path, tui_dir: Path, capsys:
     assert (tmp_path / "out" / "leaf-aggressive.tmpl").read_text(encoding="utf-8") == default_prompt_set()["leaf-aggressive"].text
 
 
-def test_cli_reports_bad_names_and_files(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match="unknown prompt template 'nope'"):
-        main(["prompts", "show", "nope"])
-    with pytest.raises(SystemExit, match="no such file"):
-        main(["prompts", "render", "leaf", "--source", str(tmp_path / "missing.txt")])
+def test_cli_reports_bad_names_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prompts", "show", "nope"]) == 2
+    assert "unknown prompt template 'nope'" in capsys.readouterr().err
+    assert main(["prompts", "render", "leaf", "--source", str(tmp_path / "missing.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err

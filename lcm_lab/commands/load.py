@@ -18,6 +18,7 @@ from lcm_lab.cli import add_db_argument, add_json_argument
 from lcm_lab.load import BACKENDS, DEFAULT_BACKEND, SourceResult, format_table, load
 from lcm_lab.store import open_store
 
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "load",
