@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,23 @@ def test_429_is_retried_with_backoff_then_succeeds(fake: FakeOpenAIServer, store
     assert [(r["attempt"], r["error_class"], r["cacheable"]) for r in rows(store)] == [
         (1, "rate_limit", False), (2, "rate_limit", False), (3, None, True),
     ]
+
+
+def test_retry_after_from_the_provider_is_honoured(fake: FakeOpenAIServer, store: LabStore) -> None:
+    fake.enqueue(Reply(status=429, headers={"Retry-After": "1"}), Reply(text="Waited summary."))
+    started = time.monotonic()
+    result = make(fake, store).summarize(leaf_request())
+    assert result.text == "Waited summary." and time.monotonic() - started >= 0.9
+
+
+def test_errors_are_classified_by_litellm_exception_classes() -> None:
+    import litellm
+
+    assert classify_error(litellm.RateLimitError("slow down", "openai", "m")) == "rate_limit"
+    assert classify_error(litellm.AuthenticationError("no", "openai", "m")) == "auth"
+    assert classify_error(litellm.Timeout("late", "m", "openai")) == "timeout"
+    assert classify_error(litellm.ServiceUnavailableError("down", "openai", "m")) == "server_error"
+    assert classify_error(litellm.ContextWindowExceededError("too long", "m", "openai")) == "bad_request"
 
 
 def test_500_until_retries_run_out_gives_the_fallback_and_is_not_cached(fake: FakeOpenAIServer, store: LabStore) -> None:
