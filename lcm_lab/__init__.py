@@ -1,21 +1,38 @@
 """lcm_lab: a notebook-first research workbench for Lossless Context Management.
 
-The common entry points are importable from the top level (lazily, so ``import lcm_lab`` stays
-cheap)::
+One namespace for everything a notebook or script needs (imported lazily, so ``import lcm_lab``
+stays cheap; type checkers and IDEs see the real signatures)::
 
     import lcm_lab as lab
     store = lab.LabStore()                      # .lcm_lab/lab.duckdb, or $LCM_LAB_HOME
     lab.load("datasets/", store)                # lcm.db files, transcripts, directories
     read = lab.read_transcript("datasets/pi-mono/before-compaction.jsonl")
     run = lab.replay(read.conversations[0].conversation, lab.LcmConfig(), lab.get_summarizer("offline"), token_budget=32_000)
+    lab.viz.plot_budget_timeline(run)           # plots: lab.viz.*; controls: lab.widgets.*
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from lcm_lab import testing, viz, widgets
+    from lcm_lab.engine.config import LcmConfig
+    from lcm_lab.engine.replay import Replay, replay
+    from lcm_lab.engine.trace import reference_trace
+    from lcm_lab.errors import UserError
+    from lcm_lab.io.transcripts import read_transcript
+    from lcm_lab.load import load, load_lcm_db, load_transcript
+    from lcm_lab.metrics.compare import compare
+    from lcm_lab.metrics.score import score_replay
+    from lcm_lab.report import write_report
+    from lcm_lab.store import LabStore, open_store
+    from lcm_lab.store.replays import load_replay, save_replay
+    from lcm_lab.store.scores import scores_df
+    from lcm_lab.summarizers import get_summarizer
 
 _EXPORTS = {
     "LabStore": "lcm_lab.store",
@@ -32,13 +49,41 @@ _EXPORTS = {
     "save_replay": "lcm_lab.store.replays",
     "load_replay": "lcm_lab.store.replays",
     "score_replay": "lcm_lab.metrics.score",
+    "scores_df": "lcm_lab.store.scores",
+    "compare": "lcm_lab.metrics.compare",
     "write_report": "lcm_lab.report",
+    "UserError": "lcm_lab.errors",
 }
+_SUBMODULES = ("viz", "widgets", "testing")
 
-__all__ = sorted(_EXPORTS)
+__all__ = [  # every name above, listed literally so linters and type checkers see the exports
+    "LabStore",
+    "LcmConfig",
+    "Replay",
+    "UserError",
+    "compare",
+    "get_summarizer",
+    "load",
+    "load_lcm_db",
+    "load_replay",
+    "load_transcript",
+    "open_store",
+    "read_transcript",
+    "reference_trace",
+    "replay",
+    "save_replay",
+    "score_replay",
+    "scores_df",
+    "testing",
+    "viz",
+    "widgets",
+    "write_report",
+]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"lcm_lab.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'lcm_lab' has no attribute {name!r}")
@@ -46,4 +91,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(__all__))

@@ -160,10 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prefix}: {_one_line(message)}", file=sys.stderr)
         return USAGE_ERROR
     except Exception as exc:
-        message = _user_message(exc)
-        if message is None or debug:
+        reason = _user_message(exc)
+        if reason is None or debug:
             raise
-        print(f"{prefix}: {_one_line(message)}", file=sys.stderr)
+        print(f"{prefix}: {_one_line(reason)}", file=sys.stderr)
         return USAGE_ERROR
 
 

@@ -193,8 +193,10 @@ def _stored_counts(lab: LabStore, source_id: int) -> dict[str, int]:
 
 def _unchanged(lab: LabStore, path: Path, kind: str, earlier: tuple[int, str]) -> SourceResult:
     note = f"{path}: identical content already loaded (source {earlier[0]}, {earlier[1]}); counts are what the store holds"
+    counts = _stored_counts(lab, earlier[0])
     return SourceResult(str(path), kind, "unchanged", source_id=earlier[0], details={"note": note},
-                        **_stored_counts(lab, earlier[0]))
+                        conversations=counts["conversations"], messages=counts["messages"], summaries=counts["summaries"],
+                        context_items=counts["context_items"], qa_items=counts["qa_items"])
 
 
 def _load_lcm_db_once(lab: LabStore, target: Path, fp: FileFingerprint, backend: str, *, force_copy: bool) -> SourceResult:
@@ -453,7 +455,7 @@ _HEADERS = ("conv", "msgs", "summ", "ctx", "qa", "skipped", "warn")
 
 def format_table(results: Sequence[SourceResult]) -> str:
     """The per-source counts as an aligned text table."""
-    rows = [("source", "kind", "status", *_HEADERS)]
+    rows: list[tuple[str, ...]] = [("source", "kind", "status", *_HEADERS)]
     for result in results:
         record = result.as_json()
         rows.append((result.source, result.kind or "-", result.status, *(str(record[c]) for c in _COLUMNS)))

@@ -264,8 +264,8 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         if self._server is None:
             raise RuntimeError("FakeOpenAIServer is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}/v1"
 
     @property
     def latency(self) -> float:

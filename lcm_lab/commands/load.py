@@ -15,8 +15,9 @@ import sys
 from collections.abc import Sequence
 
 from lcm_lab.cli import add_db_argument, add_json_argument
-from lcm_lab.load import BACKENDS, DEFAULT_BACKEND, SourceResult, format_table, load
+from lcm_lab.load import DEFAULT_BACKEND, SourceResult, format_table, load
 from lcm_lab.store import open_store
+from lcm_lab.store.lcmdb_import import BACKENDS
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

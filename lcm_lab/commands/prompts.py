@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lcm_lab.cli import add_json_argument, print_json, print_json_lines
 from lcm_lab.engine.compaction import prompt_targets
@@ -153,7 +153,7 @@ def run_render(args: argparse.Namespace) -> int:
     prompts = _prompt_set(args.prompts)
     source = _read(args.source).strip()
     previous = _read(args.previous).strip() if args.previous else None
-    kind = "leaf" if name.startswith("leaf") else "condensed"
+    kind: Literal["leaf", "condensed"] = "leaf" if name.startswith("leaf") else "condensed"
     aggressive = name == "leaf-aggressive"
     depth = args.depth if args.depth is not None else (0 if kind == "leaf" else {"condensed-d1": 1, "condensed-d2": 2}.get(name, 3))
     if prompts.template_name_for(kind, depth, aggressive) != name:

@@ -483,6 +483,7 @@ class Compactor:
                 break
             result.passes += 1
             pass_before = running
+            context: str | None
             if previous_summary is not None:
                 context = previous_summary
             elif scan_after is not None or self.fixed:

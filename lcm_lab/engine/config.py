@@ -647,15 +647,13 @@ def _resolve_values(env: dict[str, str], pc: dict[str, Any]) -> dict[str, Any]:
         if spec.check is not None:
             allowed = spec.check(chosen)
             if allowed is not None:
-                source = next((v for v in spec.envs if v in env), None) or next(
-                    k for k in spec.keys if k in pc
-                )
-                raise _bad(source, chosen, allowed)
+                culprit = next((v for v in spec.envs if v in env), None) or next(k for k in spec.keys if k in pc)
+                raise _bad(culprit, chosen, allowed)
         values[spec.name] = chosen
 
-    defaults = LcmConfig.__dataclass_fields__
+    defaults = LcmConfig()
     for attr, (plugin_key, members) in _NESTED.items():
-        base = dict(defaults[attr].default_factory())  # type: ignore[misc]
+        base = dict(getattr(defaults, attr))
         given = pc.get(plugin_key)
         if given is not None and not isinstance(given, Mapping):
             raise _bad(plugin_key, given, "an object")

@@ -137,7 +137,7 @@ def js_truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value != ""
     if is_number(value):
-        return value == value and value != 0
+        return bool(value == value and value != 0)
     return True  # objects and arrays, even empty ones
 
 

@@ -385,7 +385,7 @@ class Interceptor:
             # details by byte size; the threshold test is the part every release shares.)
             serialized = to_json(details)
             if serialized and estimate_tokens(serialized) >= self.limit:
-                tool_name = f"{top_tool_name if top_tool_name is not None else 'tool-result'}-details"
+                tool_name: str = f"{top_tool_name if top_tool_name is not None else 'tool-result'}-details"
                 file_id, byte_size, summary = self._externalize_text(
                     "tool-details", serialized, f"{tool_name}.json", "application/json"
                 )
@@ -428,9 +428,7 @@ class Interceptor:
             if extracted is None or _IMAGE_REFERENCE.fullmatch(js_trim(extracted)):
                 rewritten.append(item)
                 continue
-            tool_name = safe_string(item.get("name"))
-            if tool_name is None:
-                tool_name = top_tool_name if top_tool_name is not None else "tool-result"
+            tool_name = safe_string(item.get("name")) or (top_tool_name if top_tool_name is not None else "tool-result")
             call_id = first_string(
                 item, ("tool_use_id", "toolUseId", "tool_call_id", "toolCallId", "call_id", "id")
             )

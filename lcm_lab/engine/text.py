@@ -15,7 +15,9 @@ from typing import Any
 
 from lcm_lab.engine.blocks import RuntimeRole, content_from_parts, parse_sender_metadata
 from lcm_lab.engine.jsjson import UNDEFINED, js_parse, js_stringify
-from lcm_lab.engine.jsstr import js_trim, js_trim_end, js_trim_start
+from lcm_lab.engine.jsstr import js_trim as js_trim
+from lcm_lab.engine.jsstr import js_trim_end as js_trim_end
+from lcm_lab.engine.jsstr import js_trim_start as js_trim_start
 from lcm_lab.engine.timefmt import format_header_time
 from lcm_lab.engine.types import StoredMessage, StoredPart, Summary
 

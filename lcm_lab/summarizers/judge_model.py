@@ -104,7 +104,7 @@ class LedgerJudge:
             model=self.model, messages=messages, template_hash=template_hash, temperature=self.temperature,
             max_tokens=max_tokens, seed=seed, reasoning_effort=None,
         )
-        entry = {
+        entry: dict[str, Any] = {
             "purpose": str(params.get("purpose") or "judge"),
             "summarizer": "judge",
             "model": self.model,

@@ -298,7 +298,7 @@ class LiteLLMSummarizer:
 
     # -- ledger ------------------------------------------------------------------------------
     def _entry(self, request: SummaryRequest, rendered: RenderedPrompt, key: str, max_tokens: int, **values: Any) -> LedgerEntry:
-        params = {
+        params: dict[str, Any] = {
             "max_tokens": max_tokens,
             "temperature": self.temperature,
             "seed": self.seed,

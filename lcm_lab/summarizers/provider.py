@@ -122,7 +122,7 @@ def retry_delay(exc: BaseException, failures: int, base_s: float, max_s: float) 
     hinted = retry_after_seconds(exc)
     if hinted is not None:
         return hinted if hinted <= _MAX_RETRY_AFTER_S else None
-    return min(base_s * 2 ** (failures - 1), max_s)
+    return float(min(base_s * 2 ** (failures - 1), max_s))
 
 
 def response_cost(response: Any) -> float | None:
@@ -130,10 +130,10 @@ def response_cost(response: Any) -> float | None:
     entry there (a local server, a new model): unknown, not zero."""
     litellm = import_litellm()
     try:
-        cost = litellm.completion_cost(completion_response=response)
+        cost: float | None = litellm.completion_cost(completion_response=response)
     except Exception:  # litellm raises for models missing from its price map
         return None
-    return float(cost) if cost is not None else None
+    return None if cost is None else float(cost)
 
 
 def missing_api_keys(model: str, api_base: str | None) -> list[str]:

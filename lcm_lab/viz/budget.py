@@ -15,8 +15,12 @@ from lcm_lab.engine.types import ContextItem, StoredMessage, Summary, TurnRecord
 from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
     import plotly.graph_objects as go
+
+    from lcm_lab.engine.replay import Replay
 
 
 class ContextSplit(NamedTuple):
@@ -231,12 +235,12 @@ def _budget_comparison_figure(info: BudgetComparisonInfo) -> go.Figure:
     return fig
 
 
-def plot_budget_comparison(replays: Any, labels: Any = None) -> go.Figure:
+def plot_budget_comparison(replays: Sequence[Replay], labels: Sequence[str] | None = None) -> go.Figure:
     """Context tokens per turn of several replays on one chart."""
     return _budget_comparison_figure(budget_comparison_info(replays, labels))
 
 
-def plot_budget_timeline(replay: Any, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
+def plot_budget_timeline(replay: Replay, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
     """Stacked context tokens per turn with budget, threshold and sweep markers.
 
     ``marker_turn`` draws a vertical line (the scrubber's current turn).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import ipywidgets as widgets
 
@@ -11,11 +11,14 @@ from lcm_lab.viz.context import plot_context_at, turn_caption
 from lcm_lab.viz.dag import plot_dag
 from lcm_lab.widgets._figure import figure_widget, replace_figure
 
+if TYPE_CHECKING:
+    from lcm_lab.engine.replay import Replay
+
 
 class ReplayScrubber(widgets.VBox):
     """Scrub or play through a replay's turns: DAG so far, budget timeline marker, context at the turn."""
 
-    def __init__(self, replay: Any, interval_ms: int = 400, context_source: str = "assembly") -> None:
+    def __init__(self, replay: Replay, interval_ms: int = 400, context_source: Literal["assembly", "stored"] = "assembly") -> None:
         if not replay.turns:
             raise ValueError("the replay has no turns to scrub through")
         self.replay = replay

@@ -11,12 +11,13 @@ from __future__ import annotations
 import codecs
 import gc
 import gzip
+import io
 import json
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 
@@ -110,15 +111,11 @@ def open_bytes(path: str | Path) -> IO[bytes]:
     file_path = Path(path)
     if file_path.is_dir():
         raise InputFileError(file_path, "is a directory; expected a file")
-    if is_gzip(file_path):
-        handle: IO[bytes] = _NamedGzipFile(file_path, "rb")
-    else:
-        handle = file_path.open("rb")
-    encoding = text_encoding_of(handle.peek(4)[:4]) if hasattr(handle, "peek") else None
+    handle: gzip.GzipFile | io.BufferedReader = _NamedGzipFile(file_path, "rb") if is_gzip(file_path) else file_path.open("rb")
+    encoding = text_encoding_of(handle.peek(4)[:4])
     if encoding is None:
-        return handle
-    recoder = codecs.EncodedFile(handle, "utf-8", encoding)  # type: ignore[arg-type]
-    return recoder  # type: ignore[return-value]
+        return cast(IO[bytes], handle)
+    return cast(IO[bytes], codecs.EncodedFile(handle, "utf-8", encoding))
 
 
 def read_all_bytes(path: str | Path) -> bytes:
