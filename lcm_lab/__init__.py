@@ -27,9 +27,10 @@ if TYPE_CHECKING:
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.load import load, load_lcm_db, load_transcript
     from lcm_lab.metrics.compare import compare
-    from lcm_lab.metrics.score import score_replay
+    from lcm_lab.metrics.score import score_conversation, score_replay
     from lcm_lab.report import write_report
     from lcm_lab.store import LabStore, open_store
+    from lcm_lab.store.ledger import Ledger
     from lcm_lab.store.replays import load_replay, save_replay
     from lcm_lab.store.scores import scores_df
     from lcm_lab.summarizers import get_summarizer
@@ -49,6 +50,8 @@ _EXPORTS = {
     "save_replay": "lcm_lab.store.replays",
     "load_replay": "lcm_lab.store.replays",
     "score_replay": "lcm_lab.metrics.score",
+    "score_conversation": "lcm_lab.metrics.score",
+    "Ledger": "lcm_lab.store.ledger",
     "scores_df": "lcm_lab.store.scores",
     "compare": "lcm_lab.metrics.compare",
     "write_report": "lcm_lab.report",
@@ -59,6 +62,7 @@ _SUBMODULES = ("viz", "widgets", "testing")
 __all__ = [  # every name above, listed literally so linters and type checkers see the exports
     "LabStore",
     "LcmConfig",
+    "Ledger",
     "Replay",
     "UserError",
     "compare",
@@ -72,6 +76,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "reference_trace",
     "replay",
     "save_replay",
+    "score_conversation",
     "score_replay",
     "scores_df",
     "testing",

@@ -132,3 +132,10 @@ def test_default_context_is_the_assembly_of_a_real_replay() -> None:
     assert info.source == "assembly" and len(info.rows) == len(assembly.items)
     assert info.total_tokens == sum(i.tokens for i in assembly.items)
     assert {r.kind for r in info.rows} >= {"summary", "message"}
+
+
+def test_roles_and_depths_never_share_a_colour_and_runs_keep_theirs() -> None:
+    from lcm_lab.viz._style import DEPTH_COLORS, ROLE_COLORS, run_colors
+
+    assert not set(ROLE_COLORS.values()) & set(DEPTH_COLORS)
+    assert run_colors(["tight", "defaults"]) == run_colors(["tight", "defaults", "tight"])

@@ -25,14 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lcm_lab.engine.content import (
-    extract_structured_text,
-    first_string,
-    has_replay_critical_raw_block,
-    safe_boolean,
-    safe_string,
-    to_json,
-)
+from lcm_lab.engine.content import extract_structured_text, has_replay_critical_raw_block
 from lcm_lab.engine.exploration import (
     exploration_summary,
     format_file_reference,
@@ -42,6 +35,7 @@ from lcm_lab.engine.exploration import (
 )
 from lcm_lab.engine.jsjson import UNDEFINED, js_stringify
 from lcm_lab.engine.jsstr import JS_WS_CLASS, js_trim, locale_int, utf16_len
+from lcm_lab.engine.jsvalues import first_string, safe_boolean, safe_string, to_json
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import LargeFile
 

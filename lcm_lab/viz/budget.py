@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.types import ContextItem, StoredMessage, Summary, TurnRecord
-from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color
+from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color, run_colors
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -215,13 +215,12 @@ def budget_comparison_info(replays: Any, labels: Any = None) -> BudgetComparison
 
 
 def _budget_comparison_figure(info: BudgetComparisonInfo) -> go.Figure:
-    import plotly.express as px
     import plotly.graph_objects as go
 
-    colors = px.colors.qualitative.Plotly
+    palette = run_colors(info.labels)
     fig = go.Figure()
     for i, label in enumerate(info.labels):
-        color = colors[i % len(colors)]
+        color = palette[label]
         fig.add_trace(go.Scatter(x=list(info.turns[i]), y=list(info.tokens_after[i]), name=label, mode="lines",
                                  line={"color": color, "width": 1.5}, line_shape="hv"))
         if info.turns[i]:
