@@ -149,7 +149,9 @@ def test_template_choice_by_kind_depth_and_aggressive(kind: str, depth: int, agg
 def test_leaf_render_follows_the_documented_structure() -> None:
     rendered = render_request(default_prompt_set(), leaf_request(custom_instructions="  Keep people's names.  "))
     user = rendered.user
-    order = ["Operator instructions:", "Keep people's names.", "Expand for details about:", "about 192 tokens",
+    # The lab's layout: the task and its target, the questions the note must answer, the
+    # operator's instructions, the form (ending with the plugin's footer), then the data.
+    order = ["about 192 tokens", "Operator instructions:", "Keep people's names.", "Expand for details about:",
              "<previous_context>\n(none)\n</previous_context>", "<conversation_segment>\n" + LEAF_SOURCE]
     positions = [user.index(part) for part in order]
     assert positions == sorted(positions)

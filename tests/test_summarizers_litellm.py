@@ -250,7 +250,7 @@ def test_over_long_output_escalates_to_aggressive_then_the_engine_falls_back(fak
     assert level == "fallback" and "[Truncated from" in summary
     assert [c.aggressive for c in compactor.calls] == [False, True]
     assert [r["template_name"] for r in rows(store)] == ["leaf", "leaf-aggressive"]
-    assert "A first attempt at condensing it came out too long" in fake.completion_requests[1].body["messages"][1]["content"]  # type: ignore[index]
+    assert "was already attempted and came out too long" in fake.completion_requests[1].body["messages"][1]["content"]  # type: ignore[index]
 
 
 def test_over_long_but_shrinking_output_is_capped_by_the_engine(fake: FakeOpenAIServer, store: LabStore) -> None:
