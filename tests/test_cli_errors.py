@@ -43,20 +43,20 @@ def db(tmp_path: Path) -> str:
     return str(tmp_path / "lab.duckdb")
 
 
+def cut_in_half(source: Path, target: Path) -> Path:
+    data = source.read_bytes()
+    target.write_bytes(data[: len(data) // 2])
+    return target
+
+
 @pytest.fixture
 def truncated_transcript(tmp_path: Path) -> Path:
-    data = SESSION.read_bytes()
-    path = tmp_path / "cut.jsonl.gz"
-    path.write_bytes(data[: len(data) // 2])
-    return path
+    return cut_in_half(SESSION, tmp_path / "cut.jsonl.gz")
 
 
 @pytest.fixture
 def truncated_lcm_db(tmp_path: Path) -> Path:
-    data = LCM_DB.read_bytes()
-    path = tmp_path / "cut-lcm.db.gz"
-    path.write_bytes(data[: len(data) // 2])
-    return path
+    return cut_in_half(LCM_DB, tmp_path / "cut-lcm.db.gz")
 
 
 def test_version_and_python_dash_m() -> None:
