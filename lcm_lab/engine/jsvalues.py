@@ -17,7 +17,7 @@ from lcm_lab.engine.jsjson import UNDEFINED, js_number, js_parse, js_stringify
 
 def prop(value: Any, key: str) -> Any:
     """``value?.[key]``: the member, or UNDEFINED for missing keys and non-objects."""
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # the type test skips a slow ABC check
         return value.get(key, UNDEFINED)
     return UNDEFINED
 
@@ -33,10 +33,11 @@ def safe_boolean(value: Any) -> bool | None:
 
 def first_string(record: Any, keys: Sequence[str]) -> str | None:
     """``safeString(r.a) ?? safeString(r.b) ?? …`` (an empty string stops the chain)."""
-    for key in keys:
-        found = safe_string(prop(record, key))
-        if found is not None:
-            return found
+    if type(record) is dict or isinstance(record, Mapping):
+        for key in keys:
+            found = record.get(key)
+            if isinstance(found, str):
+                return found
     return None
 
 
@@ -104,4 +105,3 @@ def _defined(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
 def _opt(value: Any) -> Any:
     """Map a ``safe*`` result (``None`` = undefined) to UNDEFINED for object literals."""
     return UNDEFINED if value is None else value
-
