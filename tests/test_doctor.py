@@ -1,5 +1,5 @@
 """``lcm-lab doctor``: every marker format found in hand-made lcm.db files, nothing in clean ones,
-structural breakage reported as errors, exit codes, and read-only on every shared fixture."""
+structural breakage reported as errors, exit codes, and read-only on every bundled lcm.db."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Ingest projection vs. the real lossless-claw engine on every reference input.
 
 Always on: the in-repo traces (``messages[]``, ``large_files[]``) of one run per input.
-Deep: the ``lcm.db`` each run wrote (shared folder; skipped when absent) — every ``messages``,
+Deep: the ``lcm.db`` each run wrote (bundled in tests/fixtures/reference-runs/lcm-dbs.tar.xz) — every ``messages``,
 ``message_parts`` and ``large_files`` column the projection produces, byte for byte, with the
 plugin's random file ids canonicalised.
 """
