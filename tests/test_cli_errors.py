@@ -177,3 +177,23 @@ def test_json_output_is_only_json(capsys: pytest.CaptureFixture[str], db: str, t
     assert code == 0 and json.loads(out)["name"] == "leaf"
     code, out, _err = run_cli(capsys, "doctor", "--list-checks", "--json")
     assert code == 0 and all("check" in json.loads(line) for line in out.splitlines())
+
+
+def test_demo_says_where_its_data_must_come_from(
+    capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lcm_lab.commands.demo as demo_command
+
+    assert_user_error(*run_cli(capsys, "demo", "--db", db, "--data", str(tmp_path))[::2], f"--data {tmp_path}", "datasets/")
+    monkeypatch.setattr(demo_command, "CHECKOUT_DATASETS", tmp_path / "not-installed")
+    code, _out, err = run_cli(capsys, "demo", "--db", db)
+    assert_user_error(code, err, "not installed with the package", "--data")
+
+
+def test_demo_columns_are_all_explained() -> None:
+    from lcm_lab.demo import COLUMNS, explain_columns, format_rows
+
+    table = format_rows([{name: None for name in COLUMNS} | {"run": "x", "depth": None}])
+    assert table.splitlines()[0].split() == list(COLUMNS)
+    assert "-" in table.splitlines()[1]  # a run without summaries shows no depth, not -1
+    assert len(explain_columns().splitlines()) == len(COLUMNS)

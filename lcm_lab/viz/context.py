@@ -108,7 +108,9 @@ def context_info(
         token_budget=token_budget,
         total_tokens=total,
         source=source,
-        title=f"Turn {turn_index}: {what}, {len(rows)} items, {total:,} / {token_budget:,} tokens",
+        title=f"Turn {turn_index}: {what}, {len(rows)} items, {total:,} / {token_budget:,} tokens" + (
+            f" · over budget by {total - token_budget:,} (the fresh tail is never evicted)" if total > token_budget else ""
+        ),
     )
 
 
@@ -123,7 +125,7 @@ def context_df(replay: Any, turn: int = -1, source: ContextSource = "assembly") 
 def _category_color(category: str) -> str:
     if category.startswith("summary depth "):
         return depth_color(int(category.rsplit(" ", 1)[1]))
-    return ROLE_COLORS.get(category, "#BAB0AC")
+    return ROLE_COLORS.get(category, ROLE_COLORS["system"])
 
 
 def _context_figure(info: ContextInfo) -> go.Figure:
