@@ -16,12 +16,16 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) notebook-filter
 
-# Strip notebook outputs on commit (JupyterLab autosaves outputs into the tracked notebooks).
-# Only inside a git checkout with git available; anywhere else there is nothing to configure.
+# Strip notebook outputs on commit (JupyterLab autosaves outputs into the tracked notebooks):
+# configure the nbstripout filter that .gitattributes names. Only in a plain git checkout: without
+# git, outside a checkout, or in a linked worktree (whose config is shared with other worktrees)
+# it says so and does nothing.
 notebook-filter: $(STAMP)
-	@if command -v git >/dev/null 2>&1 && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
-		$(VENV)/bin/nbstripout --install --attributes .gitattributes && echo "nbstripout git filter installed"; \
-	else echo "not a git checkout: nbstripout filter not installed (notebook outputs are not stripped on commit)"; fi
+	@if ! command -v git >/dev/null 2>&1 || ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		echo "not a git checkout: nbstripout filter not configured"; \
+	elif [ "$$(git rev-parse --git-dir)" != "$$(git rev-parse --git-common-dir)" ]; then \
+		echo "linked git worktree: configure nbstripout in the main checkout (.venv/bin/nbstripout --install)"; \
+	else $(VENV)/bin/nbstripout --install && echo "nbstripout git filter configured (see .gitattributes)"; fi
 
 demo: setup
 	$(VENV)/bin/lcm-lab demo
