@@ -3,7 +3,6 @@ environment.yml and constraints-min.txt follow pyproject.toml."""
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 import tomllib
@@ -28,14 +27,16 @@ def _name(requirement: str) -> str:
     return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
 
 
+_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_]\w*))", re.M)
+
+
 def _imported_top_level() -> set[str]:
+    # A line scan, not ast: parsing every module inside a busy test worker has tripped CPython
+    # 3.11's AST recursion check. Relative imports ("from .x") do not match the pattern.
     names: set[str] = set()
     for path in (ROOT / "lcm_lab").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
+        for match in _IMPORT.finditer(path.read_text(encoding="utf-8")):
+            names.add(match.group(1) or match.group(2))
     return {n for n in names if n not in sys.stdlib_module_names and n != "lcm_lab"}
 
 

@@ -100,7 +100,9 @@ def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None
         from lcm_lab.store import open_store
 
         store = open_store(getattr(args, "db", None))
-    return litellm_summarizer(
+    from lcm_lab.summarizers.litellm_summarizer import LiteLLMSummarizer
+
+    return LiteLLMSummarizer(
         args.model,
         api_base=args.api_base,
         prompts=args.prompts,
@@ -116,13 +118,6 @@ def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None
         window_seconds=args.window_seconds,
         max_cost_usd=args.max_cost_usd,
     )
-
-
-def litellm_summarizer(model: str, **options: Any) -> LiteLLMSummarizer:
-    """:class:`LiteLLMSummarizer` (imported lazily so ``import lcm_lab.summarizers`` stays light)."""
-    from lcm_lab.summarizers.litellm_summarizer import LiteLLMSummarizer
-
-    return LiteLLMSummarizer(model, **options)
 
 
 def __getattr__(name: str) -> Any:
@@ -144,6 +139,5 @@ __all__ = [
     "add_summarizer_arguments",
     "canon_file_ids",
     "get_summarizer",
-    "litellm_summarizer",
     "summarizer_from_args",
 ]
