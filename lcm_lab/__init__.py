@@ -1,21 +1,43 @@
 """lcm_lab: a notebook-first research workbench for Lossless Context Management.
 
-The common entry points are importable from the top level (lazily, so ``import lcm_lab`` stays
-cheap)::
+One namespace for everything a notebook or script needs (imported lazily, so ``import lcm_lab``
+stays cheap; type checkers and IDEs see the real signatures)::
 
     import lcm_lab as lab
     store = lab.LabStore()                      # .lcm_lab/lab.duckdb, or $LCM_LAB_HOME
     lab.load("datasets/", store)                # lcm.db files, transcripts, directories
     read = lab.read_transcript("datasets/pi-mono/before-compaction.jsonl")
     run = lab.replay(read.conversations[0].conversation, lab.LcmConfig(), lab.get_summarizer("offline"), token_budget=32_000)
+    lab.viz.plot_budget_timeline(run)           # plots: lab.viz.*; controls: lab.widgets.*
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from lcm_lab import testing, viz, widgets
+    from lcm_lab.cost.scores import cost_scores, price_replay, validate_transcript
+    from lcm_lab.engine.config import LcmConfig
+    from lcm_lab.engine.replay import Replay, replay
+    from lcm_lab.engine.trace import reference_trace
+    from lcm_lab.errors import UserError
+    from lcm_lab.host import recorded_calls
+    from lcm_lab.io.transcripts import read_transcript
+    from lcm_lab.load import load, load_lcm_db, load_transcript
+    from lcm_lab.metrics.compare import compare
+    from lcm_lab.metrics.score import score_conversation, score_replay
+    from lcm_lab.metrics.strategies import strategy_scores
+    from lcm_lab.report import write_report
+    from lcm_lab.store import LabStore, open_store
+    from lcm_lab.store.ledger import Ledger
+    from lcm_lab.store.replays import load_replay, load_strategy_run, save_replay
+    from lcm_lab.store.scores import scores_df
+    from lcm_lab.strategies import get_strategy, run_strategy
+    from lcm_lab.summarizers import get_summarizer
 
 _EXPORTS = {
     "LabStore": "lcm_lab.store",
@@ -32,7 +54,12 @@ _EXPORTS = {
     "save_replay": "lcm_lab.store.replays",
     "load_replay": "lcm_lab.store.replays",
     "score_replay": "lcm_lab.metrics.score",
+    "score_conversation": "lcm_lab.metrics.score",
+    "Ledger": "lcm_lab.store.ledger",
+    "scores_df": "lcm_lab.store.scores",
+    "compare": "lcm_lab.metrics.compare",
     "write_report": "lcm_lab.report",
+    "UserError": "lcm_lab.errors",
     "get_strategy": "lcm_lab.strategies",
     "run_strategy": "lcm_lab.strategies",
     "load_strategy_run": "lcm_lab.store.replays",
@@ -42,11 +69,46 @@ _EXPORTS = {
     "price_replay": "lcm_lab.cost.scores",
     "validate_transcript": "lcm_lab.cost.scores",
 }
+_SUBMODULES = ("viz", "widgets", "testing")
 
-__all__ = sorted(_EXPORTS)
+__all__ = [  # every name above, listed literally so linters and type checkers see the exports
+    "LabStore",
+    "LcmConfig",
+    "Ledger",
+    "Replay",
+    "UserError",
+    "compare",
+    "cost_scores",
+    "get_strategy",
+    "get_summarizer",
+    "load",
+    "load_lcm_db",
+    "load_replay",
+    "load_strategy_run",
+    "load_transcript",
+    "open_store",
+    "price_replay",
+    "read_transcript",
+    "recorded_calls",
+    "reference_trace",
+    "replay",
+    "run_strategy",
+    "save_replay",
+    "score_conversation",
+    "score_replay",
+    "scores_df",
+    "strategy_scores",
+    "testing",
+    "validate_transcript",
+    "viz",
+    "widgets",
+    "write_report",
+]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"lcm_lab.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'lcm_lab' has no attribute {name!r}")
@@ -54,4 +116,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(__all__))

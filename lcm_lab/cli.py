@@ -1,18 +1,50 @@
 """``lcm-lab``: a thin command-line shell over the library.
 
-Each subcommand lives in ``lcm_lab/commands/<name>.py`` and exposes
-``register(subparsers) -> None``; the parser it adds sets ``func(args) -> int``.
+Conventions every command follows (new commands get the shared parts for free):
+
+* Each subcommand lives in ``lcm_lab/commands/<name>.py`` and exposes
+  ``register(subparsers) -> None``; the parser it adds sets ``func(args) -> int``. Modules are
+  discovered automatically (``COMMANDS`` only fixes the help order).
+* ``--json`` (:func:`add_json_argument`): the command prints only JSON on stdout — one object
+  for a single result (:func:`print_json`), JSON Lines for lists (:func:`print_json_lines`).
+  Progress and warnings go to stderr.
+* User errors are raised, not printed: a :class:`lcm_lab.errors.UserError` (bad file, bad
+  option, missing API key) or ``SystemExit("message")`` ends in :func:`main` as one line on
+  stderr, ``lcm-lab <command>: <message>``, and exit status 2. Common file-system errors (a
+  missing file, a directory where a file is expected, a file that is not UTF-8) are reported
+  the same way. Anything else is a bug and keeps its traceback.
+* ``--debug`` (or ``LCM_LAB_DEBUG=1``) re-raises user errors with their traceback, for bug reports.
+* Shared argument types: :func:`positive_int` for budgets and counts, :func:`existing_file`
+  for inputs that must be files.
+
+Exit status: 0 success, 1 a completed check found differences or some inputs failed, 2 usage
+or input error, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from lcm_lab.errors import UserError
 
 # Listed in help order; any other module in lcm_lab/commands/ with a register() is added after them.
 COMMANDS = ("load", "replay", "prompts", "ledger", "doctor", "report", "demo")
+DEBUG_ENV = "LCM_LAB_DEBUG"
+USAGE_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (``lcm-lab replay: --token-budget: ...``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: {_one_line(message)} (see {self.prog} --help)\n")
 
 
 def command_names() -> list[str]:
@@ -26,7 +58,11 @@ def command_names() -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lcm-lab", description=__doc__.splitlines()[0])
+    from lcm_lab import __version__
+
+    parser = _Parser(prog="lcm-lab", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"lcm-lab {__version__}")
+    parser.add_argument("--debug", action="store_true", help=f"show tracebacks for user errors (or set {DEBUG_ENV}=1)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in command_names():
         module = importlib.import_module(f"lcm_lab.commands.{name}")
@@ -41,14 +77,94 @@ def add_db_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="FILE", default=None, help="lab store (default: $LCM_LAB_HOME or .lcm_lab/lab.duckdb)")
 
 
+def add_json_argument(parser: argparse.ArgumentParser, what: str = "the result") -> None:
+    """``--json``: print only JSON (``what`` says which shape, for the command's help)."""
+    parser.add_argument("--json", action="store_true", help=f"print only JSON: {what}")
+
+
+def print_json(value: Any) -> None:
+    """One JSON object on stdout (a single result)."""
+    print(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def print_json_lines(values: Iterable[Any]) -> None:
+    """One JSON object per line on stdout (a list of results)."""
+    for value in values:
+        print_json(value)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer ≥ 1 (token budgets, counts).
+
+    >>> positive_int("8000")
+    8000
+    >>> positive_int("-5")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: -5 is not a positive integer (expected a whole number of tokens ≥ 1, e.g. 8000)
+    """
+    digits = text.strip().replace("_", "")
+    if not digits.isdigit() or int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer (expected a whole number of tokens ≥ 1, e.g. 8000)")
+    return int(digits)
+
+
+def existing_file(text: str) -> str:
+    """argparse type: a path that exists and is a file (not a directory)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file")
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    return text
+
+
+def _user_message(exc: BaseException) -> str | None:
+    """The one-line message for an error that is the user's to fix, or None for a bug."""
+    if isinstance(exc, UserError):
+        return str(exc)
+    if isinstance(exc, IsADirectoryError):
+        return f"{exc.filename}: is a directory; expected a file"
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return f"{exc.filename}: no such file"
+    if isinstance(exc, PermissionError) and exc.filename:
+        return f"{exc.filename}: permission denied"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"input is not {exc.encoding} text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+    return None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run ``lcm-lab`` with ``argv``; return the exit status (see the module docstring)."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # --debug is accepted anywhere on the line, not only before the command.
+    debug = "--debug" in arguments or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    parser = build_parser()
+    args = parser.parse_args([a for a in arguments if a != "--debug"])
+    prefix = f"{parser.prog} {args.command}"
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except SystemExit as exc:
+        if not isinstance(exc.code, str):
+            raise
+        if debug:
+            raise
+        message = exc.code.removeprefix(f"{prefix}: ")
+        print(f"{prefix}: {_one_line(message)}", file=sys.stderr)
+        return USAGE_ERROR
+    except Exception as exc:
+        reason = _user_message(exc)
+        if reason is None or debug:
+            raise
+        print(f"{prefix}: {_one_line(reason)}", file=sys.stderr)
+        return USAGE_ERROR
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ from typing import Any
 
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.errors import InputFileError
 from lcm_lab.io.model import LoadedConversation, QAItem
 from lcm_lab.io.transcripts import read_transcript
-from lcm_lab.load import SourceResult, load
+from lcm_lab.load import SourceResult, format_table, load
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.score import score_replay
 from lcm_lab.store import LabStore
@@ -77,7 +78,7 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
                 "run_id": run.run_id,
                 "turns": len(run.replay.turns),
                 "summaries": len(run.replay.summaries),
-                "depth": int(values.get("dag_depth", -1)),
+                "depth": int(values["dag_depth"]) if run.replay.summaries and "dag_depth" in values else None,
                 "calls": int(values.get("summarizer_calls", 0)),
                 "final_tokens": last.final_tokens,
                 "peak_budget": values.get("peak_budget_fraction"),
@@ -88,8 +89,28 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
     return rows
 
 
+# One line per column of the comparison, printed under the table (and shown in the notebooks).
+COLUMNS: dict[str, str] = {
+    "run": "conversation · setting (defaults-32k: the plugin's defaults at a 32k budget; tight-8k: small chunks at 8k)",
+    "turns": "user turns replayed",
+    "summaries": "summaries the offline summarizer wrote (leaf and condensed)",
+    "depth": "deepest summary in the DAG (0 = leaf only; '-' = no summaries were needed)",
+    "calls": "summarizer calls, including escalations",
+    "final_tokens": "tokens stored in the context after the last turn (summaries + fresh tail)",
+    "peak_budget": "largest share of the token budget the assembled context used at any turn",
+    "facts_in_context": "share of the history's hard facts (paths, ids, numbers) still visible to the model at the end",
+    "qa_retention": "LoCoMo answer F1 placed between truncation (0) and full context (1); '-' for runs without QA",
+}
+
+
+def explain_columns() -> str:
+    """The column legend of :func:`format_rows`, one line per column."""
+    width = max(map(len, COLUMNS))
+    return "\n".join(f"  {name.ljust(width)}  {meaning}" for name, meaning in COLUMNS.items())
+
+
 def format_rows(rows: Sequence[dict[str, Any]]) -> str:
-    headers = ("run", "turns", "summaries", "depth", "calls", "final_tokens", "peak_budget", "facts_in_context", "qa_retention")
+    headers = tuple(COLUMNS)
 
     def cell(value: Any) -> str:
         if value is None:
@@ -113,8 +134,7 @@ def run_demo(
 ) -> DemoResult:
     """Load the bundled data, replay, score, compare and report (see the module docstring)."""
     if not datasets.is_dir():
-        raise FileNotFoundError(f"bundled datasets not found at {datasets}; run from a checkout of lcm_lab")
-    from lcm_lab.commands.load import format_table
+        raise InputFileError(datasets, "bundled datasets not found; pass the datasets/ directory of an lcm_lab checkout")
     from lcm_lab.report import write_report
 
     say(f"Loading every bundled source from {datasets} ...")
@@ -135,9 +155,9 @@ def run_demo(
             write_scores(store, scores, replace_runs=True)
             runs.append(DemoRun(label, run_id, result, scores))
 
-    say("\nHow the settings compare (facts_in_context: share of hard facts from the history still visible")
-    say("to the model after the last turn; qa_retention: LoCoMo answer F1 between truncation and full context):")
+    say("\nHow the settings compare:")
     say(format_rows(comparison_rows(runs)))
+    say(explain_columns())
     path = write_report(
         [r.replay for r in runs],
         report_path,

@@ -22,7 +22,7 @@ import gzip
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -63,7 +63,11 @@ def loader_version() -> str:
 
 @dataclass(frozen=True)
 class SourceResult:
-    """What loading one source did (counts are rows added to the store by this load)."""
+    """What loading one source did.
+
+    Counts are rows added to the store by this load; for an ``unchanged`` source (identical
+    content loaded before) they are the rows the store already holds for it.
+    """
 
     source: str
     kind: str | None
@@ -164,7 +168,7 @@ def load_lcm_db(path: str | os.PathLike[str], store: LabStore | None = None, *, 
         except OSError as exc:
             return _failed(lab, target, "lcm_db", f"{target}: cannot read ({exc.strerror or exc})")
         if (earlier := find_loaded(lab, fp.sha256)) is not None:
-            return _unchanged(target, "lcm_db", earlier)
+            return _unchanged(lab, target, "lcm_db", earlier)
         try:
             return _load_lcm_db_once(lab, target, fp, backend, force_copy=False)
         except SnapshotChanged:
@@ -173,9 +177,26 @@ def load_lcm_db(path: str | os.PathLike[str], store: LabStore | None = None, *, 
             return _failed(lab, target, "lcm_db", str(exc))
 
 
-def _unchanged(path: Path, kind: str, earlier: tuple[int, str]) -> SourceResult:
-    note = f"{path}: identical content already loaded (source {earlier[0]}, {earlier[1]}); nothing added"
-    return SourceResult(str(path), kind, "unchanged", source_id=earlier[0], details={"note": note})
+def _stored_counts(lab: LabStore, source_id: int) -> dict[str, int]:
+    """What the store holds for one source (shown again when an identical file is loaded twice)."""
+    counts = {"conversations": 0, "messages": 0, "summaries": 0, "context_items": 0, "qa_items": 0}
+    for column in counts:
+        if column == "conversations":
+            sql = "SELECT count(*) FROM conversations WHERE source_id = ?"
+        else:
+            sql = (f"SELECT count(*) FROM {column} WHERE conversation_id IN "
+                   "(SELECT conversation_id FROM conversations WHERE source_id = ?)")
+        row = lab.fetch_all(sql, [source_id])
+        counts[column] = int(row[0][0]) if row else 0
+    return counts
+
+
+def _unchanged(lab: LabStore, path: Path, kind: str, earlier: tuple[int, str]) -> SourceResult:
+    note = f"{path}: identical content already loaded (source {earlier[0]}, {earlier[1]}); counts are what the store holds"
+    counts = _stored_counts(lab, earlier[0])
+    return SourceResult(str(path), kind, "unchanged", source_id=earlier[0], details={"note": note},
+                        conversations=counts["conversations"], messages=counts["messages"], summaries=counts["summaries"],
+                        context_items=counts["context_items"], qa_items=counts["qa_items"])
 
 
 def _load_lcm_db_once(lab: LabStore, target: Path, fp: FileFingerprint, backend: str, *, force_copy: bool) -> SourceResult:
@@ -270,7 +291,7 @@ def load_transcript(
         except OSError as exc:
             return _failed(lab, target, "transcript", f"{target}: cannot read ({exc.strerror or exc})")
         if (earlier := find_loaded(lab, fp.sha256)) is not None:
-            return _unchanged(target, "transcript", earlier)
+            return _unchanged(lab, target, "transcript", earlier)
         try:
             result = read() if read is not None else transcripts.read_transcript(target)
         except (OSError, ValueError) as exc:
@@ -426,3 +447,22 @@ def load(
 
 def _tag(result: SourceResult, argument: str) -> SourceResult:
     return replace(result, details={**result.details, "argument": argument})
+
+
+_COLUMNS = ("conversations", "messages", "summaries", "context_items", "qa_items", "skipped_lines", "warnings")
+_HEADERS = ("conv", "msgs", "summ", "ctx", "qa", "skipped", "warn")
+
+
+def format_table(results: Sequence[SourceResult]) -> str:
+    """The per-source counts as an aligned text table."""
+    rows: list[tuple[str, ...]] = [("source", "kind", "status", *_HEADERS)]
+    for result in results:
+        record = result.as_json()
+        rows.append((result.source, result.kind or "-", result.status, *(str(record[c]) for c in _COLUMNS)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
+        cells += [cell.rjust(width) for cell, width in zip(row[3:], widths[3:], strict=True)]
+        lines.append("  ".join(cells))
+    return "\n".join(lines)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -19,7 +18,6 @@ from lcm_lab.engine.assembly import assemble
 from lcm_lab.engine.types import Assembly, ContextItem, StoredMessage, StoredPart, Summary
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_RUNS = REPO.parent / "shared" / "fixtures" / "reference-runs"
 TRACES = REPO / "tests" / "fixtures" / "reference-runs" / "traces"
 
 
@@ -35,14 +33,6 @@ def load_trace(run_id: str) -> dict[str, Any]:
     with gzip.open(TRACES / f"{run_id}.trace.json.gz", "rt", encoding="utf-8") as fh:
         trace: dict[str, Any] = json.load(fh)
     return trace
-
-
-def unpack_db(run_id: str, directory: Path) -> Path:
-    """Gunzip a reference run's lcm.db into ``directory``."""
-    target = directory / f"{run_id}.db"
-    with gzip.open(SHARED_RUNS / "db" / f"{run_id}.db.gz", "rb") as src, target.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return target
 
 
 def load_state(db_path: Path) -> EngineState:

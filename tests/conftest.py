@@ -1,9 +1,17 @@
-"""Shared fixtures: repository paths, the shared-data folder, and an in-memory lab store."""
+"""Shared fixtures: repository paths, bundled fixture archives, and an in-memory lab store.
+
+Everything the suite reads is inside the repository (``tests/fixtures``, ``datasets``), so a
+fresh clone runs it with nothing beside it; only live-provider tests skip (no API key).
+"""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import gzip
 import shutil
+import tarfile
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +20,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 DATASETS = REPO / "datasets"
-SHARED = REPO.parent / "shared"
 
 
 @pytest.fixture
@@ -33,9 +40,26 @@ def gunzip_to(source: Path, directory: Path) -> Path:
     return target
 
 
-def shared_path(*parts: str) -> Path:
-    """A path in the shared folder next to the repository, or skip the test if it is absent."""
-    path = SHARED.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared data not available at {path} (tests that need it are skipped)")
-    return path
+@functools.cache
+def unpacked(archive: str) -> Path:
+    """Extract ``tests/fixtures/<archive>.tar.xz`` once per test process; return the directory.
+
+    Archives hold many similar files (the reference runs' lcm.db files, the held-out inputs);
+    one solid xz stream keeps them ~30x smaller in git than gzipping each file.
+    """
+    target = Path(tempfile.mkdtemp(prefix="lcm_lab_fixture_"))
+    atexit.register(shutil.rmtree, target, True)
+    with tarfile.open(FIXTURES / f"{archive}.tar.xz") as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+def archive_members(archive: str, suffix: str) -> list[str]:
+    """Names in ``tests/fixtures/<archive>.tar.xz`` ending with ``suffix`` (for parametrizing)."""
+    with tarfile.open(FIXTURES / f"{archive}.tar.xz") as tar:
+        return sorted(Path(name).name for name in tar.getnames() if name.endswith(suffix))
+
+
+def reference_db(run_id: str) -> Path:
+    """The lcm.db the real lossless-claw wrote for reference run ``run_id`` (extracted, read-only use)."""
+    return unpacked("reference-runs/lcm-dbs") / f"{run_id}.db"

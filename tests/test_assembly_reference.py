@@ -5,12 +5,10 @@ from __future__ import annotations
 import gzip
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 from assembly_reference import (
-    SHARED_RUNS,
     SMALL_FIXTURE,
     TRACES,
     EngineState,
@@ -20,8 +18,8 @@ from assembly_reference import (
     load_trace,
     state_from_json,
     summary_keys,
-    unpack_db,
 )
+from conftest import reference_db
 
 from lcm_lab.engine.assembly import assemble
 from lcm_lab.engine.trace import assembly_record
@@ -67,27 +65,21 @@ def test_bundled_fixture_covers_both_selection_modes_and_summaries() -> None:
     assert kinds == {"message", "summary"}
 
 
-@pytest.fixture(scope="module")
-def shared_states(tmp_path_factory: pytest.TempPathFactory) -> dict[str, EngineState]:
-    if not (SHARED_RUNS / "db").is_dir():
-        pytest.skip(
-            f"shared reference-run databases not found at {SHARED_RUNS / 'db'} (needs the lab's shared folder)"
-        )
-    return {}
-
-
-def _state(run_id: str, states: dict[str, EngineState], directory: Path) -> EngineState:
+def _state(run_id: str, states: dict[str, EngineState]) -> EngineState:
     if run_id not in states:
-        states[run_id] = load_state(unpack_db(run_id, directory))
+        states[run_id] = load_state(reference_db(run_id))
     return states[run_id]
+
+
+_STATES: dict[str, EngineState] = {}
 
 
 @pytest.mark.parametrize("index", [0, 1], ids=["run-budget", "tight-budget"])
 @pytest.mark.parametrize("run_id", RUN_IDS)
 def test_reference_run_assembly_matches(
-    run_id: str, index: int, shared_states: dict[str, EngineState], tmp_path_factory: pytest.TempPathFactory
+    run_id: str, index: int
 ) -> None:
     trace = load_trace(run_id)
-    state = _state(run_id, shared_states, tmp_path_factory.getbasetemp())
+    state = _state(run_id, _STATES)
     record = assembly_record(assemble_like_trace(state, trace, index), summary_keys(trace))
     assert differences(record, trace["assembled"][index]) == []

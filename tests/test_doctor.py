@@ -1,5 +1,5 @@
 """``lcm-lab doctor``: every marker format found in hand-made lcm.db files, nothing in clean ones,
-structural breakage reported as errors, exit codes, and read-only on every shared fixture."""
+structural breakage reported as errors, exit codes, and read-only on every bundled lcm.db."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, unpacked
 
 from lcm_lab.cli import main
 from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
@@ -18,7 +19,6 @@ from lcm_lab.metrics.doctor import CHECKS, diagnose
 from lcm_lab.metrics.markers import MARKERS
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
 
 # A current-schema subset of the plugin's DDL (spec §1.2): the tables the doctor reads.
 SCHEMA = """
@@ -237,14 +237,9 @@ def test_every_check_has_a_severity(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor"]) == 2
 
 
-def _shared_dbs() -> list[Path]:
-    return sorted(SHARED_FIXTURES.glob("lcm-db-versions/*.db.gz")) + sorted(SHARED_FIXTURES.glob("reference-runs/db/*.db.gz"))
-
-
-def test_runs_read_only_on_every_shared_lcm_db(tmp_path: Path) -> None:
-    dbs = _shared_dbs()
-    if not dbs:
-        pytest.skip(f"shared fixtures not found under {SHARED_FIXTURES}")
+def test_runs_read_only_on_every_bundled_lcm_db(tmp_path: Path) -> None:
+    dbs = sorted(FIXTURES.glob("lcm-db-versions/*.db.gz")) + sorted(unpacked("reference-runs/lcm-dbs").glob("*.db"))
+    assert len(dbs) > 30
     expected = {  # from the reference-runs inventory (fallback / capped counts per run)
         "before-compaction__C2-tight": {"truncation-fallback": 7},
         "before-compaction__C6-deep-reachable": {"truncation-fallback": 9},
@@ -253,15 +248,18 @@ def test_runs_read_only_on_every_shared_lcm_db(tmp_path: Path) -> None:
     }
     for gz in dbs:
         plain = tmp_path / gz.name.removesuffix(".gz")
-        with gzip.open(gz, "rb") as src, open(plain, "wb") as dst:
-            shutil.copyfileobj(src, dst)
+        if gz.suffix == ".gz":
+            with gzip.open(gz, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        else:
+            shutil.copyfile(gz, plain)
         before = hashlib.sha256(plain.read_bytes()).hexdigest()
         listing_before = sorted(p.name for p in tmp_path.iterdir())
         findings = diagnose(read_lcmdb_rows(plain))
         assert hashlib.sha256(plain.read_bytes()).hexdigest() == before, gz.name
         assert sorted(p.name for p in tmp_path.iterdir()) == listing_before, f"side files created for {gz.name}"
         assert not [f for f in findings if f.severity == "error"], (gz.name, findings[:3])
-        run = gz.name.removesuffix(".db.gz")
+        run = gz.name.removesuffix(".gz").removesuffix(".db")
         for check, count in expected.get(run, {}).items():
             assert sum(1 for f in findings if f.check == check) == count, (run, check)
         plain.unlink()

@@ -2,14 +2,13 @@
 
 Their expected traces are held out, so this checks what must hold for any input: the reader
 finds no problems, every message is covered exactly once at the end, the run is deterministic
-and its trace is well formed. Skipped when the shared folder is not next to the repository.
+and its trace is well formed. The inputs are bundled in ``tests/fixtures/heldout-inputs.tar.xz``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from conftest import archive_members, unpacked
 from reference_runs import config_for, load_trace
 from test_engine_properties import covered_seqs
 
@@ -18,15 +17,13 @@ from lcm_lab.engine.trace import compare_traces, reference_trace
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.summarizers.stub import StubV1Summarizer
 
-HELDOUT = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "heldout-inputs"
-INPUTS = sorted(HELDOUT.glob("*.jsonl")) if HELDOUT.is_dir() else []
+INPUTS = archive_members("heldout-inputs", ".jsonl")
 CONFIGS = ("C2-tight", "C6-deep-reachable")
 
 
-@pytest.mark.skipif(not INPUTS, reason=f"held-out inputs not found at {HELDOUT}")
-@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.stem)
-def test_heldout_input_replays_cleanly(path: Path) -> None:
-    read = read_transcript(path)
+@pytest.mark.parametrize("name", INPUTS, ids=lambda n: n.removesuffix(".jsonl"))
+def test_heldout_input_replays_cleanly(name: str) -> None:
+    read = read_transcript(unpacked("heldout-inputs") / name)
     assert not read.issues, [str(i) for i in read.issues]
     conversation = read.conversations[0].conversation
     for name in CONFIGS:

@@ -1,7 +1,7 @@
 """Ingest projection vs. the real lossless-claw engine on every reference input.
 
 Always on: the in-repo traces (``messages[]``, ``large_files[]``) of one run per input.
-Deep: the ``lcm.db`` each run wrote (shared folder; skipped when absent) — every ``messages``,
+Deep: the ``lcm.db`` each run wrote (bundled in tests/fixtures/reference-runs/lcm-dbs.tar.xz) — every ``messages``,
 ``message_parts`` and ``large_files`` column the projection produces, byte for byte, with the
 plugin's random file ids canonicalised.
 """
@@ -12,13 +12,13 @@ import gzip
 import hashlib
 import json
 import re
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import reference_db
 
 from lcm_lab.engine.identity import identity_hash
 from lcm_lab.engine.ingest import IngestResult, is_persistable, to_stored_message
@@ -26,7 +26,6 @@ from lcm_lab.engine.types import LargeFile, StoredMessage
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "reference-runs"
-SHARED_DB = REPO.parent / "shared" / "fixtures" / "reference-runs" / "db"
 FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.I)
 
 # input file → one run whose trace/db shows the ingested rows (ingest does not depend on config).
@@ -143,17 +142,8 @@ def test_large_tool_output_externalised(ingested: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def db_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SHARED_DB.is_dir():
-        pytest.skip(f"shared reference databases not found at {SHARED_DB}")
-    target = tmp_path_factory.mktemp("reference-db")
-    for run_id in RUNS.values():
-        with (
-            gzip.open(SHARED_DB / f"{run_id}.db.gz", "rb") as src,
-            open(target / f"{run_id}.db", "wb") as dst,
-        ):
-            shutil.copyfileobj(src, dst)
-    return target
+def db_dir() -> Path:
+    return reference_db(RUNS["golden-session"]).parent
 
 
 def canon_row(values: tuple[Any, ...]) -> tuple[Any, ...]:

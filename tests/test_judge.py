@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -99,7 +100,8 @@ def fake(server: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture
 def judge(fake: FakeOpenAIServer) -> LedgerJudge:
-    return LedgerJudge("openai/judge-model", api_base=fake.base_url, api_key="sk-test-not-a-real-key", ledger=Ledger(LabStore(":memory:")))
+    return LedgerJudge("openai/judge-model", api_base=fake.base_url, api_key="sk-test-not-a-real-key", ledger=Ledger(LabStore(":memory:")),
+                       backoff_base_ms=5, backoff_max_ms=20)
 
 
 def test_probe_qa_end_to_end_with_repeats_blindness_and_cache(fake: FakeOpenAIServer, judge: LedgerJudge) -> None:
@@ -168,7 +170,7 @@ def test_locomo_accuracy_against_gold(fake: FakeOpenAIServer, judge: LedgerJudge
 
 def test_failures_are_loud(fake: FakeOpenAIServer, judge: LedgerJudge, monkeypatch: pytest.MonkeyPatch) -> None:
     probes = [Probe("p0", "recall", "What was the error?", "KeyError")]
-    fake.enqueue(Reply(text="fine"), Reply(status=500))
+    fake.enqueue(Reply(text="fine"), *[Reply(status=500)] * 4)  # the first try and three retries
     with pytest.raises(JudgeError, match="failed"):
         probe_scores(HISTORY, {"a": GOOD_CONTEXT}, judge, probes=probes, repeats=3)
     errors = [c for c in judge.ledger.calls() if c["error_class"]]  # type: ignore[union-attr]
@@ -208,3 +210,12 @@ def test_plain_callable_judge_and_helpers() -> None:
     scores = probe_scores(HISTORY, {"only": GOOD_CONTEXT}, constant, repeats=4)
     run = next(s for s in scores if s.scope == "run" and s.metric == "probe_overall")
     assert run.details["repeats"] == 4 and not math.isnan(run.details["ci_low"])
+
+
+def test_transient_failures_are_retried_honouring_retry_after(fake: FakeOpenAIServer, judge: LedgerJudge) -> None:
+    fake.enqueue(Reply(status=429, headers={"Retry-After": "1"}), Reply(status=503), Reply(text="4"))
+    started = time.monotonic()
+    assert judge([{"role": "user", "content": "rate this"}], purpose="judge-test") == "4"
+    assert time.monotonic() - started >= 0.9  # waited as the provider asked, not the 5 ms backoff
+    classes = [c["error_class"] for c in judge.ledger.calls()]  # type: ignore[union-attr]
+    assert classes == ["rate_limit", "server_error", None]

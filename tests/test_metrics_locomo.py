@@ -26,10 +26,7 @@ from lcm_lab.metrics.locomo import (
 from lcm_lab.summarizers import get_summarizer
 
 REPO = Path(__file__).resolve().parents[1]
-LOCOMO_CANDIDATES = (
-    REPO / "datasets" / "locomo" / "locomo10.json",
-    REPO.parent / "shared" / "research" / "data" / "locomo" / "locomo10.json",
-)
+LOCOMO_CANDIDATES = (REPO / "datasets" / "locomo" / "locomo10.json",)
 BUNDLED = (0, 1)  # the LoCoMo conversations of tests/fixtures/reference-runs/inputs
 TIGHT = {"freshTailCount": 8, "leafChunkTokens": 2000, "leafTargetTokens": 400, "condensedTargetTokens": 300}
 

@@ -51,3 +51,17 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     widgets = sum(1 for c in book.cells if c.cell_type == "code" for o in c.outputs
                   if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
     assert figures >= 1 and widgets >= 1, (figures, widgets)
+
+
+# 02 is being rewritten on the parameter-sweep branch; it joins this check when that lands.
+NOT_YET_CONVERTED = {"02_tune_parameters"}
+
+
+def test_notebooks_use_the_public_namespace_only() -> None:
+    for path in NOTEBOOKS:
+        if path.stem in NOT_YET_CONVERTED:
+            continue
+        code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+        assert "import lcm_lab as lab" in code, path.name
+        for forbidden in ("from lcm_lab", "import lcm_lab.", "tests", "sys.path"):
+            assert forbidden not in code, f"{path.name} uses {forbidden!r}; use `import lcm_lab as lab`"

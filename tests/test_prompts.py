@@ -149,7 +149,9 @@ def test_template_choice_by_kind_depth_and_aggressive(kind: str, depth: int, agg
 def test_leaf_render_follows_the_documented_structure() -> None:
     rendered = render_request(default_prompt_set(), leaf_request(custom_instructions="  Keep people's names.  "))
     user = rendered.user
-    order = ["Operator instructions:", "Keep people's names.", "Expand for details about:", "about 192 tokens",
+    # The lab's layout: the task and its target, the questions the note must answer, the
+    # operator's instructions, the form (ending with the plugin's footer), then the data.
+    order = ["about 192 tokens", "Operator instructions:", "Keep people's names.", "Expand for details about:",
              "<previous_context>\n(none)\n</previous_context>", "<conversation_segment>\n" + LEAF_SOURCE]
     positions = [user.index(part) for part in order]
     assert positions == sorted(positions)
@@ -271,8 +273,8 @@ def test_cli_list_show_diff_render_export(tmp_path: Path, tui_dir: Path, capsys:
     assert (tmp_path / "out" / "leaf-aggressive.tmpl").read_text(encoding="utf-8") == default_prompt_set()["leaf-aggressive"].text
 
 
-def test_cli_reports_bad_names_and_files(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match="unknown prompt template 'nope'"):
-        main(["prompts", "show", "nope"])
-    with pytest.raises(SystemExit, match="no such file"):
-        main(["prompts", "render", "leaf", "--source", str(tmp_path / "missing.txt")])
+def test_cli_reports_bad_names_and_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prompts", "show", "nope"]) == 2
+    assert "unknown prompt template 'nope'" in capsys.readouterr().err
+    assert main(["prompts", "render", "leaf", "--source", str(tmp_path / "missing.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err

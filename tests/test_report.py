@@ -64,7 +64,7 @@ def test_report_command_uses_the_latest_replay_in_the_store(tmp_path: Path, caps
     from lcm_lab.store.replays import save_replay
 
     db = tmp_path / "lab.duckdb"
-    assert main(["report", "--db", str(db), "-o", str(tmp_path / "none.html")]) == 1
+    assert main(["report", "--db", str(db), "-o", str(tmp_path / "none.html")]) == 2
     assert "no replays yet" in capsys.readouterr().err
     with open_store(db) as store:
         run_id = save_replay(store, planted_replay())
@@ -80,7 +80,7 @@ def test_report_command_uses_the_latest_replay_in_the_store(tmp_path: Path, caps
     assert main(["report", "--db", str(db), "-o", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert 'id="scores"' in text and "fact_retention" in text and "0.625" in text
-    assert main(["report", "--db", str(db), "--run", "run_missing", "-o", str(out)]) == 1
+    assert main(["report", "--db", str(db), "--run", "run_missing", "-o", str(out)]) == 2
     assert "no replay 'run_missing'" in capsys.readouterr().err
     # write_report resolves run ids through a given store
     with open_store(db) as store:

@@ -16,7 +16,7 @@ from lcm_lab.report.browser import chromium_path, headless_browser
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(chromium_path() is None, reason="chromium not installed (make browser / apt-get install chromium)"),
+    pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: to run this test install it (sudo apt-get install chromium; `make browser` does so as root)"),
 ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,23 @@ def test_429_is_retried_with_backoff_then_succeeds(fake: FakeOpenAIServer, store
     ]
 
 
+def test_retry_after_from_the_provider_is_honoured(fake: FakeOpenAIServer, store: LabStore) -> None:
+    fake.enqueue(Reply(status=429, headers={"Retry-After": "1"}), Reply(text="Waited summary."))
+    started = time.monotonic()
+    result = make(fake, store).summarize(leaf_request())
+    assert result.text == "Waited summary." and time.monotonic() - started >= 0.9
+
+
+def test_errors_are_classified_by_litellm_exception_classes() -> None:
+    import litellm
+
+    assert classify_error(litellm.RateLimitError("slow down", "openai", "m")) == "rate_limit"
+    assert classify_error(litellm.AuthenticationError("no", "openai", "m")) == "auth"
+    assert classify_error(litellm.Timeout("late", "m", "openai")) == "timeout"
+    assert classify_error(litellm.ServiceUnavailableError("down", "openai", "m")) == "server_error"
+    assert classify_error(litellm.ContextWindowExceededError("too long", "m", "openai")) == "bad_request"
+
+
 def test_500_until_retries_run_out_gives_the_fallback_and_is_not_cached(fake: FakeOpenAIServer, store: LabStore) -> None:
     fake.enqueue(*[Reply(status=500)] * 3)
     summarizer = make(fake, store, max_retries=2)
@@ -232,7 +250,7 @@ def test_over_long_output_escalates_to_aggressive_then_the_engine_falls_back(fak
     assert level == "fallback" and "[Truncated from" in summary
     assert [c.aggressive for c in compactor.calls] == [False, True]
     assert [r["template_name"] for r in rows(store)] == ["leaf", "leaf-aggressive"]
-    assert "A first attempt at condensing it came out too long" in fake.completion_requests[1].body["messages"][1]["content"]  # type: ignore[index]
+    assert "was already attempted and came out too long" in fake.completion_requests[1].body["messages"][1]["content"]  # type: ignore[index]
 
 
 def test_over_long_but_shrinking_output_is_capped_by_the_engine(fake: FakeOpenAIServer, store: LabStore) -> None:

@@ -13,7 +13,7 @@ from lcm_lab.io.transcripts import CLAUDE_CODE_JSONL, detect_format, read_transc
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "fixtures" / "transcripts" / "claude-code-mini.jsonl"
-SAMPLE = REPO.parent / "shared" / "research" / "data" / "claude-code" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+SAMPLE = REPO / "datasets" / "claude-code" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,6 @@ def test_turns_start_at_user_prompts_not_tool_results(mini) -> None:  # noqa: AN
     assert [t.entries[0].entry_id for t in turns] == ["u1", "u9", "u10"]
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="shared Claude Code sample not present (../shared/research/data/claude-code)")
 def test_real_claude_code_session() -> None:
     read = read_transcript(SAMPLE)
     assert read.kind == CLAUDE_CODE_JSONL and read.issues == () and read.skipped_lines == 0

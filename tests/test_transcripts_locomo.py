@@ -15,7 +15,7 @@ from lcm_lab.io.transcripts.locomo import parse_locomo_date
 REPO = Path(__file__).resolve().parents[1]
 SLICE = REPO / "tests" / "fixtures" / "transcripts" / "locomo10-samples-0-1.json.gz"
 REFERENCE_INPUTS = REPO / "tests" / "fixtures" / "reference-runs" / "inputs"
-FULL_LOCOMO = REPO.parent / "shared" / "research" / "data" / "locomo" / "locomo10.json"
+FULL_LOCOMO = REPO / "datasets" / "locomo" / "locomo10.json"
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,6 @@ def test_odd_evidence_and_unknown_speakers_are_reported(tmp_path: Path) -> None:
     assert loaded.conversation.entries[1].timestamp == "2024-03-02T09:01:00.000Z"
 
 
-@pytest.mark.skipif(not FULL_LOCOMO.exists(), reason="shared LoCoMo file not present (../shared/research/data/locomo)")
 def test_full_locomo_has_10_conversations_and_1986_questions() -> None:
     read = read_transcript(FULL_LOCOMO)
     assert read.kind == LOCOMO_JSON

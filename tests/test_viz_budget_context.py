@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import DATASETS
 from viz_data import trace_replay
 
 from lcm_lab.engine.config import LcmConfig
@@ -158,3 +159,20 @@ def test_budget_timeline_marks_clamped_degraded_and_compaction_turns() -> None:
     assert info.clamped_turns == tuple(t.turn for t, s in zip(replay.turns, sent, strict=True) if s.clamped)
     names = {t.name for t in plot_budget_timeline(replay).data}
     assert {"sent to the model", "bare assembly (diagnostic)", "degraded (no summaries)", "budget"} <= names
+
+
+def test_roles_and_depths_never_share_a_colour_and_runs_keep_theirs() -> None:
+    from lcm_lab.viz._style import DEPTH_COLORS, ROLE_COLORS, run_colors
+
+    assert not set(ROLE_COLORS.values()) & set(DEPTH_COLORS)
+    assert run_colors(["tight", "defaults"]) == run_colors(["tight", "defaults", "tight"])
+
+
+def test_context_over_budget_says_so_in_the_title() -> None:
+    import lcm_lab as lab
+
+    session = lab.read_transcript(DATASETS / "lossless-claw-ref" / "golden-session.jsonl").conversations[0].conversation
+    config = lab.LcmConfig(fresh_tail_count=64)  # a tail larger than the budget: protected, so over it
+    run = lab.replay(session, config, lab.get_summarizer("offline"), token_budget=500)
+    info = lab.viz.context_info(run, -1, source="stored", budget=500)
+    assert info.total_tokens > 500 and "over budget by" in info.title and "never evicted" in info.title

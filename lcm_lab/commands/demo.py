@@ -1,4 +1,10 @@
-"""``lcm-lab demo``: the main job on the bundled data (load, replay, score, compare, report)."""
+"""``lcm-lab demo``: the main job on the bundled data (load, replay, score, compare, report).
+
+The data is the ``datasets/`` directory of a checkout of lcm_lab (found next to the package when
+it is installed in editable mode). From an installed wheel, pass ``--data DIR`` pointing at a
+copy of that directory. ``--json`` prints one object: the report path, the loaded sources and
+one row per run (the same columns as the printed comparison).
+"""
 
 from __future__ import annotations
 
@@ -7,26 +13,54 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_json_argument, print_json
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKOUT_DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("demo", help="run the main job on the bundled data", description=__doc__)
-    parser.add_argument("--datasets", default=str(REPO_ROOT / "datasets"), metavar="DIR", help="bundled data (default: datasets/)")
+    parser = subparsers.add_parser("demo", help="run the main job on the bundled data", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", "--datasets", dest="datasets", default=None, metavar="DIR",
+                        help="the bundled datasets directory (default: datasets/ of this checkout)")
     parser.add_argument("-o", "--output", default="reports/demo-report.html", metavar="FILE", help="report path")
     add_db_argument(parser)
+    add_json_argument(parser, "one object: report, sources, runs")
     parser.set_defaults(func=run)
 
 
+def datasets_directory(option: str | None) -> Path:
+    """The data the demo runs on: ``--data`` or the checkout's ``datasets/``; a clear error otherwise."""
+    from lcm_lab.demo import CONVERSATIONS
+    from lcm_lab.errors import OptionError
+
+    directory = Path(option) if option else CHECKOUT_DATASETS
+    missing = [relative for _name, relative, _index in CONVERSATIONS if not (directory / relative).is_file()]
+    if not missing:
+        return directory
+    if option is None:
+        raise OptionError(
+            f"the bundled datasets are not installed with the package (looked in {directory}); "
+            "clone the lcm_lab repository and pass --data path/to/lcm_lab/datasets"
+        )
+    raise OptionError(f"--data {option}: missing {', '.join(missing)}; point it at lcm_lab's datasets/ directory")
+
+
 def run(args: argparse.Namespace) -> int:
-    from lcm_lab.demo import run_demo
+    from lcm_lab.demo import comparison_rows, run_demo
     from lcm_lab.store import open_store
 
+    datasets = datasets_directory(args.datasets)
     store = open_store(args.db)
+    say = (lambda _text: None) if args.json else print
     try:
-        run_demo(store, Path(args.datasets), Path(args.output), progress=sys.stderr.isatty())
+        result = run_demo(store, datasets, Path(args.output), say=say, progress=not args.json and sys.stderr.isatty())
     finally:
         store.close()
+    if args.json:
+        print_json({
+            "report": str(result.report),
+            "sources": [r.as_json() for r in result.loaded],
+            "runs": comparison_rows(result.runs),
+        })
     return 0

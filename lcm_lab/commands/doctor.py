@@ -13,7 +13,6 @@ import sys
 from collections import Counter
 
 from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
-from lcm_lab.io.sqlite_read import SqliteReadError
 from lcm_lab.metrics.doctor import CHECKS, SEVERITY_RANK, diagnose
 
 
@@ -39,16 +38,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     if args.list_checks:
         for check, severity in CHECKS.items():
-            print(f"{severity:7} {check}")
+            print(json.dumps({"check": check, "severity": severity}) if args.json else f"{severity:7} {check}")
         return 0
     if not args.path:
-        print("lcm-lab doctor: give the path of an lcm.db (or --list-checks)", file=sys.stderr)
-        return 2
-    try:
-        rows = read_lcmdb_rows(args.path)
-    except (SqliteReadError, OSError) as exc:
-        print(f"lcm-lab doctor: {exc}", file=sys.stderr)
-        return 2
+        raise SystemExit("give the path of an lcm.db (or --list-checks)")
+    rows = read_lcmdb_rows(args.path)
     findings = diagnose(rows)
     for finding in findings:
         print(json.dumps(finding.as_dict(), ensure_ascii=False) if args.json else finding.line())

@@ -2,8 +2,9 @@
 
 Prints one row of counts per source (conversations, messages, summaries, context items, QA
 items, skipped lines, warnings); ``--json`` prints one JSON object per source per line instead.
-Sources are never modified; loading the same file again adds nothing. Exit status: 0 when every
-path loaded (possibly with warnings), 1 when some path could not be loaded at all.
+Sources are never modified; loading the same file again adds nothing (its row shows what the
+store holds). Exit status: 0 when every path loaded (possibly with warnings), 1 when some paths
+could not be loaded at all, 2 when none could (each failure is one line on stderr naming the file).
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ import json
 import sys
 from collections.abc import Sequence
 
-from lcm_lab.cli import add_db_argument
-from lcm_lab.load import BACKENDS, DEFAULT_BACKEND, SourceResult, load
+from lcm_lab.cli import add_db_argument, add_json_argument
+from lcm_lab.load import DEFAULT_BACKEND, SourceResult, format_table, load
 from lcm_lab.store import open_store
-
-_COLUMNS = ("conversations", "messages", "summaries", "context_items", "qa_items", "skipped_lines", "warnings")
-_HEADERS = ("conv", "msgs", "summ", "ctx", "qa", "skipped", "warn")
+from lcm_lab.store.lcmdb_import import BACKENDS
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,28 +29,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="file or directory (.gz accepted)")
     add_db_argument(parser)
-    parser.add_argument("--json", action="store_true", help="one JSON object per source per line")
+    add_json_argument(parser, "one object per source per line")
     parser.add_argument(
         "--backend", choices=BACKENDS, default=DEFAULT_BACKEND,
         help=f"how lcm.db files are read (default: {DEFAULT_BACKEND})",
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="print every warning, not just the first few")
     parser.set_defaults(func=run)
-
-
-def format_table(results: Sequence[SourceResult]) -> str:
-    """The per-source counts as an aligned text table."""
-    rows = [("source", "kind", "status", *_HEADERS)]
-    for result in results:
-        record = result.as_json()
-        rows.append((result.source, result.kind or "-", result.status, *(str(record[c]) for c in _COLUMNS)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
-        cells += [cell.rjust(width) for cell, width in zip(row[3:], widths[3:], strict=True)]
-        lines.append("  ".join(cells))
-    return "\n".join(lines)
 
 
 def failed_arguments(paths: Sequence[str], results: Sequence[SourceResult]) -> list[str]:
@@ -76,22 +60,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_table(results))
         for result in results:
-            shown = result.warnings if args.verbose else result.warnings[:3]
+            warnings = [w for w in result.warnings if w != result.error]  # the error is printed below
+            shown = warnings if args.verbose else warnings[:3]
             for warning in shown:
                 print(f"  warning: {warning}", file=sys.stderr)
-            if len(result.warnings) > len(shown):
-                print(f"  ... {len(result.warnings) - len(shown)} more warnings for {result.source} (--verbose)",
+            if len(warnings) > len(shown):
+                print(f"  ... {len(warnings) - len(shown)} more warnings for {result.source} (--verbose)",
                       file=sys.stderr)
     bad = failed_arguments(args.paths, results)
     for path in bad:
         reasons = [r.error for r in results if r.details.get("argument") == path and r.error]
         reason = reasons[0] if reasons else f"{path}: nothing loadable found"
-        print(f"lcm-lab load: {reason}", file=sys.stderr)
-    if bad:
-        print(
-            "lcm-lab load: check the path(s) above; supported: lossless-claw lcm.db, OpenClaw/pi or Claude Code "
-            "JSONL, LoCoMo JSON, OpenClaw SQLite transcript store, or a directory holding them",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+        print(f"lcm-lab load: {' '.join(reason.split())}", file=sys.stderr)
+    if not bad:
+        return 0
+    return 2 if len(bad) == len(args.paths) else 1

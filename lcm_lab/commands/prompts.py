@@ -17,8 +17,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from lcm_lab.cli import add_json_argument, print_json, print_json_lines
 from lcm_lab.engine.compaction import prompt_targets
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.engine.protocol import SummaryRequest
@@ -52,11 +53,13 @@ def register(subparsers: Any) -> None:
     show = sub.add_parser("show", help="print one template")
     show.add_argument("name", help=f"one of {', '.join(TEMPLATE_NAMES)} (.tmpl optional)")
     show.add_argument("--prompts", metavar="DIR", default=None)
+    add_json_argument(show, "one object: name, hash, source, text")
     show.set_defaults(func=run_show)
 
     diff = sub.add_parser("diff", help="diff a template directory against the lab defaults")
     diff.add_argument("directory", metavar="DIR")
     diff.add_argument("--name", default=None, help="only this template")
+    add_json_argument(diff, "one object per template per line: name, changed, old_hash, new_hash, diff")
     diff.set_defaults(func=run_diff)
 
     render = sub.add_parser("render", help="render a template for a source text")
@@ -73,6 +76,7 @@ def register(subparsers: Any) -> None:
     export = sub.add_parser("export", help="write the lab's default templates to a directory")
     export.add_argument("directory", metavar="DIR")
     export.add_argument("--force", action="store_true", help="overwrite existing files")
+    add_json_argument(export, "one object per written file per line: path")
     export.set_defaults(func=run_export)
 
 
@@ -108,7 +112,11 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    template = _prompt_set(args.prompts)[_name(args.name)]
+    name = _name(args.name)
+    template = _prompt_set(args.prompts)[name]
+    if args.json:
+        print_json({"name": name, "hash": template.hash, "source": template.source, "text": template.text})
+        return 0
     sys.stdout.write(template.text if template.text.endswith("\n") else template.text + "\n")
     return 0
 
@@ -117,6 +125,10 @@ def run_diff(args: argparse.Namespace) -> int:
     prompts = _prompt_set(args.directory)
     names = (_name(args.name),) if args.name else None
     diffs = diff_prompt_sets(default_prompt_set(), prompts, names)
+    if args.json:
+        print_json_lines({"name": d.name, "changed": d.changed, "old_hash": d.old_hash, "new_hash": d.new_hash,
+                          "diff": d.diff} for d in diffs)
+        return 0
     sys.stdout.write(format_diffs(diffs))
     changed = sum(d.changed for d in diffs)
     print(f"{changed} of {len(diffs)} templates differ from the lab defaults")
@@ -141,7 +153,7 @@ def run_render(args: argparse.Namespace) -> int:
     prompts = _prompt_set(args.prompts)
     source = _read(args.source).strip()
     previous = _read(args.previous).strip() if args.previous else None
-    kind = "leaf" if name.startswith("leaf") else "condensed"
+    kind: Literal["leaf", "condensed"] = "leaf" if name.startswith("leaf") else "condensed"
     aggressive = name == "leaf-aggressive"
     depth = args.depth if args.depth is not None else (0 if kind == "leaf" else {"condensed-d1": 1, "condensed-d2": 2}.get(name, 3))
     if prompts.template_name_for(kind, depth, aggressive) != name:
@@ -176,6 +188,9 @@ def run_export(args: argparse.Namespace) -> int:
         written = export_prompt_set(default_prompt_set(), args.directory, overwrite=args.force)
     except FileExistsError as exc:
         raise SystemExit(f"lcm-lab prompts: {exc}") from None
+    if args.json:
+        print_json_lines({"path": str(path)} for path in written)
+        return 0
     for path in written:
         print(path)
     return 0

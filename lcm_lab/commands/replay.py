@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_json_argument, existing_file, positive_int, print_json
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.engine.types import Conversation
+from lcm_lab.errors import OptionError, UserError
 
 
 def register(subparsers: Any) -> None:
@@ -26,11 +27,11 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", metavar="TRANSCRIPT_OR_DB", help="session JSONL, LoCoMo JSON, Claude Code JSONL or lcm.db (.gz ok)")
+    parser.add_argument("input", metavar="TRANSCRIPT_OR_DB", type=existing_file, help="session JSONL, LoCoMo JSON, Claude Code JSONL or lcm.db (.gz ok)")
     parser.add_argument("--config", metavar="CONFIG.json",
                         help="lossless-claw plugin config keys, an openclaw.json, or a reference trace (its plugin_config)")
-    parser.add_argument("--token-budget", type=int, default=128_000, metavar="N", help="model context budget (default 128000)")
-    parser.add_argument("--tight-budget", type=int, default=None, metavar="M", help="second assembly budget in the trace (default N/4)")
+    parser.add_argument("--token-budget", type=positive_int, default=128_000, metavar="N", help="model context budget (default 128000)")
+    parser.add_argument("--tight-budget", type=positive_int, default=None, metavar="M", help="second assembly budget in the trace (default N/4)")
     parser.add_argument("--single-turn", action="store_true", help="replay the whole transcript as one turn")
     parser.add_argument("--conversation", default=None, metavar="ID",
                         help="which conversation: index in a multi-conversation file, or lcm.db conversation_id")
@@ -48,6 +49,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--strategy-config", metavar="FILE.json", help="the strategy's parameters as a JSON object")
     parser.add_argument("--json", action="store_true", help="print only one JSON object: run id, strategy and headline scores")
     add_db_argument(parser)
+    add_json_argument(parser, "one object per replayed conversation (JSON Lines): run_id, session_id, turns, "
+                              "summarizer_calls, summaries, stored_tokens, trace_out, check")
     from lcm_lab.summarizers import add_summarizer_arguments
 
     add_summarizer_arguments(parser)
@@ -101,17 +104,24 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
         if args.conversation is not None:
             rows = [r for r in rows if str(r[1]) == str(args.conversation)]
             if not rows:
-                raise SystemExit(f"lcm-lab replay: {path} has no conversation_id {args.conversation}")
+                known = ", ".join(str(r[0]) for r in store.fetch_all(
+                    "SELECT origin_conversation_id FROM conversations WHERE source_id = ? ORDER BY 1", [result.source_id]))
+                raise OptionError(f"--conversation {args.conversation}: {path} has no such conversation_id (it has: {known or 'none'})")
         return [(store.conversation(int(r[0])), int(r[0])) for r in rows]
     try:
         read = read_transcript(path)
+    except UserError:
+        raise
     except (TranscriptFormatError, ValueError) as exc:
         raise SystemExit(f"lcm-lab replay: {exc}") from None
     for issue in read.issues:
         print(f"warning: {issue}", file=sys.stderr)
     conversations = [c.conversation for c in read.conversations]
     if args.conversation is not None:
-        index = int(args.conversation)
+        try:
+            index = int(args.conversation)
+        except ValueError:
+            raise OptionError(f"--conversation {args.conversation}: expected an index 0..{len(conversations) - 1} for {path}") from None
         if not 0 <= index < len(conversations):
             raise SystemExit(f"lcm-lab replay: {path} has {len(conversations)} conversation(s); --conversation {index} is out of range")
         conversations = [conversations[index]]
@@ -127,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.store.replays import save_replay
     from lcm_lab.summarizers import SummarizerConfigError, summarizer_from_args
 
+    if args.tight_budget is not None and args.tight_budget > args.token_budget:
+        raise OptionError(
+            f"--tight-budget {args.tight_budget} is larger than --token-budget {args.token_budget}; "
+            "the tight budget is the smaller of the two assemblies"
+        )
     config, plugin_config = read_config(args.config)
     store = open_store(args.db)
     conversations = _conversations(args, store)
@@ -163,10 +178,17 @@ def run(args: argparse.Namespace) -> int:
             )
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
-        print(
-            f"{run_id or '(not saved)'}  {conversation.session_id}: {len(result.turns)} turns, "
-            f"{sum(len(t.calls) for t in result.turns)} summarizer calls, {len(result.summaries)} summaries, "
-            f"{last.final_tokens if last else 0} stored tokens at the end ({result.compaction_mode} compaction)"
+        summary: dict[str, Any] = {
+            "run_id": run_id, "session_id": conversation.session_id, "turns": len(result.turns),
+            "summarizer_calls": sum(len(t.calls) for t in result.turns), "summaries": len(result.summaries),
+            "stored_tokens": last.final_tokens if last else 0, "compaction_mode": result.compaction_mode,
+            "trace_out": args.trace_out, "check": None,
+        }
+        say = (lambda _text: None) if args.json else print
+        say(
+            f"{run_id or '(not saved)'}  {conversation.session_id}: {summary['turns']} turns, "
+            f"{summary['summarizer_calls']} summarizer calls, {summary['summaries']} summaries, "
+            f"{summary['stored_tokens']} stored tokens at the end ({result.compaction_mode} compaction)"
         )
         if args.trace_out or args.check:
             data = Path(args.input).read_bytes()
@@ -181,13 +203,16 @@ def run(args: argparse.Namespace) -> int:
             )
             if args.trace_out:
                 Path(args.trace_out).write_text(json.dumps(trace, ensure_ascii=False, indent=1), encoding="utf-8")
-                print(f"trace written to {args.trace_out}")
+                say(f"trace written to {args.trace_out}")
             if args.check:
                 expected = json.loads(Path(args.check).read_text(encoding="utf-8"))
                 differences = compare_traces(trace, expected)
+                summary["check"] = {"trace": args.check, "identical": not differences, "differences": differences}
                 if differences:
-                    print(f"DIFFERS from {args.check}:", *differences, sep="\n  ")
+                    say("\n  ".join([f"DIFFERS from {args.check}:", *differences]))
                     status = 1
                 else:
-                    print(f"identical to {args.check}")
+                    say(f"identical to {args.check}")
+        if args.json:
+            print_json(summary)
     return status

@@ -8,11 +8,10 @@ The page works offline (plotly.js is inlined).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_json_argument, positive_int, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -27,9 +26,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("-o", "--output", metavar="FILE.html", default=None,
                         help="where to write the page (default: reports/<run id>.html)")
     parser.add_argument("--title", default=None, help="page title")
-    parser.add_argument("--max-summaries", type=int, default=300, metavar="N",
+    parser.add_argument("--max-summaries", type=positive_int, default=300, metavar="N",
                         help="rows of the summary table per run (default 300)")
     add_db_argument(parser)
+    add_json_argument(parser, "one object: path, runs")
     parser.set_defaults(func=run)
 
 
@@ -44,18 +44,18 @@ def run(args: argparse.Namespace) -> int:
         if not runs:
             latest = latest_run_id(store)
             if latest is None:
-                print(f"lcm-lab report: the store {store.path} has no replays yet; run `lcm-lab replay FILE` first",
-                      file=sys.stderr)
-                return 1
+                raise SystemExit(f"the store {store.path} has no replays yet; run `lcm-lab replay FILE` first")
             runs = [latest]
         try:
             replays = [load_replay(store, run_id) for run_id in runs]
         except KeyError as exc:
-            print(f"lcm-lab report: {exc.args[0]}", file=sys.stderr)
-            return 1
+            raise SystemExit(f"--run: {exc.args[0]}") from None
         scores = scores_df(store, run_ids=runs)  # saved scores of these runs (may be none)
     output = Path(args.output) if args.output else Path("reports") / f"{'-vs-'.join(runs)}.html"
     path = write_report(replays, output, title=args.title, max_summaries=args.max_summaries,
                         scores=scores if not scores.empty else None)
-    print(path)
+    if args.json:
+        print_json({"path": str(path), "runs": runs})
+    else:
+        print(path)
     return 0

@@ -118,7 +118,7 @@ def _pick_tool_field(parts: Sequence[StoredPart], column: str, meta_key: str, ra
     for part in parts:
         value = getattr(part, column)
         if _nonempty_str(value):
-            return value
+            return str(value)
         decoded = parse_json_loose(part.metadata)
         if not isinstance(decoded, dict):
             continue
@@ -343,7 +343,7 @@ def content_from_parts(parts: Sequence[StoredPart], role: RuntimeRole, fallback:
         and first.get("type") == "text"
         and isinstance(first.get("text"), str)
     ):
-        return first["text"]
+        return str(first["text"])
     return blocks
 
 

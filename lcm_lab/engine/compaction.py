@@ -16,6 +16,7 @@ from typing import Literal
 
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.engine.fallback import MIN_FALLBACK_MAX_TOKENS, cap_summary, deterministic_fallback
+from lcm_lab.engine.jsstr import js_trim
 from lcm_lab.engine.operations import CompactionOperations, SweepResult
 from lcm_lab.engine.protocol import Summarizer, SummarizerAuthError, SummaryRequest, SummaryResult
 from lcm_lab.engine.state import EngineState
@@ -23,7 +24,6 @@ from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.text import (
     condensed_source_text,
     file_ids_in,
-    js_trim,
     leaf_block,
     leaf_message_content,
     meaningful_summary_text,
@@ -461,6 +461,7 @@ class Compactor(CompactionOperations):
                 break
             result.passes += 1
             pass_before = running
+            context: str | None
             if previous_summary is not None:
                 context = previous_summary
             elif scan_after is not None or self.fixed:

@@ -20,10 +20,29 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from lcm_lab.engine.config_fields import (
+    _KIND_TEXT,
+    _LAB_ONLY,
+    _NESTED,
+    ENV_VARS,
+    FIELDS,
+    PLUGIN_KEY_ALIASES,
+    ConfigError,
+    _js_number,
+    _parse_float_prefix,
+    _parse_int_prefix,
+    _to_str,
+)
+from lcm_lab.engine.thresholds import (
+    EffectiveThreshold,
+    ThresholdOverride,
+    compile_session_pattern,
+    parse_threshold_overrides,
+)
 
 __all__ = [
     "DEFAULT_STRIP_TAGS",
@@ -42,290 +61,6 @@ DEFAULT_STRIP_TAGS: tuple[str, ...] = (
     "relevant_memories",
     "hindsight_memories",
 )
-MIN_FALLBACK_MAX_TOKENS = 64
-
-
-class ConfigError(ValueError):
-    """A configuration value the plugin could not use (names key, value and what is allowed)."""
-
-
-# -- context-threshold overrides ---------------------------------------------------------------
-
-
-def compile_session_pattern(pattern: str) -> re.Pattern[str]:
-    """The plugin's session glob: ``*`` = any run without ``:``, ``**`` = anything.
-
-    Like the plugin, only ``. + ^ $ { } ( ) | [ ] \\`` are escaped (so ``?`` keeps its regex
-    meaning).
-
-    >>> bool(compile_session_pattern("agent:*:main").fullmatch("agent:x:main"))
-    True
-    >>> bool(compile_session_pattern("agent:*").fullmatch("agent:a:b"))
-    False
-    """
-    escaped = re.sub(r"[.+^${}()|\[\]\\]", lambda m: "\\" + m.group(0), pattern)
-    escaped = escaped.replace("**", "\0").replace("*", "[^:]*").replace("\0", ".*")
-    return re.compile(f"^{escaped}$")
-
-
-@dataclass(frozen=True)
-class ThresholdOverride:
-    """One ``contextThresholdOverrides`` rule (fields within ``match`` AND together)."""
-
-    context_threshold: float
-    model: str | None = None
-    model_context_window_min: int | None = None
-    model_context_window_max: int | None = None
-    session_pattern: str | None = None
-    fresh_tail_count: int | None = None
-    leaf_chunk_tokens: int | None = None
-    name: str | None = None
-
-    @property
-    def specificity(self) -> int:
-        """Plugin rule: exact model 100, session pattern 50, each window bound 20."""
-        return (
-            (100 if self.model else 0)
-            + (50 if self.session_pattern else 0)
-            + (20 if self.model_context_window_min is not None else 0)
-            + (20 if self.model_context_window_max is not None else 0)
-        )
-
-    def matches(
-        self, model: str | None, model_ref: str | None, context_window: int | None, session_key: str | None
-    ) -> bool:
-        if self.model and model_ref != self.model.strip() and model != self.model.strip():
-            return False
-        if self.session_pattern:
-            key = session_key.strip() if session_key else ""
-            if not key or not compile_session_pattern(self.session_pattern).search(key):
-                return False
-        if self.model_context_window_min is not None or self.model_context_window_max is not None:
-            # A window rule needs a host-reported window; the token budget is no substitute.
-            if context_window is None:
-                return False
-            if self.model_context_window_min is not None and context_window < self.model_context_window_min:
-                return False
-            if self.model_context_window_max is not None and context_window > self.model_context_window_max:
-                return False
-        return True
-
-    def to_plugin(self) -> dict[str, Any]:
-        match: dict[str, Any] = {}
-        if self.model:
-            match["model"] = self.model
-        if self.model_context_window_min is not None:
-            match["modelContextWindowMin"] = self.model_context_window_min
-        if self.model_context_window_max is not None:
-            match["modelContextWindowMax"] = self.model_context_window_max
-        if self.session_pattern:
-            match["sessionPattern"] = self.session_pattern
-        out: dict[str, Any] = {"name": self.name} if self.name else {}
-        out["match"] = match
-        out["contextThreshold"] = self.context_threshold
-        if self.fresh_tail_count is not None:
-            out["freshTailCount"] = self.fresh_tail_count
-        if self.leaf_chunk_tokens is not None:
-            out["leafChunkTokens"] = self.leaf_chunk_tokens
-        return out
-
-
-@dataclass(frozen=True)
-class EffectiveThreshold:
-    """What ``contextThresholdOverrides`` resolve to for one runtime context."""
-
-    context_threshold: float
-    fresh_tail_count: int
-    leaf_chunk_tokens: int
-    source: str  # "global" | "override"
-    rule_index: int | None = None
-    rule_name: str | None = None
-    specificity: int = 0
-
-
-# -- value coercion (the plugin's toNumber/toBool/toStr, strict) --------------------------------
-
-
-def _js_number(value: Any) -> float | None:
-    """``toNumber``: finite numbers and numeric strings (``Number(str)``)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, str):
-        text = value.strip()
-        if text == "":
-            return 0.0  # Number("") is 0
-        try:
-            if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
-                return float(int(text, 16))
-            number = float(text) if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text) else None
-        except ValueError:
-            return None
-        return number if number is not None and math.isfinite(number) else None
-    return None
-
-
-def _parse_int_prefix(text: str) -> int | None:
-    """JavaScript ``parseInt(text, 10)`` (leading integer; ``None`` for NaN)."""
-    match = re.match(r"\s*([+-]?\d+)", text)
-    return int(match.group(1)) if match else None
-
-
-def _parse_float_prefix(text: str) -> float | None:
-    """JavaScript ``parseFloat(text)``."""
-    match = re.match(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?Infinity)", text)
-    if not match:
-        return None
-    number = float(match.group(1).replace("Infinity", "inf"))
-    return number if math.isfinite(number) else None
-
-
-def _to_str(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    return None
-
-
-_KIND_TEXT = {
-    "int": "an integer",
-    "number": "a finite number",
-    "bool": "true or false",
-    "str": "a string",
-    "list": "a list of strings (or a comma-separated string)",
-}
-
-
-@dataclass(frozen=True)
-class _Field:
-    name: str  # LcmConfig attribute
-    keys: tuple[str, ...]  # plugin config keys, in precedence order (aliases after the main key)
-    envs: tuple[str, ...]  # LCM_* environment variables, in precedence order
-    kind: str  # int | number | bool | str | list | choice
-    check: Callable[[Any], str | None] | None = None  # returns what is allowed when the value is bad
-    env_bool_default_true: bool = False  # env "!== 'false'" semantics
-    choices: tuple[str, ...] = ()
-
-
-def _at_least(minimum: float) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= minimum else f"a number >= {minimum:g}"
-
-
-def _threshold(v: Any) -> str | None:
-    return None if 0 < v <= 1 else "a number in (0, 1]"
-
-
-FIELDS: tuple[_Field, ...] = (
-    _Field("enabled", ("enabled",), ("LCM_ENABLED",), "bool", env_bool_default_true=True),
-    _Field("host_fallback_mode", ("hostFallbackMode",), ("LCM_HOST_FALLBACK_MODE",), "choice", choices=("error", "capture-only")),
-    _Field("database_path", ("dbPath", "databasePath"), ("LCM_DATABASE_PATH",), "str"),
-    _Field("large_files_dir", ("largeFilesDir",), ("LCM_LARGE_FILES_DIR",), "str"),
-    _Field("ignore_session_patterns", ("ignoreSessionPatterns",), ("LCM_IGNORE_SESSION_PATTERNS",), "list"),
-    _Field("stateless_session_patterns", ("statelessSessionPatterns",), ("LCM_STATELESS_SESSION_PATTERNS",), "list"),
-    _Field("skip_stateless_sessions", ("skipStatelessSessions",), ("LCM_SKIP_STATELESS_SESSIONS",), "bool"),
-    _Field("context_threshold", ("contextThreshold",), ("LCM_CONTEXT_THRESHOLD",), "number", _threshold),
-    _Field("fresh_tail_count", ("freshTailCount",), ("LCM_FRESH_TAIL_COUNT",), "int", _at_least(0)),
-    _Field("fresh_tail_max_tokens", ("freshTailMaxTokens",), ("LCM_FRESH_TAIL_MAX_TOKENS",), "int", _at_least(0)),
-    _Field("prompt_aware_eviction", ("promptAwareEviction",), ("LCM_PROMPT_AWARE_EVICTION_ENABLED",), "bool"),
-    _Field("stub_large_tool_payloads", ("stubLargeToolPayloads",), ("LCM_STUB_LARGE_TOOL_PAYLOADS",), "bool"),
-    _Field("new_session_retain_depth", ("newSessionRetainDepth",), ("LCM_NEW_SESSION_RETAIN_DEPTH",), "int", _at_least(-1)),
-    _Field("leaf_min_fanout", ("leafMinFanout",), ("LCM_LEAF_MIN_FANOUT",), "int", _at_least(1)),
-    _Field("condensed_min_fanout", ("condensedMinFanout",), ("LCM_CONDENSED_MIN_FANOUT",), "int", _at_least(1)),
-    _Field("condensed_min_fanout_hard", ("condensedMinFanoutHard",), ("LCM_CONDENSED_MIN_FANOUT_HARD",), "int", _at_least(1)),
-    _Field("sweep_max_depth", ("sweepMaxDepth", "incrementalMaxDepth"), ("LCM_SWEEP_MAX_DEPTH", "LCM_INCREMENTAL_MAX_DEPTH"), "int"),
-    _Field("leaf_chunk_tokens", ("leafChunkTokens",), ("LCM_LEAF_CHUNK_TOKENS",), "int", _at_least(1)),
-    _Field("summary_prefix_target_tokens", ("summaryPrefixTargetTokens",), ("LCM_SUMMARY_PREFIX_TARGET_TOKENS",), "int", _at_least(1)),
-    _Field("max_sweep_iterations", ("maxSweepIterations",), ("LCM_MAX_SWEEP_ITERATIONS",), "int", _at_least(1)),
-    _Field("sweep_deadline_ms", ("sweepDeadlineMs",), ("LCM_SWEEP_DEADLINE_MS",), "int", _at_least(1)),
-    _Field("compact_until_under_deadline_ms", ("compactUntilUnderDeadlineMs",), ("LCM_COMPACT_UNTIL_UNDER_DEADLINE_MS",), "int", _at_least(1)),
-    _Field("bootstrap_max_tokens", ("bootstrapMaxTokens",), ("LCM_BOOTSTRAP_MAX_TOKENS",), "int", _at_least(0)),
-    _Field("leaf_target_tokens", ("leafTargetTokens",), ("LCM_LEAF_TARGET_TOKENS",), "int", _at_least(1)),
-    _Field("condensed_target_tokens", ("condensedTargetTokens",), ("LCM_CONDENSED_TARGET_TOKENS",), "int", _at_least(1)),
-    _Field("max_expand_tokens", ("maxExpandTokens",), ("LCM_MAX_EXPAND_TOKENS",), "int", _at_least(1)),
-    _Field("large_file_token_threshold", ("largeFileThresholdTokens", "largeFileTokenThreshold"), ("LCM_LARGE_FILE_TOKEN_THRESHOLD",), "int", _at_least(1)),
-    _Field("summary_provider", ("summaryProvider",), ("LCM_SUMMARY_PROVIDER",), "str"),
-    _Field("summary_model", ("summaryModel",), ("LCM_SUMMARY_MODEL",), "str"),
-    _Field("large_file_summary_provider", ("largeFileSummaryProvider",), ("LCM_LARGE_FILE_SUMMARY_PROVIDER",), "str"),
-    _Field("large_file_summary_model", ("largeFileSummaryModel",), ("LCM_LARGE_FILE_SUMMARY_MODEL",), "str"),
-    _Field("expansion_provider", ("expansionProvider",), ("LCM_EXPANSION_PROVIDER",), "str"),
-    _Field("expansion_model", ("expansionModel",), ("LCM_EXPANSION_MODEL",), "str"),
-    _Field("delegation_timeout_ms", ("delegationTimeoutMs",), ("LCM_DELEGATION_TIMEOUT_MS",), "number", _at_least(0)),
-    _Field("summary_timeout_ms", ("summaryTimeoutMs",), ("LCM_SUMMARY_TIMEOUT_MS",), "int", _at_least(1)),
-    _Field("summary_call_window_ms", ("summaryCallWindowMs",), ("LCM_SUMMARY_CALL_WINDOW_MS",), "int", _at_least(1)),
-    _Field("summary_max_calls_per_window", ("summaryMaxCallsPerWindow",), ("LCM_SUMMARY_MAX_CALLS_PER_WINDOW",), "int", _at_least(1)),
-    _Field("summary_spend_backoff_ms", ("summarySpendBackoffMs",), ("LCM_SUMMARY_SPEND_BACKOFF_MS",), "int", _at_least(1)),
-    _Field("timezone", ("timezone",), ("TZ",), "str"),
-    _Field("prune_heartbeat_ok", ("pruneHeartbeatOk",), ("LCM_PRUNE_HEARTBEAT_OK",), "bool"),
-    _Field("transcript_gc_enabled", ("transcriptGcEnabled",), ("LCM_TRANSCRIPT_GC_ENABLED",), "bool"),
-    _Field("enable_summary_thinking", ("enableSummaryThinking",), ("LCM_ENABLE_SUMMARY_THINKING",), "bool"),
-    _Field("proactive_threshold_compaction_mode", ("proactiveThresholdCompactionMode",), ("LCM_PROACTIVE_THRESHOLD_COMPACTION_MODE",), "choice", choices=("deferred", "inline")),
-    _Field("max_assembly_token_budget", ("maxAssemblyTokenBudget",), ("LCM_MAX_ASSEMBLY_TOKEN_BUDGET",), "int", _at_least(1)),
-    _Field("summary_max_overage_factor", ("summaryMaxOverageFactor",), ("LCM_SUMMARY_MAX_OVERAGE_FACTOR",), "number", _at_least(1)),
-    _Field("fallback_max_tokens", ("fallbackMaxTokens",), ("LCM_FALLBACK_MAX_TOKENS",), "int", _at_least(MIN_FALLBACK_MAX_TOKENS)),
-    _Field("custom_instructions", ("customInstructions",), ("LCM_CUSTOM_INSTRUCTIONS",), "str"),
-    _Field("circuit_breaker_threshold", ("circuitBreakerThreshold",), ("LCM_CIRCUIT_BREAKER_THRESHOLD",), "int", _at_least(1)),
-    _Field("circuit_breaker_cooldown_ms", ("circuitBreakerCooldownMs",), ("LCM_CIRCUIT_BREAKER_COOLDOWN_MS",), "int", _at_least(0)),
-    _Field("compaction_loop_max_consecutive_failures", ("compactionLoopMaxConsecutiveFailures",), ("LCM_COMPACTION_LOOP_MAX_CONSECUTIVE_FAILURES",), "int", _at_least(0)),
-    _Field("replay_flood_threshold_external", ("replayFloodThresholdExternal",), ("LCM_REPLAY_FLOOD_THRESHOLD_EXTERNAL",), "int", _at_least(1)),
-    _Field("replay_flood_threshold_internal", ("replayFloodThresholdInternal",), ("LCM_REPLAY_FLOOD_THRESHOLD_INTERNAL",), "int", _at_least(1)),
-    _Field("strip_injected_context_tags", ("stripInjectedContextTags",), ("LCM_STRIP_INJECTED_CONTEXT_TAGS",), "list"),
-)  # fmt: skip
-
-# Nested objects: (attribute, plugin key, {member: (env var, kind, check, env "!== false")}).
-_NESTED: dict[str, tuple[str, dict[str, tuple[str, str, Callable[[Any], str | None] | None, bool]]]] = {
-    "auto_rotate_session_files": (
-        "autoRotateSessionFiles",
-        {
-            "enabled": ("LCM_AUTO_ROTATE_SESSION_FILES_ENABLED", "bool", None, True),
-            "createBackups": ("LCM_AUTO_ROTATE_SESSION_FILES_CREATE_BACKUPS", "bool", None, False),
-            "sizeBytes": ("LCM_AUTO_ROTATE_SESSION_FILES_SIZE_BYTES", "int", _at_least(1), False),
-            "startup": ("LCM_AUTO_ROTATE_SESSION_FILES_STARTUP", "rotate-mode", None, False),
-            "runtime": ("LCM_AUTO_ROTATE_SESSION_FILES_RUNTIME", "rotate-mode", None, False),
-        },
-    ),
-    "independent_log_file": (
-        "independentLogFile",
-        {
-            "enabled": ("LCM_LOG_FILE_ENABLED", "bool", None, True),
-            "file": ("LCM_LOG_FILE", "str", None, False),
-            "maxFileBytes": ("LCM_LOG_MAX_FILE_BYTES", "int", _at_least(1), False),
-        },
-    ),
-    "cache_aware_compaction": (
-        "cacheAwareCompaction",
-        {
-            "enabled": ("LCM_CACHE_AWARE_COMPACTION_ENABLED", "bool", None, True),
-            "cacheTTLSeconds": ("LCM_CACHE_TTL_SECONDS", "int", None, False),
-            "maxColdCacheCatchupPasses": ("LCM_MAX_COLD_CACHE_CATCHUP_PASSES", "int", None, False),
-            "hotCachePressureFactor": ("LCM_HOT_CACHE_PRESSURE_FACTOR", "number", None, False),
-            "hotCacheBudgetHeadroomRatio": ("LCM_HOT_CACHE_BUDGET_HEADROOM_RATIO", "number", None, False),
-            "coldCacheObservationThreshold": ("LCM_COLD_CACHE_OBSERVATION_THRESHOLD", "number", None, False),
-            "criticalBudgetPressureRatio": ("LCM_CRITICAL_BUDGET_PRESSURE_RATIO", "number", None, False),
-        },
-    ),
-    "dynamic_leaf_chunk_tokens": (
-        "dynamicLeafChunkTokens",
-        {
-            "enabled": ("LCM_DYNAMIC_LEAF_CHUNK_TOKENS_ENABLED", "bool", None, False),
-            "max": ("LCM_DYNAMIC_LEAF_CHUNK_TOKENS_MAX", "int", None, False),
-        },
-    ),
-}
-
-ENV_VARS: tuple[str, ...] = tuple(
-    [env for f in FIELDS for env in f.envs]
-    + [spec[0] for _, members in _NESTED.values() for spec in members.values()]
-    + ["LCM_FALLBACK_PROVIDERS"]
-)
-
-PLUGIN_KEY_ALIASES: dict[str, str] = {key: f.name for f in FIELDS for key in f.keys}
-PLUGIN_KEY_ALIASES.update({plugin_key: attr for attr, (plugin_key, _) in _NESTED.items()})
-PLUGIN_KEY_ALIASES.update(
-    {"contextThresholdOverrides": "context_threshold_overrides", "fallbackProviders": "fallback_providers"}
-)
-
-# Lab-only knobs (not plugin config keys) that from_plugin_config still accepts by snake name.
-_LAB_ONLY = {"max_rounds": "maxRounds"}
 
 
 @dataclass(frozen=True)
@@ -645,15 +380,13 @@ def _resolve_values(env: dict[str, str], pc: dict[str, Any]) -> dict[str, Any]:
         if spec.check is not None:
             allowed = spec.check(chosen)
             if allowed is not None:
-                source = next((v for v in spec.envs if v in env), None) or next(
-                    k for k in spec.keys if k in pc
-                )
-                raise _bad(source, chosen, allowed)
+                culprit = next((v for v in spec.envs if v in env), None) or next(k for k in spec.keys if k in pc)
+                raise _bad(culprit, chosen, allowed)
         values[spec.name] = chosen
 
-    defaults = LcmConfig.__dataclass_fields__
+    defaults = LcmConfig()
     for attr, (plugin_key, members) in _NESTED.items():
-        base = dict(defaults[attr].default_factory())  # type: ignore[misc]
+        base = dict(getattr(defaults, attr))
         given = pc.get(plugin_key)
         if given is not None and not isinstance(given, Mapping):
             raise _bad(plugin_key, given, "an object")
@@ -712,69 +445,6 @@ def _plugin_fallback_providers(value: Any) -> tuple[Mapping[str, str], ...]:
         entries.append({"provider": provider, "model": model})
     return tuple(entries)
 
-
-def _override_text(match: Mapping[str, Any], key: str, path: str) -> str | None:
-    if key not in match:
-        return None
-    parsed = _to_str(match[key])
-    if parsed is None:
-        raise ConfigError(f"{path}.match.{key} must be a non-empty string (got {match[key]!r})")
-    return parsed
-
-
-def _override_positive(record: Mapping[str, Any], key: str, where: str) -> int | None:
-    if key not in record:
-        return None
-    number = _js_number(record[key])
-    if number is None or number != int(number) or number < 1:
-        raise ConfigError(f"{where} must be a positive integer (got {record[key]!r})")
-    return int(number)
-
-
-def parse_threshold_overrides(value: Any) -> tuple[ThresholdOverride, ...]:
-    """Validate ``contextThresholdOverrides`` as the plugin does (same messages)."""
-    if isinstance(value, tuple) and all(isinstance(v, ThresholdOverride) for v in value):
-        return value
-    if not isinstance(value, list | tuple):
-        raise ConfigError("contextThresholdOverrides must be an array")
-    rules = []
-    for index, entry in enumerate(value):
-        if isinstance(entry, ThresholdOverride):
-            rules.append(entry)
-            continue
-        path = f"contextThresholdOverrides[{index}]"
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"{path} must be an object")
-        match = entry.get("match")
-        if not isinstance(match, Mapping):
-            raise ConfigError(f"{path}.match must be an object")
-
-        model = _override_text(match, "model", path)
-        pattern = _override_text(match, "sessionPattern", path)
-        low = _override_positive(match, "modelContextWindowMin", f"{path}.match.modelContextWindowMin")
-        high = _override_positive(match, "modelContextWindowMax", f"{path}.match.modelContextWindowMax")
-        if model is None and pattern is None and low is None and high is None:
-            raise ConfigError(f"{path}.match must include at least one matcher")
-        if low is not None and high is not None and low > high:
-            raise ConfigError(f"{path}.match.modelContextWindowMin must be <= modelContextWindowMax")
-        threshold = _js_number(entry.get("contextThreshold"))
-        if threshold is None or threshold < 0 or threshold > 1:
-            raise ConfigError(
-                f"{path}.contextThreshold must be a finite number between 0 and 1 (got {entry.get('contextThreshold')!r})"
-            )
-        rules.append(
-            ThresholdOverride(
-                context_threshold=threshold,
-                model=model,
-                model_context_window_min=low,
-                model_context_window_max=high,
-                session_pattern=pattern,
-                fresh_tail_count=_override_positive(entry, "freshTailCount", f"{path}.freshTailCount"),
-                leaf_chunk_tokens=_override_positive(entry, "leafChunkTokens", f"{path}.leafChunkTokens"),
-                name=_to_str(entry.get("name")),
-            )
-        )
-    return tuple(rules)
 
 
 # -- validation of directly constructed values ---------------------------------------------------

@@ -45,7 +45,7 @@ def retry_delay_ms(attempts: int) -> int:
     >>> [retry_delay_ms(n) // 60_000 for n in (1, 2, 3, 4, 9)]
     [5, 10, 20, 30, 30]
     """
-    return min(BACKOFF_BASE_MS * min(2 ** (attempts - 1), 64), BACKOFF_MAX_MS)
+    return int(min(BACKOFF_BASE_MS * min(2 ** (attempts - 1), 64), BACKOFF_MAX_MS))
 
 
 def iso_ms(epoch_ms: int) -> str:

@@ -238,11 +238,15 @@ def _locale_compare(left: str, right: str) -> int:
     return (lk > rk) - (lk < rk)
 
 
+def _compare_items(a: tuple[str, Any], b: tuple[str, Any]) -> int:
+    return _locale_compare(a[0], b[0])
+
+
 def _canonical_value(value: Any) -> Any:
     if isinstance(value, list):
         return [_canonical_value(v) for v in value]
     if isinstance(value, dict):
-        ordered = sorted(value.items(), key=cmp_to_key(lambda a, b: _locale_compare(a[0], b[0])))
+        ordered = sorted(value.items(), key=cmp_to_key(_compare_items))
         return {k: _canonical_value(v) for k, v in ordered}
     return value
 

@@ -25,14 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lcm_lab.engine.content import (
-    extract_structured_text,
-    first_string,
-    has_replay_critical_raw_block,
-    safe_boolean,
-    safe_string,
-    to_json,
-)
+from lcm_lab.engine.content import extract_structured_text, has_replay_critical_raw_block
 from lcm_lab.engine.exploration import (
     exploration_summary,
     format_file_reference,
@@ -42,6 +35,7 @@ from lcm_lab.engine.exploration import (
 )
 from lcm_lab.engine.jsjson import UNDEFINED, js_stringify
 from lcm_lab.engine.jsstr import JS_WS_CLASS, js_trim, locale_int, utf16_len
+from lcm_lab.engine.jsvalues import first_string, safe_boolean, safe_string, to_json
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import LargeFile
 
@@ -385,7 +379,7 @@ class Interceptor:
             # details by byte size; the threshold test is the part every release shares.)
             serialized = to_json(details)
             if serialized and estimate_tokens(serialized) >= self.limit:
-                tool_name = f"{top_tool_name if top_tool_name is not None else 'tool-result'}-details"
+                tool_name: str = f"{top_tool_name if top_tool_name is not None else 'tool-result'}-details"
                 file_id, byte_size, summary = self._externalize_text(
                     "tool-details", serialized, f"{tool_name}.json", "application/json"
                 )
@@ -428,9 +422,7 @@ class Interceptor:
             if extracted is None or _IMAGE_REFERENCE.fullmatch(js_trim(extracted)):
                 rewritten.append(item)
                 continue
-            tool_name = safe_string(item.get("name"))
-            if tool_name is None:
-                tool_name = top_tool_name if top_tool_name is not None else "tool-result"
+            tool_name = safe_string(item.get("name")) or (top_tool_name if top_tool_name is not None else "tool-result")
             call_id = first_string(
                 item, ("tool_use_id", "toolUseId", "tool_call_id", "toolCallId", "call_id", "id")
             )

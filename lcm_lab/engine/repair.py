@@ -363,8 +363,8 @@ def repair_tagged(entries: Sequence[Tagged]) -> tuple[list[Tagged], RepairReport
             rid = result_id(candidate.message)
             if not rid or rid not in call_ids or rid in seen_result_ids:
                 continue
-            existing = later.get(rid)
-            if _prefer(existing[0] if existing else None, candidate):
+            earlier_result = later.get(rid)
+            if _prefer(earlier_result[0] if earlier_result else None, candidate):
                 later[rid] = (candidate, k)
 
         out.append(assistant_entry)

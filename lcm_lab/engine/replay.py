@@ -476,7 +476,9 @@ def _run_turn(
     stored = state.stored_tokens()
     threshold = compactor.config.threshold_tokens(token_budget)
     should = stored > threshold
-    result = compactor.compact_threshold(token_budget, **overrides) if should else None
+    result = compactor.compact_threshold(
+        token_budget, fresh_tail_count=overrides.get("fresh_tail_count"), leaf_chunk_tokens=overrides.get("leaf_chunk_tokens"),
+    ) if should else None
     return TurnRecord(
         turn=turn_input.index,
         lines=turn_input.lines,

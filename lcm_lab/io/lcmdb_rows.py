@@ -12,6 +12,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_snapshot
 
@@ -76,7 +77,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _select(conn: sqlite3.Connection, table: str, wanted: tuple[str, ...]) -> Iterator[tuple[object, ...]]:
+def _select(conn: sqlite3.Connection, table: str, wanted: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
     present = _columns(conn, table)
     exprs = ", ".join(col if col in present else "NULL" for col in wanted)
     yield from conn.execute(f"SELECT {exprs} FROM {table}")
@@ -90,7 +91,7 @@ def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
         raise SqliteReadError(f"{path}: not an lcm.db (missing tables: {', '.join(missing)})")
     conversations = {int(cid): str(sid) for cid, sid in _select(conn, "conversations", ("conversation_id", "session_id"))}
     messages = tuple(
-        MessageRow(int(mid), int(cid), int(seq), str(role), content or "", int(tok or 0))  # type: ignore[arg-type]
+        MessageRow(int(mid), int(cid), int(seq), str(role), content or "", int(tok or 0))
         for mid, cid, seq, role, content, tok in _select(
             conn, "messages", ("message_id", "conversation_id", "seq", "role", "content", "token_count")
         )
@@ -98,13 +99,13 @@ def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
     summaries = tuple(
         SummaryRow(
             str(sid),
-            int(cid),  # type: ignore[arg-type]
+            int(cid),
             str(kind),
-            None if depth is None else int(depth),  # type: ignore[arg-type]
-            content or "",  # type: ignore[arg-type]
-            int(tok or 0),  # type: ignore[arg-type]
+            None if depth is None else int(depth),
+            content or "",
+            int(tok or 0),
             None if model is None else str(model),
-            None if smt is None else int(smt),  # type: ignore[arg-type]
+            None if smt is None else int(smt),
         )
         for sid, cid, kind, depth, content, tok, model, smt in _select(
             conn,
@@ -113,15 +114,15 @@ def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
         )
     )
     summary_messages = tuple(
-        EdgeRow(str(sid), int(mid), int(ordinal or 0))  # type: ignore[arg-type]
+        EdgeRow(str(sid), int(mid), int(ordinal or 0))
         for sid, mid, ordinal in _select(conn, "summary_messages", ("summary_id", "message_id", "ordinal"))
     )
     summary_parents = tuple(
-        EdgeRow(str(sid), str(pid), int(ordinal or 0))  # type: ignore[arg-type]
+        EdgeRow(str(sid), str(pid), int(ordinal or 0))
         for sid, pid, ordinal in _select(conn, "summary_parents", ("summary_id", "parent_summary_id", "ordinal"))
     )
     context_items = tuple(
-        ContextRow(int(cid), int(ordinal), str(kind), None if mid is None else int(mid), None if sid is None else str(sid))  # type: ignore[arg-type]
+        ContextRow(int(cid), int(ordinal), str(kind), None if mid is None else int(mid), None if sid is None else str(sid))
         for cid, ordinal, kind, mid, sid in _select(
             conn, "context_items", ("conversation_id", "ordinal", "item_type", "message_id", "summary_id")
         )

@@ -373,7 +373,7 @@ def _compare(name: str, a: Any, b: Any, where: str) -> bool:
     if name == "ne":
         return bool(a != b)
     try:
-        return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[name]
+        return bool({"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[name])
     except TypeError as exc:
         raise TemplateError(f"{where}: incompatible types for comparison in {name}") from exc
 
@@ -396,7 +396,7 @@ def _sprintf(fmt: str, args: list[Any], where: str) -> str:
         if verb == "q":
             return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
         try:
-            return ("%" + flags + {"d": "d", "f": "f", "g": "g", "x": "x", "X": "X"}[verb]) % value
+            return str(("%" + flags + {"d": "d", "f": "f", "g": "g", "x": "x", "X": "X"}[verb]) % value)
         except (TypeError, ValueError) as exc:
             raise TemplateError(f"{where}: printf %{verb} cannot format {value!r}") from exc
 

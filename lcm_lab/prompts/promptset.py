@@ -17,6 +17,7 @@ which file each template came from.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -142,7 +143,7 @@ def _default_prompt_set() -> PromptSet:
     return PromptSet("lcm_lab-default", templates)
 
 
-def load_prompt_set(directory: str | Path) -> PromptSet:
+def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
     """Load a template directory (lcm-tui export layout) over the lab defaults.
 
     Every ``*.tmpl`` file must be one of :data:`TEMPLATE_NAMES` and must parse; errors name the
@@ -176,7 +177,7 @@ def load_prompt_set(directory: str | Path) -> PromptSet:
     return PromptSet(path.name or str(path), templates, directory=path)
 
 
-def resolve_prompt_set(prompts: PromptSet | str | Path | None) -> PromptSet:
+def resolve_prompt_set(prompts: PromptSet | str | os.PathLike[str] | None) -> PromptSet:
     """``None`` → lab defaults; a path → :func:`load_prompt_set`; a PromptSet unchanged."""
     if prompts is None:
         return default_prompt_set()

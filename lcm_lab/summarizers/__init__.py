@@ -19,6 +19,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.engine.protocol import Summarizer
+from lcm_lab.errors import UserError
 from lcm_lab.summarizers.offline import OfflineSummarizer
 from lcm_lab.summarizers.stub import LegacyGoldenSummarizer, StubV1Summarizer, canon_file_ids
 
@@ -30,7 +31,7 @@ SUMMARIZER_NAMES: tuple[str, ...] = ("offline", "stub-v1", "legacy-golden-10.1",
 DEFAULT_SUMMARIZER = "offline"
 
 
-class SummarizerConfigError(ValueError):
+class SummarizerConfigError(UserError, ValueError):
     """A summarizer was asked for with options that do not apply or are missing."""
 
 
@@ -99,7 +100,9 @@ def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None
         from lcm_lab.store import open_store
 
         store = open_store(getattr(args, "db", None))
-    return litellm_summarizer(
+    from lcm_lab.summarizers.litellm_summarizer import LiteLLMSummarizer
+
+    return LiteLLMSummarizer(
         args.model,
         api_base=args.api_base,
         prompts=args.prompts,
@@ -115,13 +118,6 @@ def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None
         window_seconds=args.window_seconds,
         max_cost_usd=args.max_cost_usd,
     )
-
-
-def litellm_summarizer(model: str, **options: Any) -> LiteLLMSummarizer:
-    """:class:`LiteLLMSummarizer` (imported lazily so ``import lcm_lab.summarizers`` stays light)."""
-    from lcm_lab.summarizers.litellm_summarizer import LiteLLMSummarizer
-
-    return LiteLLMSummarizer(model, **options)
 
 
 def __getattr__(name: str) -> Any:
@@ -143,6 +139,5 @@ __all__ = [
     "add_summarizer_arguments",
     "canon_file_ids",
     "get_summarizer",
-    "litellm_summarizer",
     "summarizer_from_args",
 ]

@@ -5,7 +5,8 @@
 and error classification, and the lab's call ledger: each request is looked up by the ledger's
 cache key (model, messages, template hash, temperature, max tokens, seed) and recorded with
 ``purpose`` (``judge-probe``, ``judge-verify``, ...), model, template name and hash — errors
-included, never cached. Any failure raises :class:`~lcm_lab.metrics.judge.JudgeError`.
+included, never cached. Rate limits, server errors and dropped connections are retried like
+summarizer calls (exponential backoff or the provider's ``Retry-After``); any final failure raises :class:`~lcm_lab.metrics.judge.JudgeError`.
 
 >>> import os
 >>> os.environ.pop(JUDGE_MODEL_ENV, None) and None
@@ -22,6 +23,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.errors import MissingCredentialsError
 from lcm_lab.metrics.judge import JudgeError
 
 if TYPE_CHECKING:
@@ -29,6 +31,10 @@ if TYPE_CHECKING:
 
 JUDGE_MODEL_ENV = "LCM_LAB_JUDGE_MODEL"
 JUDGE_API_BASE_ENV = "LCM_LAB_JUDGE_API_BASE"
+
+
+class MissingJudgeKeyError(JudgeError, MissingCredentialsError):
+    """The judge model's provider key is not set (the message names the variable)."""
 
 
 class LedgerJudge:
@@ -48,6 +54,9 @@ class LedgerJudge:
         temperature: float | None = 0.0,
         timeout_s: float = 120.0,
         run_id: str | None = None,
+        max_retries: int = 3,
+        backoff_base_ms: float = 500,
+        backoff_max_ms: float = 8_000,
     ) -> None:
         if not model:
             raise JudgeError("no judge model given")
@@ -58,6 +67,9 @@ class LedgerJudge:
         self.temperature = temperature
         self.timeout_s = timeout_s
         self.run_id = run_id
+        self.max_retries = max_retries
+        self.backoff_base_s = backoff_base_ms / 1000
+        self.backoff_max_s = backoff_max_ms / 1000
         self._check_credentials()
 
     def __repr__(self) -> str:
@@ -66,23 +78,23 @@ class LedgerJudge:
     def _check_credentials(self) -> None:
         if self._api_key:
             return
-        from lcm_lab.summarizers.litellm_summarizer import import_litellm
+        from lcm_lab.summarizers.provider import missing_api_keys
 
-        litellm = import_litellm()
         try:
-            status = litellm.validate_environment(model=self.model, api_base=self.api_base)
+            missing = missing_api_keys(self.model, self.api_base)
         except Exception as exc:
             raise JudgeError(f"litellm cannot use judge model {self.model!r}: {exc}") from exc
-        missing = [k for k in status.get("missing_keys", []) if not k.endswith(("_API_BASE", "_BASE_URL"))]
         if missing:
-            raise JudgeError(f"judge model {self.model!r} needs an API key: set {' or '.join(missing)} or pass api_key=")
+            raise MissingJudgeKeyError(f"judge model {self.model!r} needs an API key: set {' or '.join(missing)} or pass api_key=")
 
     def __call__(self, messages: list[dict[str, str]], **params: Any) -> str:
         from lcm_lab.store.ledger import LedgerEntry, cache_key
-        from lcm_lab.summarizers.litellm_summarizer import (
-            _ignore_pydantic_readonly_warnings,
+        from lcm_lab.summarizers.provider import (
+            RETRYABLE,
             classify_error,
+            ignore_pydantic_readonly_warnings,
             import_litellm,
+            retry_delay,
         )
 
         max_tokens = int(params.get("max_tokens") or 1024)
@@ -92,7 +104,7 @@ class LedgerJudge:
             model=self.model, messages=messages, template_hash=template_hash, temperature=self.temperature,
             max_tokens=max_tokens, seed=seed, reasoning_effort=None,
         )
-        entry = {
+        entry: dict[str, Any] = {
             "purpose": str(params.get("purpose") or "judge"),
             "summarizer": "judge",
             "model": self.model,
@@ -110,7 +122,7 @@ class LedgerJudge:
                 self.ledger.record(LedgerEntry(**entry, cache_hit=True, response_text=hit.response_text, cost_usd=0.0))
                 return hit.response_text
         litellm = import_litellm()
-        _ignore_pydantic_readonly_warnings()
+        ignore_pydantic_readonly_warnings()
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens, "timeout": self.timeout_s, "num_retries": 0}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
@@ -120,14 +132,22 @@ class LedgerJudge:
             kwargs["api_base"] = self.api_base
         if self._api_key:
             kwargs["api_key"] = self._api_key
-        started = time.perf_counter()
-        try:
-            response = litellm.completion(**kwargs)
-        except Exception as exc:
-            latency = (time.perf_counter() - started) * 1000
-            if self.ledger is not None:
-                self.ledger.record(LedgerEntry(**entry, latency_ms=latency, error_class=classify_error(exc), error_message=f"{type(exc).__name__}: {exc}"[:2000]))
-            raise JudgeError(f"judge model {self.model!r} failed ({classify_error(exc)}): {type(exc).__name__}: {exc}"[:500]) from exc
+        failures = 0
+        while True:  # transient failures are retried like summarizer calls (backoff, Retry-After)
+            started = time.perf_counter()
+            try:
+                response = litellm.completion(**kwargs)
+                break
+            except Exception as exc:
+                latency = (time.perf_counter() - started) * 1000
+                kind = classify_error(exc)
+                if self.ledger is not None:
+                    self.ledger.record(LedgerEntry(**entry, latency_ms=latency, error_class=kind, error_message=f"{type(exc).__name__}: {exc}"[:2000]))
+                failures += 1
+                delay = retry_delay(exc, failures, self.backoff_base_s, self.backoff_max_s) if kind in RETRYABLE else None
+                if delay is None or failures > self.max_retries:
+                    raise JudgeError(f"judge model {self.model!r} failed ({kind}): {type(exc).__name__}: {exc}"[:500]) from exc
+                time.sleep(delay)
         latency = (time.perf_counter() - started) * 1000
         choice = response.choices[0] if getattr(response, "choices", None) else None
         text = getattr(getattr(choice, "message", None), "content", None)

@@ -8,7 +8,8 @@ summarizer's :class:`~lcm_lab.summarizers.pool.CallPool`. Behaviour follows the 
 * authentication failures (401/403) raise :class:`SummarizerAuthError` at once — the engine
   aborts the pass and writes nothing;
 * rate limits (429), server errors (5xx) and dropped connections are retried with exponential
-  backoff (``min(base × 2^i, max)``), then give up;
+  backoff (``min(base × 2^i, max)``, or the provider's ``Retry-After``), then give up
+  (:mod:`lcm_lab.summarizers.provider`, shared with the judge);
 * a timeout (``summary_timeout_ms`` per call) is not retried;
 * an empty or reasoning-only reply is retried once with ``max(2 × max_tokens, target)``;
 * when a call finally fails (timeout, retries exhausted, still empty), the result is the
@@ -22,71 +23,32 @@ cached under the key of the logical request, so a repeated replay costs nothing.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import time
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 from lcm_lab.engine.protocol import SummarizerAuthError, SummarizerError, SummaryRequest, SummaryResult
+from lcm_lab.errors import MissingCredentialsError
 from lcm_lab.prompts import PromptSet, RenderedPrompt, render_request, resolve_prompt_set
 from lcm_lab.store.ledger import Ledger, LedgerEntry, cache_key, redact
 from lcm_lab.summarizers.pool import CallPool
+from lcm_lab.summarizers.provider import (
+    RETRYABLE,
+    classify_error,
+    ignore_pydantic_readonly_warnings,
+    import_litellm,
+    missing_api_keys,
+    response_cost,
+    retry_delay,
+)
 from lcm_lab.summarizers.responses import strip_reasoning, summarizer_fallback
 from lcm_lab.summarizers.spend import SpendGuard
 
-RETRYABLE = frozenset({"rate_limit", "server_error", "connection"})
-_litellm: ModuleType | None = None
-_LAZY_LITELLM_MODULES = ("litellm.llms.github_copilot.per_user_auth",)
 
-
-def import_litellm() -> ModuleType:
-    """Import litellm once, offline: the bundled price map, no debug banners."""
-    global _litellm
-    if _litellm is None:
-        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # third-party import-time deprecation noise
-            import litellm
-
-            # Modules litellm imports lazily on the first request emit import-time warnings;
-            # import them here, where those warnings are silenced, not inside a call.
-            for name in _LAZY_LITELLM_MODULES:
-                importlib.import_module(name)
-        litellm.suppress_debug_info = True
-        litellm.telemetry = False
-        _litellm = litellm
-    return _litellm
-
-
-def _ignore_pydantic_readonly_warnings() -> None:
-    """litellm's TypedDicts use ``ReadOnly``; pydantic warns when it builds their schemas lazily
-    during a request. That is third-party noise we cannot fix, so exactly that message is ignored.
-    Re-inserted before each call so it also holds under a test runner's "error" filter.
-    """
-    warnings.filterwarnings("ignore", message=r".*is using the `ReadOnly` qualifier", category=UserWarning)
-
-
-def classify_error(exc: BaseException) -> str:
-    """``auth``, ``rate_limit``, ``server_error``, ``timeout``, ``connection``, ``bad_request`` or ``other``."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    status = getattr(exc, "status_code", None)
-    if names & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
-        return "auth"
-    if names & {"Timeout", "APITimeoutError", "TimeoutError"} or isinstance(exc, asyncio.TimeoutError):
-        return "timeout"
-    if "RateLimitError" in names or status == 429:
-        return "rate_limit"
-    if names & {"InternalServerError", "ServiceUnavailableError", "BadGatewayError"} or (isinstance(status, int) and status >= 500):
-        return "server_error"
-    if "APIConnectionError" in names:
-        return "connection"
-    if names & {"BadRequestError", "ContextWindowExceededError", "NotFoundError", "UnprocessableEntityError"}:
-        return "bad_request"
-    return "other"
+class MissingApiKeyError(SummarizerError, MissingCredentialsError):
+    """The summary model's provider key is not set (the message names the variable)."""
 
 
 @dataclass
@@ -177,17 +139,15 @@ class LiteLLMSummarizer:
     def _check_credentials(self) -> None:
         if self._api_key or "mock_response" in self.completion_kwargs:
             return
-        litellm = import_litellm()
         try:
-            status = litellm.validate_environment(model=self.model, api_base=self.api_base)
+            missing = missing_api_keys(self.model, self.api_base)
         except Exception as exc:  # unknown provider prefix and the like
             raise SummarizerError(f"litellm cannot use model {self.model!r}: {exc}") from exc
-        missing = [k for k in status.get("missing_keys", []) if not k.endswith(("_API_BASE", "_BASE_URL"))]
         if self.api_base and self.provider in (None, "ollama", "hosted_vllm", "lm_studio", "llamafile"):
             missing = []
         if missing:
             hint = " (for a local OpenAI-compatible server that ignores keys, any non-empty value works)" if self.api_base else ""
-            raise SummarizerError(
+            raise MissingApiKeyError(
                 f"model {self.model!r} needs an API key: set {' or '.join(missing)} in the environment"
                 f" or pass api_key=...{hint}"
             )
@@ -277,7 +237,7 @@ class LiteLLMSummarizer:
 
     async def _call(self, rendered: RenderedPrompt, request: SummaryRequest, outcome: _Outcome) -> None:
         litellm = import_litellm()
-        _ignore_pydantic_readonly_warnings()
+        ignore_pydantic_readonly_warnings()
         max_tokens = request.max_tokens
         transient_failures = 0
         empty_retried = False
@@ -303,8 +263,10 @@ class LiteLLMSummarizer:
                     ) from error
                 if kind in RETRYABLE and transient_failures < self.max_retries:
                     transient_failures += 1
-                    await asyncio.sleep(min(self.backoff_base_s * 2 ** (transient_failures - 1), self.backoff_max_s))
-                    continue
+                    delay = retry_delay(error, transient_failures, self.backoff_base_s, self.backoff_max_s)
+                    if delay is not None:
+                        await asyncio.sleep(delay)
+                        continue
                 outcome.failure = kind
                 return
             attempt = self._parse_response(response, number, max_tokens, latency)
@@ -328,21 +290,19 @@ class LiteLLMSummarizer:
         raw_text = raw if isinstance(raw, str) else None
         text = strip_reasoning(raw_text)
         usage = getattr(response, "usage", None)
-        # litellm prices the response itself (``response_cost``); None means the model has no
-        # entry in its price map (e.g. a local server), so the cost is unknown, not zero.
-        cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+        cost = response_cost(response)  # None: no entry in litellm's price map (unknown, not zero)
         return _Attempt(
             attempt=number, max_tokens=max_tokens, latency_ms=latency, text=text, raw_text=raw_text,
             finish_reason=getattr(choice, "finish_reason", None),
             input_tokens=getattr(usage, "prompt_tokens", None), output_tokens=getattr(usage, "completion_tokens", None),
-            cost_usd=float(cost) if cost is not None else None,
+            cost_usd=cost,
             error_class=None if text else "empty_response",
             error_message=None if text else ("reasoning only" if getattr(message, "reasoning_content", None) or raw_text else "no content"),
         )
 
     # -- ledger ------------------------------------------------------------------------------
     def _entry(self, request: SummaryRequest, rendered: RenderedPrompt, key: str, max_tokens: int, **values: Any) -> LedgerEntry:
-        params = {
+        params: dict[str, Any] = {
             "max_tokens": max_tokens,
             "temperature": self.temperature,
             "seed": self.seed,

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from lcm_lab.engine.types import Conversation, StoredMessage, Summary
+
+if TYPE_CHECKING:
+    from lcm_lab.engine.replay import Replay
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,11 @@ class DagSource:
     label: str
 
 
-def dag_source(obj: Any) -> DagSource:
+# What DAG plots and widgets accept: a replay, a loaded conversation, summaries, or a DagSource.
+DagInput: TypeAlias = "Replay | Conversation | Iterable[Summary] | DagSource"
+
+
+def dag_source(obj: DagInput) -> DagSource:
     """Accept a ``Replay``, a ``Conversation`` (e.g. a loaded lcm.db) or an iterable of ``Summary``."""
     if isinstance(obj, DagSource):
         return obj

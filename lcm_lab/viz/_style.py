@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 import textwrap
+from collections.abc import Iterable
 
 KIND_COLORS: dict[str, str] = {"leaf": "#4C78A8", "condensed": "#F58518", "aggregate": "#9D9D9D"}
 LEVEL_COLORS: dict[str, str] = {
@@ -18,16 +19,34 @@ LEVEL_COLORS: dict[str, str] = {
 DEPTH_COLORS: tuple[str, ...] = ("#4C78A8", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC", "#E45756")
 FRESH_TAIL_COLOR = "#54A24B"
 EVICTABLE_COLOR = "#EECA3B"
+# Message roles share plots with summary depths: no role colour may equal a depth colour.
 ROLE_COLORS: dict[str, str] = {
     "user": "#54A24B",
     "assistant": "#EECA3B",
-    "tool": "#9D755D",
-    "toolResult": "#9D755D",
-    "system": "#BAB0AC",
-    "synthetic": "#BAB0AC",
-    "prompt": "#4C78A8",  # the user message the host appends after the engine's output
+    "tool": "#F58518",
+    "toolResult": "#F58518",
+    "system": "#79706E",
+    "synthetic": "#79706E",
+    "prompt": "#17BECF",  # the user message the host appends after the engine's output
 }
 CONTINUOUS_SCALE = "Viridis"
+# One colour per run, kept across every plot of a comparison (budget lines, score bars, ...).
+RUN_COLORS: tuple[str, ...] = (
+    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#EECA3B", "#FF9DA6", "#9D755D", "#BAB0AC",
+)
+
+
+def run_colors(labels: Iterable[str]) -> dict[str, str]:
+    """A colour for each distinct run label, in order of first appearance (same runs, same colours).
+
+    >>> run_colors(["b", "a", "b"])
+    {'b': '#4C78A8', 'a': '#F58518'}
+    """
+    palette: dict[str, str] = {}
+    for label in labels:
+        if label not in palette:
+            palette[label] = RUN_COLORS[len(palette) % len(RUN_COLORS)]
+    return palette
 
 
 def depth_color(depth: int) -> str:

@@ -15,11 +15,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.types import ContextItem, StoredMessage, Summary, TurnRecord
-from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color
+from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color, run_colors
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
     import plotly.graph_objects as go
+
+    from lcm_lab.engine.replay import Replay
 
 
 class ContextSplit(NamedTuple):
@@ -249,13 +253,12 @@ def budget_comparison_info(replays: Any, labels: Any = None) -> BudgetComparison
 
 
 def _budget_comparison_figure(info: BudgetComparisonInfo) -> go.Figure:
-    import plotly.express as px
     import plotly.graph_objects as go
 
-    colors = px.colors.qualitative.Plotly
+    palette = run_colors(info.labels)
     fig = go.Figure()
     for i, label in enumerate(info.labels):
-        color = colors[i % len(colors)]
+        color = palette[label]
         fig.add_trace(go.Scatter(x=list(info.turns[i]), y=list(info.tokens_after[i]), name=label, mode="lines",
                                  line={"color": color, "width": 1.5}, line_shape="hv"))
         if info.turns[i]:
@@ -269,12 +272,12 @@ def _budget_comparison_figure(info: BudgetComparisonInfo) -> go.Figure:
     return fig
 
 
-def plot_budget_comparison(replays: Any, labels: Any = None) -> go.Figure:
+def plot_budget_comparison(replays: Sequence[Replay], labels: Sequence[str] | None = None) -> go.Figure:
     """Context tokens per turn of several replays on one chart."""
     return _budget_comparison_figure(budget_comparison_info(replays, labels))
 
 
-def plot_budget_timeline(replay: Any, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
+def plot_budget_timeline(replay: Replay, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
     """What the model receives per turn against the budget, over the stacked stored context.
 
     Clamped, degraded and compaction turns are marked.

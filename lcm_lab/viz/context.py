@@ -139,7 +139,9 @@ def context_info(
         token_budget=token_budget,
         total_tokens=total,
         source=source,
-        title=f"{label}: {what}, {len(rows)} items, {total:,} / {token_budget:,} tokens",
+        title=f"{label}: {what}, {len(rows)} items, {total:,} / {token_budget:,} tokens" + (
+            f" · over budget by {total - token_budget:,} (protected messages are never evicted)" if total > token_budget else ""
+        ),
         path=path,
         clamped=clamped,
         degraded=degraded,
@@ -157,7 +159,7 @@ def context_df(replay: Any, turn: int | None = None, source: ContextSource = "se
 def _category_color(category: str) -> str:
     if category.startswith("summary depth "):
         return depth_color(int(category.rsplit(" ", 1)[1]))
-    return ROLE_COLORS.get(category, "#BAB0AC")
+    return ROLE_COLORS.get(category, ROLE_COLORS["system"])
 
 
 def _context_figure(info: ContextInfo) -> go.Figure:

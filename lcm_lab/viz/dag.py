@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import networkx as nx
 
 from lcm_lab.engine.types import StoredMessage, Summary
-from lcm_lab.viz._source import dag_source
+from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz._style import CONTINUOUS_SCALE, KIND_COLORS, category_color, marker_size, preview_html
 
 if TYPE_CHECKING:
@@ -517,7 +517,7 @@ def _mid(a: Any, b: Any) -> Any:
 
 
 def plot_dag(
-    obj: Any,
+    obj: DagInput,
     color_by: ColorBy = "kind",
     scores: Mapping[str, float] | None = None,
     x_axis: XAxis = "seq",

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from lcm_lab.viz._style import run_colors
+
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
@@ -320,11 +322,13 @@ def _comparison_figure(info: ComparisonInfo) -> go.Figure:
     cols = 2 if len(info.metrics) > 1 else 1
     rows_n = max(1, math.ceil(len(info.metrics) / cols))
     fig = make_subplots(rows=rows_n, cols=cols, subplot_titles=list(info.metrics), vertical_spacing=0.5 / rows_n)
+    palette = run_colors(row.run for row in info.rows)
     for i, m in enumerate(info.metrics):
         rows = [row for row in info.rows if row.key == m]
         fig.add_trace(
             go.Bar(
                 x=[row.run for row in rows], y=[row.mean for row in rows], name=m, showlegend=False,
+                marker_color=[palette[row.run] for row in rows],
                 error_y={"type": "data", "symmetric": False,
                          "array": [0 if math.isnan(row.high) else row.high - row.mean for row in rows],
                          "arrayminus": [0 if math.isnan(row.low) else row.mean - row.low for row in rows]},

@@ -6,6 +6,8 @@ import plotly.graph_objects as go
 
 
 def figure_widget(fig: go.Figure) -> go.FigureWidget:
+    """A live figure that takes the width of the notebook cell (no fixed pixel width)."""
+    fig.update_layout(width=None, autosize=True)
     return go.FigureWidget(fig)
 
 
@@ -15,3 +17,5 @@ def replace_figure(widget: go.FigureWidget, fig: go.Figure) -> None:
         widget.data = ()
         widget.add_traces(list(fig.data))
         widget.layout = fig.layout
+        widget.layout.width = None
+        widget.layout.autosize = True

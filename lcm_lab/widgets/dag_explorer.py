@@ -6,7 +6,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from lcm_lab.viz._source import dag_source
+from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz.dag import plot_dag
 from lcm_lab.viz.detail import summary_detail_html, summary_detail_info
 from lcm_lab.widgets._figure import figure_widget
@@ -19,7 +19,7 @@ class DagExplorer(widgets.VBox):
     arguments go to :func:`lcm_lab.viz.plot_dag` (``color_by``, ``scores``, ``max_nodes``, ...).
     """
 
-    def __init__(self, obj: Any, **plot_options: Any) -> None:
+    def __init__(self, obj: DagInput, **plot_options: Any) -> None:
         self.source_obj = obj
         source = dag_source(obj)
         if not source.summaries:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import ipywidgets as widgets
 
@@ -10,6 +10,9 @@ from lcm_lab.viz.budget import plot_budget_timeline
 from lcm_lab.viz.context import plot_context_at, turn_caption
 from lcm_lab.viz.dag import plot_dag
 from lcm_lab.widgets._figure import figure_widget, replace_figure
+
+if TYPE_CHECKING:
+    from lcm_lab.engine.replay import Replay
 
 
 class ReplayScrubber(widgets.VBox):
@@ -19,7 +22,9 @@ class ReplayScrubber(widgets.VBox):
     (``context_source="sent"``, the default); ``"bare"`` or ``"stored"`` switch to diagnostics.
     """
 
-    def __init__(self, replay: Any, interval_ms: int = 400, context_source: str = "sent") -> None:
+    def __init__(
+        self, replay: Replay, interval_ms: int = 400, context_source: Literal["sent", "bare", "stored"] = "sent"
+    ) -> None:
         if not replay.turns:
             raise ValueError("the replay has no turns to scrub through")
         self.replay = replay

@@ -7,7 +7,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from lcm_lab.viz._source import dag_source
+from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz.diff import diff_html, match_summaries, summary_diff_info
 
 
@@ -18,7 +18,7 @@ class SummaryDiff(widgets.VBox):
     the left run with the same-depth summary of the right run covering the most similar span.
     """
 
-    def __init__(self, left: Any, right: Any, labels: tuple[str, str] = ("left", "right")) -> None:
+    def __init__(self, left: DagInput, right: DagInput, labels: tuple[str, str] = ("left", "right")) -> None:
         self.labels = labels
         self._left = {s.summary_id: s for s in dag_source(left).summaries}
         self._right = {s.summary_id: s for s in dag_source(right).summaries}

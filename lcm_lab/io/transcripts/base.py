@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lcm_lab.errors import UserError
 from lcm_lab.io.model import LoadedConversation, LoadIssue
 
 PI_JSONL = "pi-jsonl"
@@ -23,7 +24,7 @@ SUPPORTED_FORMATS_TEXT = (
 )
 
 
-class TranscriptFormatError(ValueError):
+class TranscriptFormatError(UserError, ValueError):
     """The file cannot be read as any supported transcript (says what it looks like instead)."""
 
 

@@ -8,16 +8,20 @@ naming file and line, and never holds more than one line in memory.
 
 from __future__ import annotations
 
+import codecs
 import gc
 import gzip
+import io
 import json
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 
+from lcm_lab.errors import BrokenGzipError, InputFileError
 from lcm_lab.io.model import LoadIssue
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -48,12 +52,70 @@ def is_gzip(path: str | Path) -> bool:
         return handle.read(2) == GZIP_MAGIC
 
 
+class _NamedGzipFile(gzip.GzipFile):
+    """A gzip reader whose truncation and corruption errors name the file (:class:`BrokenGzipError`)."""
+
+    def _broken(self, exc: Exception) -> BrokenGzipError:
+        return BrokenGzipError(
+            str(self.name), f"broken gzip data ({exc}); the file was probably cut off while copying, copy it again"
+        )
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            return super().read(size)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise self._broken(exc) from exc
+
+    def read1(self, size: int = -1) -> bytes:
+        try:
+            return super().read1(size)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise self._broken(exc) from exc
+
+    def readline(self, size: int | None = -1) -> bytes:
+        try:
+            return super().readline(size)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise self._broken(exc) from exc
+
+
+# Byte-order marks of the encodings transcripts are re-encoded from (longest first: the UTF-32
+# little-endian mark starts with the UTF-16 one).
+_TEXT_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def text_encoding_of(head: bytes) -> str | None:
+    """The UTF-16/32 encoding announced by a byte-order mark at the start of ``head``, if any.
+
+    >>> text_encoding_of(b"\\xff\\xfe{\\x00")
+    'utf-16'
+    """
+    for bom, encoding in _TEXT_BOMS:
+        if head.startswith(bom):
+            return encoding
+    return None
+
+
 def open_bytes(path: str | Path) -> IO[bytes]:
-    """Open a file for binary reading, decompressing gzip transparently (streaming)."""
+    """Open a file for binary reading as UTF-8 bytes, streaming.
+
+    gzip is decompressed transparently (a truncated file raises :class:`BrokenGzipError`
+    naming it); UTF-16 and UTF-32 text with a byte-order mark is re-encoded to UTF-8 on the fly
+    (Windows editors and PowerShell redirection write transcripts that way).
+    """
     file_path = Path(path)
-    if is_gzip(file_path):
-        return gzip.open(file_path, "rb")
-    return file_path.open("rb")
+    if file_path.is_dir():
+        raise InputFileError(file_path, "is a directory; expected a file")
+    handle: gzip.GzipFile | io.BufferedReader = _NamedGzipFile(file_path, "rb") if is_gzip(file_path) else file_path.open("rb")
+    encoding = text_encoding_of(handle.peek(4)[:4])
+    if encoding is None:
+        return cast(IO[bytes], handle)
+    return cast(IO[bytes], codecs.EncodedFile(handle, "utf-8", encoding))
 
 
 def read_all_bytes(path: str | Path) -> bytes:

@@ -1,0 +1,40 @@
+"""Errors that are the user's to fix, as opposed to bugs in the lab.
+
+Library code raises a :class:`UserError` (or a subclass) when the input or an option is wrong:
+a truncated file, a missing API key, a budget that is not a positive integer. The message is
+one line that names the file or option and says what to do. ``lcm-lab`` prints it and exits
+with status 2; notebooks see an ordinary exception. This module imports nothing, so every
+layer (the pure engine included) can use it.
+
+>>> str(InputFileError("session.jsonl.gz", "truncated gzip data; re-copy the file"))
+'session.jsonl.gz: truncated gzip data; re-copy the file'
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class UserError(Exception):
+    """A problem with the user's input, options or environment (not a bug in the lab)."""
+
+
+class InputFileError(UserError, ValueError):
+    """An input file cannot be used as given; the message starts with its path."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.path = os.fspath(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class BrokenGzipError(InputFileError, EOFError):
+    """A ``.gz`` file ends early or is corrupt (also an ``EOFError``, as gzip itself raises)."""
+
+
+class OptionError(UserError, ValueError):
+    """An option or argument value is not acceptable; the message names the option."""
+
+
+class MissingCredentialsError(UserError, RuntimeError):
+    """A model provider needs an API key that is not set; the message names the variable."""

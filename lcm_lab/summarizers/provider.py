@@ -1,0 +1,143 @@
+"""What the summarizer and the judge share about talking to a provider through litellm.
+
+Only litellm's public API is used: its exception classes (every provider's errors are mapped
+onto them), ``validate_environment`` for missing keys, ``completion_cost`` for prices from the
+bundled price map, and the documented response fields (``choices``, ``usage``). The retry policy
+is one function, :func:`retry_delay`, so summaries and judge calls back off the same way and
+both honour a provider's ``Retry-After`` header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import sys
+import time
+import warnings
+from types import ModuleType
+from typing import Any
+
+RETRYABLE = frozenset({"rate_limit", "server_error", "connection"})
+_litellm: ModuleType | None = None
+_MAX_RETRY_AFTER_S = 120.0  # a provider asking for longer is treated as "give up", not "wait"
+
+
+def import_litellm() -> ModuleType:
+    """Import litellm once, offline: the bundled price map, no debug banners."""
+    global _litellm
+    if _litellm is None:
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # third-party import-time deprecation noise
+            import litellm
+        litellm.suppress_debug_info = True
+        litellm.telemetry = False
+        _litellm = litellm
+    return _litellm
+
+
+def ignore_pydantic_readonly_warnings() -> None:
+    """litellm's TypedDicts use ``ReadOnly``; pydantic warns when it builds their schemas lazily
+    (inside a request, or when litellm imports a provider module on first use). That is
+    third-party noise we cannot fix, so exactly that message is ignored. Re-inserted before each
+    call so it also holds under a test runner's "error" filter.
+    """
+    warnings.filterwarnings("ignore", message=r".*using the `ReadOnly` qualifier", category=UserWarning)
+
+
+def classify_error(exc: BaseException) -> str:
+    """``auth``, ``rate_limit``, ``server_error``, ``timeout``, ``connection``, ``bad_request`` or ``other``.
+
+    litellm maps every provider's failures onto its exception classes; those decide. Errors
+    that did not come through litellm fall back to their HTTP ``status_code``.
+
+    >>> classify_error(TimeoutError())
+    'timeout'
+    """
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "timeout"
+    litellm = sys.modules.get("litellm")  # not imported means the error cannot be one of its classes
+    if litellm is not None:
+        # Order matters: Timeout derives from APIConnectionError, ContextWindowExceeded from BadRequest.
+        for kind, names in (
+            ("auth", ("AuthenticationError", "PermissionDeniedError")),
+            ("timeout", ("Timeout",)),
+            ("rate_limit", ("RateLimitError",)),
+            ("server_error", ("InternalServerError", "ServiceUnavailableError", "BadGatewayError", "APIError")),
+            ("connection", ("APIConnectionError",)),
+            ("bad_request", ("BadRequestError", "NotFoundError", "UnprocessableEntityError", "UnsupportedParamsError")),
+        ):
+            classes = tuple(c for c in (getattr(litellm, n, None) for n in names) if isinstance(c, type))
+            if classes and isinstance(exc, classes):
+                return kind
+    status = getattr(exc, "status_code", None)
+    if status in (401, 403):
+        return "auth"
+    if status == 429:
+        return "rate_limit"
+    if isinstance(status, int) and status >= 500:
+        return "server_error"
+    if isinstance(status, int) and 400 <= status < 500:
+        return "bad_request"
+    return "other"
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """The provider's ``Retry-After`` (seconds or an HTTP date) on a failed call, if it sent one.
+
+    >>> class Failed(Exception):
+    ...     class response:
+    ...         headers = {"retry-after": "3"}
+    >>> retry_after_seconds(Failed())
+    3.0
+    """
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except Exception:  # headers of an unexpected shape: no hint
+        return None
+    if not value:
+        return None
+    value = str(value).strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def retry_delay(exc: BaseException, failures: int, base_s: float, max_s: float) -> float | None:
+    """Seconds to wait before retry number ``failures`` (1-based), or None to give up.
+
+    ``Retry-After`` wins when the provider sends one (capped at two minutes; longer means give
+    up); otherwise exponential backoff ``min(base × 2^(failures-1), max)``.
+    """
+    hinted = retry_after_seconds(exc)
+    if hinted is not None:
+        return hinted if hinted <= _MAX_RETRY_AFTER_S else None
+    return float(min(base_s * 2 ** (failures - 1), max_s))
+
+
+def response_cost(response: Any) -> float | None:
+    """The price of a completion from litellm's bundled price map; None when the model has no
+    entry there (a local server, a new model): unknown, not zero."""
+    litellm = import_litellm()
+    try:
+        cost: float | None = litellm.completion_cost(completion_response=response)
+    except Exception:  # litellm raises for models missing from its price map
+        return None
+    return None if cost is None else float(cost)
+
+
+def missing_api_keys(model: str, api_base: str | None) -> list[str]:
+    """Environment variables litellm says ``model`` needs and that are not set (base URLs aside)."""
+    litellm = import_litellm()
+    status = litellm.validate_environment(model=model, api_base=api_base)
+    return [k for k in status.get("missing_keys", []) if not k.endswith(("_API_BASE", "_BASE_URL"))]

@@ -1,0 +1,71 @@
+"""Packaging stays honest: what the package imports is declared, what is declared is imported,
+environment.yml and constraints-min.txt follow pyproject.toml."""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+# import name -> distribution name, where they differ
+DISTRIBUTIONS = {"duckdb": "duckdb", "jinja2": "jinja2", "markupsafe": "markupsafe"}
+# declared but never imported by name: what they provide is used indirectly
+INDIRECT = {
+    "duckdb-extension-sqlite-scanner": "LOADed by path from the store",
+    "duckdb-extension-fts": "LOADed by path from the store",
+    "anywidget": "plotly's FigureWidget is an anywidget",
+}
+OPTIONAL_IMPORTS = {"playwright"}  # lazily imported by the report's screenshot helper (test extra)
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+
+
+_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import\b|import\s+([A-Za-z_]\w*))", re.M)
+
+
+def _imported_top_level() -> set[str]:
+    # A line scan, not ast: parsing every module inside a busy test worker has tripped CPython
+    # 3.11's AST recursion check. Relative imports ("from .x") do not match the pattern.
+    names: set[str] = set()
+    for path in (ROOT / "lcm_lab").rglob("*.py"):
+        for match in _IMPORT.finditer(path.read_text(encoding="utf-8")):
+            names.add(match.group(1) or match.group(2))
+    return {n for n in names if n not in sys.stdlib_module_names and n != "lcm_lab"}
+
+
+def test_imports_are_declared_and_declarations_are_imported() -> None:
+    declared = {_name(r) for r in PYPROJECT["project"]["dependencies"]}
+    imported = {DISTRIBUTIONS.get(n, n) for n in _imported_top_level()} - OPTIONAL_IMPORTS
+    assert imported - declared == set(), "imported but not declared in pyproject.toml"
+    assert declared - imported - set(INDIRECT) == set(), "declared but never imported"
+
+
+def test_constraints_min_pins_every_lower_bound() -> None:
+    bounds = {}
+    for requirement in PYPROJECT["project"]["dependencies"]:
+        match = re.match(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", requirement)
+        if match:
+            bounds[match.group(1).lower()] = match.group(2)
+    pins = dict(
+        line.split("==") for line in (ROOT / "constraints-min.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    assert pins.keys() == bounds.keys()
+    assert {k: Version(v) for k, v in pins.items()} == {k: Version(v) for k, v in bounds.items()}
+
+
+def test_environment_yml_takes_the_core_stack_from_conda_forge() -> None:
+    text = (ROOT / "environment.yml").read_text(encoding="utf-8")
+    conda, pip = text.split("  - pip:\n")
+    for requirement in PYPROJECT["project"]["dependencies"]:
+        name = _name(requirement)
+        where = pip if name.startswith("duckdb") else conda
+        assert f"- {name}" in where, name
+    assert "--no-deps" in pip and "- -e ." in pip
