@@ -24,7 +24,7 @@ from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
 from lcm_lab.metrics.doctor import diagnose, doctor_scores, rows_from_dag
-from lcm_lab.metrics.locomo import locomo_qa_scores
+from lcm_lab.metrics.locomo import qa_retention_scores
 from lcm_lab.metrics.needles import Needle, needle_scores
 from lcm_lab.metrics.retention import (
     ContextMode,
@@ -57,10 +57,12 @@ def score_replay(
     mode: ContextMode = "assembled",
     context_turns: Sequence[int] | None = None,
     progress: bool = False,
+    chance_conversation: Conversation | None = None,
 ) -> list[Score]:
     """All offline scores of a replay: shape, budget, fact retention (summaries and context per
     turn), doctor findings, plus LoCoMo QA retention when ``qa_items`` are given and needle
-    survival when the replayed conversation was planted with ``needles``.
+    survival when the replayed conversation was planted with ``needles``. ``chance_conversation``
+    (another conversation) gives ``qa_retention`` its chance control.
 
     ``context_turns`` restricts the per-turn context metrics to some turns (the last turn is
     always included); ``mode`` chooses the assembled (default) or stored context.
@@ -75,7 +77,7 @@ def score_replay(
     scores += context_fact_scores(replay, rid, mode=mode, turns=context_turns, base=base, progress=_progress(progress, "fact retention"))
     scores += doctor_scores(diagnose(rows_from_dag(dag)), rid)
     if qa_items:
-        scores += locomo_qa_scores(replay, qa_items, rid, progress=_progress(progress, "LoCoMo QA"))
+        scores += qa_retention_scores(replay, qa_items, rid, chance_conversation=chance_conversation, progress=_progress(progress, "LoCoMo QA"))
     if needles:
         scores += needle_scores(replay, needles, rid, mode=mode, turns=context_turns)
     return scores
