@@ -13,7 +13,7 @@ Passage construction is what keeps candidate-answer lists from earning credit:
 * a segment that reads as a list (≥ 4 comma/semicolon/pipe/bullet-separated parts, median part
   ≤ 3 words) becomes one passage per part, so a part holding a date or a name carries none of
   the question's words and is not retrieved;
-* a long segment with almost no function words (< 8 %, ≥ 8 words: "keyword soup") becomes one
+* a long segment with almost no function words (< 15 %, ≥ 8 words: "keyword soup") becomes one
   passage per word, for the same reason;
 * other long segments are cut into windows of :data:`WINDOW` words (half overlapping).
 
@@ -61,7 +61,7 @@ FUNCTION_WORDS = frozenset(
     "a an the and or but if of to in on at by for with from about into over after before as is am are was were be been "
     "being do does did have has had i you he she it we they me him her us them my your his its our their this that these "
     "those there here not no so than then too very just also what when where who whom which why how will would can could "
-    "should shall may might must up out off again all any some each more most other such only own same".split()
+    "should shall might must up out off again all any some each more most other such only own same".split()
 )
 
 
@@ -120,7 +120,7 @@ def _split_segment(segment: str) -> list[str]:
     if len(parts) >= 4 and statistics.median(len(_words(p)) for p in parts) <= 3:
         return parts
     words = segment.split()
-    if len(words) >= 8 and sum(1 for w in _words(segment) if w in FUNCTION_WORDS) < 0.08 * len(words):
+    if len(words) >= 8 and sum(1 for w in _words(segment) if w in FUNCTION_WORDS) < 0.15 * len(words):
         return words
     if len(words) <= WINDOW:
         return [segment]
