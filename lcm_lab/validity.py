@@ -22,7 +22,12 @@ from lcm_lab.io.model import LoadedConversation
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.locomo import qa_retention_scores, raw_texts
 from lcm_lab.metrics.stats import bootstrap_interval
-from lcm_lab.summarizers.controls import ControlRun, EntityListSummarizer, FixedTextSummarizer, OtherTextSummarizer
+from lcm_lab.summarizers.controls import (
+    ControlRun,
+    EntityListSummarizer,
+    FixedTextSummarizer,
+    OtherTextSummarizer,
+)
 from lcm_lab.summarizers.offline import OfflineSummarizer
 
 CONTROLS: tuple[str, ...] = ("fixed-text", "entity-list", "other-conversation", "truncation", "offline", "full-history")

@@ -14,7 +14,14 @@ from lcm_lab.io.transcripts.locomo import read_locomo_json
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.compare import compare
 from lcm_lab.metrics.stats import bootstrap_normalised, t_quantile
-from lcm_lab.validity import MAX_NO_ANSWER, MIN_OFFLINE_MARGIN, ValidityRow, check_properties, validate, validity_markdown
+from lcm_lab.validity import (
+    MAX_NO_ANSWER,
+    MIN_OFFLINE_MARGIN,
+    ValidityRow,
+    check_properties,
+    validate,
+    validity_markdown,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET = 3000
