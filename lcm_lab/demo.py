@@ -65,6 +65,16 @@ def _final_fact_retention(scores: Sequence[Score], last_turn: int) -> float | No
     return None
 
 
+def _qa_interval(scores: Sequence[Score]) -> str | None:
+    head = next((s for s in scores if s.metric == "qa_retention" and s.scope == "run"), None)
+    if head is None:
+        return None
+    if head.value is None:
+        return "withheld"
+    lo, hi = head.details.get("ci_low"), head.details.get("ci_high")
+    return None if lo is None or hi is None else f"[{lo:.2f}, {hi:.2f}]"
+
+
 def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
     """One row per run with the numbers a reader compares first."""
     rows = []
@@ -82,14 +92,16 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
                 "final_tokens": last.tokens_after,
                 "peak_budget": values.get("peak_budget_fraction"),
                 "facts_in_context": _final_fact_retention(run.scores, last.turn),
-                "qa_retention": values.get("qa_retention_answer_f1"),
+                "qa_retention": values.get("qa_retention"),
+                "qa_95ci": _qa_interval(run.scores),
+                "qa_chance": next((s.details.get("chance") for s in run.scores if s.metric == "qa_retention"), None),
             }
         )
     return rows
 
 
 def format_rows(rows: Sequence[dict[str, Any]]) -> str:
-    headers = ("run", "turns", "summaries", "depth", "calls", "final_tokens", "peak_budget", "facts_in_context", "qa_retention")
+    headers = ("run", "turns", "summaries", "depth", "calls", "final_tokens", "peak_budget", "facts_in_context", "qa_retention", "qa_95ci", "qa_chance")
 
     def cell(value: Any) -> str:
         if value is None:
@@ -124,19 +136,23 @@ def run_demo(
     summarizer = get_summarizer("offline")
     runs: list[DemoRun] = []
     for name, relative, index in CONVERSATIONS:
-        chosen: LoadedConversation = read_transcript(datasets / relative).conversations[index]
+        source = read_transcript(datasets / relative).conversations
+        chosen: LoadedConversation = source[index]
         qa: tuple[QAItem, ...] = chosen.qa_items
+        other = source[(index + 1) % len(source)].conversation if qa and len(source) > 1 else None
         for setting, (config, budget) in SETTINGS.items():
             label = f"{name} · {setting}"
             say(f"Replaying {label} (budget {budget:,}) ...")
             result = replay(chosen.conversation, config, summarizer, token_budget=budget)
             run_id = save_replay(store, result, label=label)
-            scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress)
+            scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress, chance_conversation=other)
             write_scores(store, scores, replace_runs=True)
             runs.append(DemoRun(label, run_id, result, scores))
 
     say("\nHow the settings compare (facts_in_context: share of hard facts from the history still visible")
-    say("to the model after the last turn; qa_retention: LoCoMo answer F1 between truncation and full context):")
+    say("to the model after the last turn; qa_retention: offline proxy, LoCoMo answer recall@10 placed between")
+    say("truncation to the budget (0) and the full history (1), with its 95% interval over QA items and the")
+    say("raw recall of the chance control, another conversation's text):")
     say(format_rows(comparison_rows(runs)))
     path = write_report(
         [r.replay for r in runs],

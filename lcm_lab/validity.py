@@ -145,7 +145,7 @@ class Check:
     """One validity property and whether the table satisfies it."""
 
     name: str
-    passed: bool
+    passed: bool | None  # None: not applicable (e.g. every conversation withheld)
     evidence: str
 
 
@@ -153,22 +153,25 @@ def check_properties(rows: Sequence[ValidityRow]) -> list[Check]:
     """The properties of issue #9 over a validity table."""
     qa = {r.control: r for r in rows if r.metric == "qa_retention"}
     checks: list[Check] = []
+
+    def add(name: str, value: float, ok: bool, fmt: str = "{:.3f}") -> None:
+        na = math.isnan(value)
+        checks.append(Check(name, None if na else ok, "n/a: every conversation withheld (ceiling - floor < MIN_GAP)" if na else fmt.format(value)))
+
     for control in NO_ANSWER_CONTROLS:
         if control in qa:
-            m = qa[control].mean
-            checks.append(Check(f"{control}: mean qa_retention <= {MAX_NO_ANSWER}", m <= MAX_NO_ANSWER, f"{m:.3f}"))
+            add(f"{control}: mean qa_retention <= {MAX_NO_ANSWER}", qa[control].mean, qa[control].mean <= MAX_NO_ANSWER)
     if "offline" in qa and "other-conversation" in qa:
         gap = qa["offline"].mean - qa["other-conversation"].mean
-        checks.append(Check(f"offline beats other-conversation by >= {MIN_OFFLINE_MARGIN}", gap >= MIN_OFFLINE_MARGIN, f"{gap:+.3f}"))
+        add(f"offline beats other-conversation by >= {MIN_OFFLINE_MARGIN}", gap, gap >= MIN_OFFLINE_MARGIN, "{:+.3f}")
     if "full-history" in qa:
         m = qa["full-history"].mean
-        checks.append(Check("full-history sits at the ceiling (qa_retention = 1)", abs(m - 1) < 1e-9, f"{m:.3f}"))
+        add("full-history sits at the ceiling (qa_retention = 1)", m, abs(m - 1) < 1e-9)
     if "truncation" in qa:
         m = qa["truncation"].mean
-        checks.append(Check("truncation sits at the floor (qa_retention = 0)", abs(m) < 1e-9, f"{m:.3f}"))
+        add("truncation sits at the floor (qa_retention = 0)", m, abs(m) < 1e-9)
     chance = [c for r in qa.values() for c in r.chance]
-    if chance:
-        checks.append(Check("chance control below the floor (normalised chance <= 0)", max(chance) <= 0, f"max {max(chance):.3f}"))
+    add("chance control below the floor (normalised chance <= 0)", max(chance) if chance else math.nan, bool(chance) and max(chance) <= 0, "max {:.3f}")
     return checks
 
 
@@ -192,5 +195,6 @@ def validity_markdown(rows: Sequence[ValidityRow], checks: Sequence[Check], *, b
         mean = "—" if math.isnan(r.mean) else f"{r.mean:.3f}"
         lines.append(f"| {r.control} | {r.metric} | {len(r.values)} | {r.withheld} | {mean} | {ci} | {chance} |")
     lines += ["", "## Properties", ""]
-    lines += [f"- {'PASS' if c.passed else 'FAIL'} — {c.name}: {c.evidence}" for c in checks]
+    verdict = {True: "PASS", False: "FAIL", None: "N/A"}
+    lines += [f"- {verdict[c.passed]} — {c.name}: {c.evidence}" for c in checks]
     return "\n".join(lines) + "\n"
