@@ -237,3 +237,25 @@ def test_judged_qa_retention_has_the_proxy_structure(fake: FakeOpenAIServer, jud
     # every call went through the ledger; the controls were answered once and then served from the cache
     calls = judge.ledger.calls()  # type: ignore[union-attr]
     assert any(c["cache_hit"] for c in calls)
+
+
+def test_pairwise_judging_swaps_positions(fake: FakeOpenAIServer, judge: LedgerJudge) -> None:
+    from lcm_lab.metrics.judge_pairwise import SummaryPair, pairwise_scores
+
+    def responder(body: dict[str, Any]) -> str:
+        user = _user(body)
+        first = user.split("<summary_1>\n")[1].split("\n</summary_1>")[0]
+        if "biased" in user:  # a judge that always picks the first position
+            return json.dumps({"winner": "1"})
+        return json.dumps({"winner": "1" if "Redis" in first else "2"})
+
+    fake.set_responder(responder)
+    pairs = [SummaryPair("p0", HISTORY, "Decision: Redis cache; KeyError fixed.", "Some work happened."),
+             SummaryPair("p1", HISTORY, "Nothing.", "We chose Redis."),
+             SummaryPair("p2", HISTORY + " biased", "x", "y")]
+    scores = pairwise_scores(pairs, judge, "ab", repeats=3)
+    per = {s.scope_id: s.value for s in scores if s.scope == "summary"}
+    assert per == {"p0": 1.0, "p1": -1.0, "p2": 0.0}  # the position-following judge earns a tie, not a win
+    run = next(s for s in scores if s.scope == "run")
+    assert run.details["position_inconsistent"] == 3 and run.details["judgements"] == 18 and run.details["unit"] == "summary pair"
+    assert run.details["ci_low"] <= run.value <= run.details["ci_high"]
