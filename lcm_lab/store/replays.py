@@ -21,6 +21,8 @@ from lcm_lab.engine.replay import Replay
 from lcm_lab.engine.types import (
     ContextItem,
     Conversation,
+    DebtSnapshot,
+    DrainAttempt,
     InputEntry,
     LargeFile,
     StoredMessage,
@@ -37,7 +39,7 @@ _TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
         Replay, LcmConfig, Conversation, InputEntry, StoredMessage, StoredPart, Summary, ContextItem,
-        LargeFile, TurnRecord, SweepRecord, SummarizerCall,
+        LargeFile, TurnRecord, SweepRecord, SummarizerCall, DebtSnapshot, DrainAttempt,
     )
 }  # fmt: skip
 
