@@ -94,6 +94,8 @@ def _metric_values(scores: Sequence[Score], run_id: str, last_turn: int) -> dict
     for s in scores:
         if s.metric == "qa_retention" and s.scope == "run":
             out["qa_retention"] = (s.value, dict(s.details))
+            # the raw recall stays informative where the headline is withheld (floor = ceiling)
+            out["qa_recall (raw, diagnostic)"] = (s.details.get("raw"), {})
         elif s.metric == "fact_retention" and s.scope == "turn" and s.scope_id == str(last_turn):
             out["fact_retention"] = (s.value, dict(s.details))
     return out
