@@ -35,13 +35,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--budget", type=int, default=6000)
     parser.add_argument("--conversations", type=int, default=10)
     args = parser.parse_args(argv)
-    convs = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[: args.conversations]
+    every = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)
+    convs = every[: args.conversations]
     readers = {"bm25": Bm25Index.of_texts, "embedding": EmbeddingIndex.of_texts}
     contexts = ("ceiling", "floor", "chance", "entity-list", "offline")
     results: dict[str, dict[str, list[float]]] = {r: {c: [] for c in contexts} for r in readers}
     seconds = dict.fromkeys(readers, 0.0)
     for i, conv in enumerate(tqdm(convs, desc="conversations")):
-        other = convs[(i + 1) % len(convs)]
+        other = every[(i + 1) % len(every)]  # the chance partner comes from all conversations
         items, _ = usable_items(conv.conversation, conv.qa_items)
         questions, answers = [q.question for q in items], [str(q.answer) for q in items]
         history = raw_texts(conv.conversation)

@@ -144,7 +144,7 @@ def _windows(text: str) -> list[str]:
 def passages(text: str) -> list[str]:
     """Cut a context text into reader passages (see the module docstring).
 
-    >>> passages("Caroline went hiking. Mel painted a sunset!\nNames: Caroline, Melanie, Sweden, 7 May 2023")
+    >>> passages("Caroline went hiking. Mel painted a sunset!\\nNames: Caroline, Melanie, Sweden, 7 May 2023")
     ['Caroline went hiking. Mel painted a sunset!', 'Names: Caroline', 'Melanie', 'Sweden', '7 May 2023']
     """
     out: list[str] = []
