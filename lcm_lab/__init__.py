@@ -33,6 +33,14 @@ _EXPORTS = {
     "load_replay": "lcm_lab.store.replays",
     "score_replay": "lcm_lab.metrics.score",
     "write_report": "lcm_lab.report",
+    "get_strategy": "lcm_lab.strategies",
+    "run_strategy": "lcm_lab.strategies",
+    "load_strategy_run": "lcm_lab.store.replays",
+    "strategy_scores": "lcm_lab.metrics.strategies",
+    "recorded_calls": "lcm_lab.host",
+    "cost_scores": "lcm_lab.cost.scores",
+    "price_replay": "lcm_lab.cost.scores",
+    "validate_transcript": "lcm_lab.cost.scores",
 }
 
 __all__ = sorted(_EXPORTS)

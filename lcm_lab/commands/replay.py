@@ -42,6 +42,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--check", metavar="TRACE.json", help="compare the run with a reference trace; exit 1 on any difference")
     parser.add_argument("--label", default=None, help="a name for the run in the store")
     parser.add_argument("--no-save", action="store_true", help="do not save the replay in the lab store")
+    from lcm_lab.strategies import STRATEGY_NAMES
+
+    parser.add_argument("--strategy", choices=STRATEGY_NAMES, default="lcm", help="context strategy (default lcm; see docs/strategies.md)")
+    parser.add_argument("--strategy-config", metavar="FILE.json", help="the strategy's parameters as a JSON object")
+    parser.add_argument("--json", action="store_true", help="print only one JSON object: run id, strategy and headline scores")
     add_db_argument(parser)
     from lcm_lab.summarizers import add_summarizer_arguments
 
@@ -136,6 +141,12 @@ def run(args: argparse.Namespace) -> int:
     except SummarizerConfigError as exc:
         raise SystemExit(f"lcm-lab replay: {exc}") from None
 
+    if args.strategy != "lcm" or args.json or args.strategy_config:
+        if args.trace_out or args.check:
+            raise SystemExit("lcm-lab replay: --trace-out/--check apply to a plain LCM replay (no --strategy/--json)")
+        from lcm_lab.commands._strategy import run_strategies
+
+        return run_strategies(args, store, conversations, summarizer, plugin_config)
     status = 0
     for conversation, conversation_id in conversations:
         with tqdm(desc=f"replaying {conversation.session_id[:24]}", unit="turn", leave=False,

@@ -22,7 +22,7 @@ class SummaryRequest:
     """
 
     source_text: str
-    kind: Literal["leaf", "condensed"]
+    kind: Literal["leaf", "condensed", "observe"]  # "observe": a context strategy's own prompt (lcm_lab.strategies)
     depth: int
     aggressive: bool
     previous_summary: str | None

@@ -158,7 +158,7 @@ class AssembledItem:
     """One output message of assembly and where it came from."""
 
     role: str  # runtime role: user | assistant | toolResult
-    kind: Literal["message", "summary", "synthetic", "live", "prompt_recall", "prompt"]
+    kind: Literal["message", "summary", "synthetic", "live", "prompt_recall", "prompt", "observation"]
     ref: int | str | None  # message seq, summary_id, input line (live), or None (synthetic)
     message: Mapping[str, Any]  # the runtime message dict the model would receive
     tokens: int

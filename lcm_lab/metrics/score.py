@@ -67,6 +67,12 @@ def score_replay(
     ``context_turns`` restricts the per-turn context metrics to some turns (the last turn is
     always included); ``mode`` chooses the assembled (default) or stored context.
     """
+    if hasattr(replay, "strategy"):  # a StrategyRun (lcm_lab.strategies); an lcm run carries its Replay
+        if replay.replay is None:
+            from lcm_lab.metrics.strategies import strategy_scores
+
+            return strategy_scores(replay, run_id=run_id, qa_items=qa_items)
+        replay = replay.replay
     rid = run_id or replay.run_id or "replay"
     dag = Dag.from_replay(replay)
     base = FactBase.build(dag)

@@ -44,6 +44,18 @@ PAGE = """<!DOCTYPE html>
 </section>
 {% endif %}
 
+{% if strategies %}
+<section id="strategies">
+  <h2>Context strategies</h2>
+  <p class="note">Every run scored on what the model receives at the end-of-run call. Recall with a 95% bootstrap interval; retention = (recall − floor) / (ceiling − floor), floor = truncation at the same tokens, ceiling = full history (docs/strategies.md).</p>
+  <table>
+    <thead><tr>{% for c in strategies.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in strategies.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+  {% for figure in strategies.figures %}{{ figure }}{% endfor %}
+</section>
+{% endif %}
+
 {% if scores %}
 <section id="scores">
   <h2>Scores</h2>
@@ -61,6 +73,23 @@ PAGE = """<!DOCTYPE html>
     <tbody>{% for row in scores.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
   </table>
   {% if scores.figure %}{{ scores.figure }}{% endif %}
+</section>
+{% endif %}
+
+{% if cost %}
+<section id="cost">
+  <h2>What it costs</h2>
+  <p class="note">Main model {{ cost.model }}, priced per API call through the provider's prompt cache (docs/cost.md).</p>
+  <table>
+    <thead><tr>{% for c in cost.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in cost.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+  {{ cost.figure }}
+  <h3>What broke the cache ({{ cost.focus }})</h3>
+  <table>
+    <thead><tr><th>reason</th><th>calls</th><th>tokens sent again</th><th>extra $</th></tr></thead>
+    <tbody>{% for row in cost.breaks %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
 </section>
 {% endif %}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -215,31 +215,47 @@ def report(
     labels: Sequence[str] | None = None,
     scores: pd.DataFrame | None = None,
     max_summaries: int = 300,
+    qa_items: Any = None,
+    costs: Mapping[str, Any] | None = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
     ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
-    summary table (the DAG always shows every summary, binned above a few thousand).
+    summary table (the DAG always shows every summary, binned above a few thousand). Runs of
+    other context strategies (``lcm_lab.strategies``) add a strategies section scored on the same
+    footing (``qa_items``: LoCoMo QA for it); only LCM runs get a per-run DAG section. ``costs``
+    (``label -> SessionCost``, e.g. from :func:`lcm_lab.price_replay`) adds "What it costs".
     """
     import plotly.offline
 
-    runs = [replays] if not isinstance(replays, Sequence) else list(replays)
-    if not runs:
+    from lcm_lab.report.cost_section import cost_section
+
+    everything = [replays] if not isinstance(replays, Sequence) else list(replays)
+    if not everything:
         raise ValueError("report needs at least one replay")
-    names = _labels(runs, labels)
+    all_names = _labels(everything, labels)
+    strategies = None
+    if any(hasattr(r, "strategy") for r in everything):  # StrategyRuns (lcm_lab.strategies): a strategies section
+        from lcm_lab.report.strategies import strategies_section
+
+        strategies = strategies_section(everything, all_names, _figure_html, qa_items=qa_items)
+    lcm = [(getattr(r, "replay", r), n) for r, n in zip(everything, all_names, strict=True) if getattr(r, "replay", r) is not None]
+    runs, names = [r for r, _ in lcm], [n for _, n in lcm]
     sections = [_run_section(r, name, f"run-{i + 1}", max_summaries) for i, (r, name) in enumerate(zip(runs, names, strict=True))]
     by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.from_string(PAGE)
     return page.render(
-        title=title or (f"lcm_lab report: {names[0]}" if len(runs) == 1 else f"lcm_lab report: {len(runs)} runs compared"),
+        title=title or (f"lcm_lab report: {all_names[0]}" if len(everything) == 1 else f"lcm_lab report: {len(everything)} runs compared"),
         version=_version(),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         plotly_js=Markup(plotly.offline.get_plotlyjs()),
         runs=sections,
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
+        strategies=strategies,
         scores=_scores_section(scores, by_run_id) if scores is not None and not scores.empty else None,
+        cost=cost_section(costs or {}),
     )
 
 
@@ -259,7 +275,7 @@ def write_report(
     """Write the report of replays (or run ids saved in the lab store) to ``path``; returns the path.
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
-    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``).
+    ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``).
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)

@@ -1,7 +1,10 @@
 """Saving replays to the lab store and rebuilding them.
 
 ``save_replay`` writes the run (exactly, as compressed JSON) and its facts as tables;
-``load_replay`` gives the identical :class:`~lcm_lab.engine.replay.Replay` back.
+``load_replay`` gives the identical :class:`~lcm_lab.engine.replay.Replay` back. Runs of other
+context strategies (:class:`~lcm_lab.strategies.base.StrategyRun`) are saved the same way with
+their strategy name and parameters, and come back as they were; :func:`load_strategy_run` gives
+any run as a ``StrategyRun``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from lcm_lab.engine.types import (
     TurnRecord,
 )
 from lcm_lab.store.core import LabStore
+from lcm_lab.strategies.base import MemoryItem, ModelCall, StrategyRun, StrategyTurn
 
 _TYPE_KEY = "__lcm_lab_type__"
 _TYPES: dict[str, type] = {
@@ -40,6 +44,7 @@ _TYPES: dict[str, type] = {
     for cls in (
         Replay, LcmConfig, Conversation, InputEntry, StoredMessage, StoredPart, Summary, ContextItem,
         LargeFile, TurnRecord, SweepRecord, SummarizerCall, DebtSnapshot, DrainAttempt,
+        StrategyRun, StrategyTurn, ModelCall, MemoryItem,
     )
 }  # fmt: skip
 
@@ -75,24 +80,38 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def replay_to_bytes(replay: Replay) -> bytes:
+def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
     return zlib.compress(json.dumps(_encode(replay), ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 6)
 
 
-def replay_from_bytes(payload: bytes) -> Replay:
+def replay_from_bytes(payload: bytes) -> Replay | StrategyRun:
     replay = _decode(json.loads(zlib.decompress(payload).decode("utf-8")))
+    if isinstance(replay, StrategyRun):
+        return dataclasses.replace(replay, memories=tuple(tuple(m) for m in replay.memories))
     if not isinstance(replay, Replay):
         raise ValueError("stored payload is not a replay")
     return replay
 
 
-def new_run_id(replay: Replay, payload: bytes) -> str:
+def new_run_id(replay: Replay | StrategyRun, payload: bytes) -> str:
     """A short content-derived id: the same replay saved twice gets the same id."""
     return "run_" + hashlib.sha256(payload).hexdigest()[:12]
 
 
-def save_replay(store: LabStore, replay: Replay, *, label: str | None = None, conversation_id: int | None = None) -> str:
-    """Persist ``replay``; returns its run id (re-saving an identical replay is a no-op)."""
+def save_replay(
+    store: LabStore, replay: Replay | StrategyRun, *, label: str | None = None, conversation_id: int | None = None
+) -> str:
+    """Persist ``replay`` (an LCM replay or any strategy's run); returns its run id (re-saving an
+    identical run is a no-op)."""
+    if isinstance(replay, StrategyRun):
+        if replay.replay is None:
+            return _save_strategy_run(store, replay, label, conversation_id)
+        params = dict(replay.strategy_params)
+        replay = replay.replay
+    else:
+        params = replay.config.to_plugin_config(minimal=True)
+        if replay.fidelity != "faithful":
+            params["fidelity"] = replay.fidelity
     payload = replay_to_bytes(replay)
     run_id = replay.run_id or new_run_id(replay, payload)
     if store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]):
@@ -103,13 +122,13 @@ def save_replay(store: LabStore, replay: Replay, *, label: str | None = None, co
     with store.transaction():
         store.execute(
             "INSERT INTO replays (run_id, label, conversation_id, session_id, source, summarizer, fidelity, token_budget,"
-            " config, turns, messages, summaries, summarizer_calls, final_stored_tokens, payload, compaction_mode)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " config, turns, messages, summaries, summarizer_calls, final_stored_tokens, payload, compaction_mode,"
+            " strategy, strategy_params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'lcm', ?)",
             [
                 run_id, label, conversation_id, replay.conversation.session_id, replay.conversation.source,
                 replay.summarizer, replay.fidelity, replay.token_budget, json.dumps(_encode(replay.config)),
                 len(replay.turns), len(replay.messages), len(replay.summaries), calls,
-                replay.final_tokens, payload, replay.compaction_mode,
+                replay.final_tokens, payload, replay.compaction_mode, json.dumps(params),
             ],
         )  # fmt: skip
         _insert_frame(store, "replay_turns", _turn_rows(run_id, replay))
@@ -118,6 +137,48 @@ def save_replay(store: LabStore, replay: Replay, *, label: str | None = None, co
         _insert_frame(store, "replay_summary_sources", _source_rows(run_id, replay))
         _insert_frame(store, "replay_calls", _call_rows(run_id, replay))
     return run_id
+
+
+def _save_strategy_run(store: LabStore, run: StrategyRun, label: str | None, conversation_id: int | None) -> str:
+    payload = replay_to_bytes(run)
+    run_id = run.run_id or new_run_id(run, payload)
+    if store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]):
+        return run_id
+    run = dataclasses.replace(run, run_id=run_id)
+    payload = replay_to_bytes(run)
+    params = json.dumps(_encode(run.strategy_params))
+    with store.transaction():
+        store.execute(
+            "INSERT INTO replays (run_id, label, conversation_id, session_id, source, summarizer, fidelity, token_budget,"
+            " config, turns, messages, summaries, summarizer_calls, final_stored_tokens, payload, strategy, strategy_params)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+            [
+                run_id, label, conversation_id, run.conversation.session_id, run.conversation.source, run.summarizer,
+                str(run.strategy_params.get("fidelity", "faithful")), run.token_budget, params, len(run.turns),
+                len(run.messages), len(run.calls()), run.turns[-1].context_tokens if run.turns else 0, payload,
+                run.strategy, params,
+            ],
+        )  # fmt: skip
+        _insert_frame(store, "strategy_turns", _strategy_turn_rows(run_id, run))
+    return run_id
+
+
+def _turn_keys(run_id: str, t: TurnRecord | StrategyTurn) -> dict[str, Any]:
+    return {"run_id": run_id, "turn": t.turn, "first_line": t.lines[0] if t.lines else None,
+            "last_line": t.lines[1] if t.lines else None, "ingested": len(t.ingested_seqs)}  # fmt: skip
+
+
+def _strategy_turn_rows(run_id: str, run: StrategyRun) -> list[dict[str, Any]]:
+    return [
+        {
+            **_turn_keys(run_id, t),
+            "context_tokens": t.context_tokens,
+            "model_calls": len(t.calls),
+            "memory_items": len(run.memories[t.memory]) if t.memory >= 0 else 0,
+            "events": json.dumps(list(t.events)),
+        }
+        for t in run.turns
+    ]
 
 
 def _insert_frame(store: LabStore, table: str, rows: list[dict[str, Any]]) -> None:
@@ -135,11 +196,7 @@ def _insert_frame(store: LabStore, table: str, rows: list[dict[str, Any]]) -> No
 def _turn_rows(run_id: str, replay: Replay) -> list[dict[str, Any]]:
     return [
         {
-            "run_id": run_id,
-            "turn": t.turn,
-            "first_line": t.lines[0] if t.lines else None,
-            "last_line": t.lines[1] if t.lines else None,
-            "ingested": len(t.ingested_seqs),
+            **_turn_keys(run_id, t),
             "stored_tokens_before": t.stored_tokens_before,
             "threshold": t.threshold,
             "should_compact": t.should_compact,
@@ -237,8 +294,19 @@ def _call_rows(run_id: str, replay: Replay) -> list[dict[str, Any]]:
     ]
 
 
-def load_replay(store: LabStore, run_id: str) -> Replay:
-    """The replay saved under ``run_id``, exactly as it was."""
+def load_strategy_run(store: LabStore, run_id: str) -> StrategyRun:
+    """Any saved run as a :class:`StrategyRun` (an LCM replay wrapped with its parameters)."""
+    from lcm_lab.strategies.lcm import from_replay
+
+    loaded = load_replay(store, run_id)
+    if isinstance(loaded, StrategyRun):
+        return loaded
+    params = store.fetch_all("SELECT strategy_params FROM replays WHERE run_id = ?", [run_id])[0][0]
+    return from_replay(loaded, json.loads(params) if params else None)
+
+
+def load_replay(store: LabStore, run_id: str) -> Replay | StrategyRun:
+    """The run saved under ``run_id``, exactly as it was (a ``Replay`` for LCM runs)."""
     rows = store.fetch_all("SELECT payload FROM replays WHERE run_id = ?", [run_id])
     if not rows:
         known = ", ".join(r[0] for r in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at DESC LIMIT 5"))
@@ -252,8 +320,8 @@ def latest_run_id(store: LabStore) -> str | None:
 
 
 _REPLAYS_COLUMNS = (
-    "run_id, created_at, label, session_id, source, summarizer, fidelity, token_budget, turns, messages,"
-    " summaries, summarizer_calls, final_stored_tokens"
+    "run_id, created_at, label, strategy, strategy_params, session_id, source, summarizer, fidelity, token_budget,"
+    " turns, messages, summaries, summarizer_calls, final_stored_tokens"
 )
 
 

@@ -195,8 +195,12 @@ class LiteLLMSummarizer:
     # -- the protocol ------------------------------------------------------------------------
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Render, consult the cache, call the model (with retries) and record everything."""
+        return self.complete(render_request(self.prompts, request), request)
+
+    def complete(self, rendered: RenderedPrompt, request: SummaryRequest) -> SummaryResult:
+        """Send messages the caller rendered (a context strategy's own prompt) through the same
+        cache, retries, spend guard and ledger as summaries; ``request`` gives the token limits."""
         started = time.perf_counter()
-        rendered = render_request(self.prompts, request)
         key = self.cache_key_for(rendered, request.max_tokens)
         if self.ledger is not None:
             hit = self.ledger.lookup(key)
@@ -351,7 +355,7 @@ class LiteLLMSummarizer:
         if extra:
             params["completion_kwargs"] = extra
         return LedgerEntry(
-            purpose="summary", summarizer=self.name, model=self.model, cache_key=key, run_id=self.run_id,
+            purpose="summary" if request.kind in ("leaf", "condensed") else request.kind, summarizer=self.name, model=self.model, cache_key=key, run_id=self.run_id,
             provider=self.provider, api_base=self.api_base, kind=request.kind, depth=request.depth,
             aggressive=request.aggressive, template_name=rendered.template_name, template_hash=rendered.template_hash,
             system_template_hash=rendered.system_hash, params=params, request_messages=rendered.messages, **values,

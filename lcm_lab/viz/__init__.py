@@ -13,6 +13,13 @@ from lcm_lab.viz.budget import (
     split_context,
 )
 from lcm_lab.viz.context import context_df, context_info, plot_context_at
+from lcm_lab.viz.cost import (
+    cache_breaks,
+    cost_breakdown_info,
+    cost_validation_info,
+    plot_cost_breakdown,
+    plot_cost_validation,
+)
 from lcm_lab.viz.dag import dag_info, plot_dag, to_networkx
 from lcm_lab.viz.detail import summary_detail_html, summary_detail_info
 from lcm_lab.viz.diff import match_summaries, summary_diff_info
@@ -42,8 +49,11 @@ __all__ = [
     "budget_comparison_info",
     "budget_df",
     "budget_info",
+    "cache_breaks",
     "context_df",
     "context_info",
+    "cost_breakdown_info",
+    "cost_validation_info",
     "dag_info",
     "fact_survival_info",
     "match_summaries",
@@ -55,6 +65,8 @@ __all__ = [
     "plot_budget_comparison",
     "plot_budget_timeline",
     "plot_context_at",
+    "plot_cost_breakdown",
+    "plot_cost_validation",
     "plot_dag",
     "plot_fact_survival",
     "plot_metric_by_depth",

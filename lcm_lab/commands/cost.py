@@ -1,0 +1,147 @@
+"""``lcm-lab cost``: what a setting costs with the provider's prompt cache.
+
+``lcm-lab cost INPUT --strategy recorded`` prices what the recorded host actually sent and
+validates the cache model against the transcript's own usage (constants calibrated on the first
+10% of calls, errors on the rest). ``--strategy lcm`` replays the transcript under lossless-claw
+settings (``--config``, ``--token-budget``, summarizer options) and prices every main-model call,
+next to no compaction at all and the recorded host. ``--validate`` prints the validation table of
+the bundled real sessions (or of the INPUTs given), as in ``docs/cost.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lcm_lab.cli import add_db_argument
+
+STRATEGIES = ("lcm", "recorded")
+BUNDLED_SESSIONS = (
+    "pi-mono/before-compaction.jsonl",
+    "pi-mono/large-session.jsonl",
+    "claude-code/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "cost",
+        help="price a setting with the provider's prompt cache; validate against recorded usage",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("inputs", nargs="*", metavar="INPUT", help="session transcript (pi/OpenClaw or Claude Code JSONL)")
+    parser.add_argument("--strategy", default="lcm", help="lcm (replay under --config) or recorded (what the host sent)")
+    parser.add_argument("--main-model", default=None, metavar="M", help="price the main model as M (default: the transcript's model)")
+    parser.add_argument("--token-budget", type=int, default=128_000, metavar="N", help="lcm: model context budget (default 128000)")
+    parser.add_argument("--config", metavar="CONFIG.json", help="lcm: lossless-claw plugin config keys")
+    parser.add_argument("--validate", action="store_true", help="validation table of the bundled real sessions (or INPUTs)")
+    parser.add_argument("--json", action="store_true", help="print only JSON")
+    add_db_argument(parser)
+    from lcm_lab.summarizers import add_summarizer_arguments
+
+    add_summarizer_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _bundled() -> list[Path]:
+    root = Path(__file__).resolve().parents[2] / "datasets"
+    paths = [root / p for p in BUNDLED_SESSIONS]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise SystemExit(f"lcm-lab cost: bundled sessions not found ({', '.join(missing)}); pass INPUT files or run from a checkout")
+    return paths
+
+
+def _read(path: Path) -> Any:
+    from lcm_lab.io.transcripts import TranscriptFormatError, read_transcript
+
+    if not path.exists():
+        raise SystemExit(f"lcm-lab cost: no such file: {path}")
+    try:
+        return read_transcript(path)
+    except (TranscriptFormatError, ValueError) as exc:
+        raise SystemExit(f"lcm-lab cost: {exc}") from None
+
+
+def _prices(model: str) -> Any:
+    from lcm_lab.cost.litellm_prices import load_prices
+    from lcm_lab.cost.prices import UnknownModelError
+
+    try:
+        return load_prices(model)
+    except UnknownModelError as exc:
+        raise SystemExit(f"lcm-lab cost: {exc}") from None
+
+
+def recorded_record(path: Path, main_model: str | None) -> dict[str, Any]:
+    """Validation of one transcript as a JSON-ready dict."""
+    from lcm_lab.cost.validate import session_model, validate_recorded, validation_record
+    from lcm_lab.host import recorded_session_calls
+
+    calls = recorded_session_calls(_read(path).conversations)
+    if not calls:
+        raise SystemExit(f"lcm-lab cost: {path} records no model calls")
+    prices = _prices(main_model or session_model(calls))
+    return validation_record(validate_recorded(calls, prices, session=path.name))
+
+
+def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Cost of an LCM replay of one transcript, with its references, as a JSON-ready dict."""
+    from lcm_lab.commands.replay import read_config
+    from lcm_lab.cost.replay_cost import calibrate_conversation, reference_costs, session_cost
+    from lcm_lab.cost.validate import session_model
+    from lcm_lab.engine.replay import replay
+    from lcm_lab.host.recorded import recorded_calls
+    from lcm_lab.summarizers import SummarizerConfigError, summarizer_from_args
+
+    loaded = _read(path).conversations[0]
+    config, _ = read_config(args.config)
+    try:
+        summarizer = summarizer_from_args(args)
+    except SummarizerConfigError as exc:
+        raise SystemExit(f"lcm-lab cost: {exc}") from None
+    prices = _prices(args.main_model or session_model(recorded_calls(loaded.conversation)))
+    calibration = calibrate_conversation(loaded.conversation, prices, loaded.events)
+    run = replay(loaded.conversation, config, summarizer, token_budget=args.token_budget)
+    refs = reference_costs(loaded.conversation, prices, calibration, loaded.events)
+    out = {"session": path.name, "strategy": "lcm", "token_budget": args.token_budget, **session_cost(run, prices, calibration).totals()}
+    for name, ref in refs.items():
+        out[f"{name}_usd"] = ref.total_usd
+        out[f"{name}_cache_hit_rate"] = ref.cache_hit_rate
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from lcm_lab.cost.validate import validation_markdown
+
+    if args.strategy not in STRATEGIES:
+        raise SystemExit(
+            f"lcm-lab cost: unknown --strategy {args.strategy!r}; available here: {', '.join(STRATEGIES)} "
+            "(other strategies price through the same model once they exist as replays)"
+        )
+    paths = [Path(p) for p in args.inputs] or (_bundled() if args.validate else [])
+    if not paths:
+        raise SystemExit("lcm-lab cost: give an INPUT transcript (or --validate for the bundled sessions)")
+    if args.validate or args.strategy == "recorded":
+        records = [recorded_record(p, args.main_model) for p in paths]
+        if args.json:
+            print(json.dumps(records[0] if len(records) == 1 and not args.validate else records, indent=1))
+        else:
+            print(validation_markdown(records))
+        return 0
+    records = [lcm_record(p, args) for p in paths]
+    if args.json:
+        print(json.dumps(records[0] if len(records) == 1 else records, indent=1))
+    else:
+        for r in records:
+            print(
+                f"{r['session']}: {r['calls']} calls, ${r['total_usd']:.2f} (main ${r['main_usd']:.2f}, summarizer "
+                f"${r['summarizer_usd']:.2f} over {r['summarizer_calls']} calls), cache hit rate {r['cache_hit_rate']:.1%}; "
+                f"no compaction ${r['no_compaction_usd']:.2f}, recorded host ${r.get('recorded_host_usd', float('nan')):.2f}",
+                file=sys.stdout,
+            )
+    return 0

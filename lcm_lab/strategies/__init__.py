@@ -1,0 +1,87 @@
+"""Context strategies on one bench: LCM, ClawVault observational memory, baselines, the host's own.
+
+Every strategy runs a conversation turn by turn and yields a
+:class:`~lcm_lab.strategies.base.StrategyRun` with the interface metrics, plots, the report and
+sweeps read (``sent(turn, budget)``, ``conversation``, ``token_budget``, ``turns``, plus
+``strategy`` and ``strategy_params``). Strategies are pure; the model comes in as an argument.
+
+* ``lcm`` — the lossless-claw engine (:func:`lcm_lab.engine.replay.replay`), plugin config keys;
+* ``clawvault`` — ClawVault's observer with model compression through the ledger;
+* ``observer_regex`` — ClawVault's deterministic fallback, as its own strategy;
+* ``truncate`` — the newest raw messages that fit the budget;
+* ``full`` — everything (the ceiling; over-budget turns flagged);
+* ``recorded`` — what pi/OpenClaw actually rebuilt after its recorded compactions.
+
+>>> sorted(STRATEGY_NAMES)
+['clawvault', 'full', 'lcm', 'observer_regex', 'recorded', 'truncate']
+>>> get_strategy("observer_regex", observe_threshold=2000).params
+{'observe_threshold': 2000}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lcm_lab.engine.replay import DEFAULT_TOKEN_BUDGET
+from lcm_lab.engine.types import Conversation
+from lcm_lab.strategies.base import MemoryItem, ModelCall, Strategy, StrategyError, StrategyRun, StrategyTurn
+
+STRATEGY_NAMES: tuple[str, ...] = ("lcm", "clawvault", "observer_regex", "truncate", "full", "recorded")
+
+
+def get_strategy(name: str, **params: Any) -> Strategy:
+    """The strategy registered as ``name`` with ``params`` (validated here, not at run time)."""
+    from lcm_lab.strategies.baselines import FullStrategy, TruncateStrategy
+    from lcm_lab.strategies.clawvault import ObserverParams, ObserverStrategy
+    from lcm_lab.strategies.lcm import LcmStrategy
+    from lcm_lab.strategies.recorded import RecordedStrategy
+
+    strategy: Strategy
+    if name == "lcm":
+        strategy = LcmStrategy(params=params)
+        strategy.config()
+    elif name in ("clawvault", "observer_regex"):
+        ObserverParams.build(params)
+        strategy = ObserverStrategy(name, params)
+    elif name == "recorded":
+        if set(params) - {"events"}:
+            raise StrategyError(f"strategy 'recorded' takes only events (got {', '.join(sorted(params))})")
+        strategy = RecordedStrategy(params=params)
+    elif name in ("truncate", "full"):
+        if params:
+            raise StrategyError(f"strategy {name!r} takes no parameters (got {', '.join(sorted(params))})")
+        strategy = TruncateStrategy() if name == "truncate" else FullStrategy()
+    else:
+        raise StrategyError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGY_NAMES)}")
+    return strategy
+
+
+def run_strategy(
+    conversation: Conversation,
+    strategy: str | Strategy,
+    summarizer: Any = None,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    *,
+    on_turn: Callable[[StrategyTurn], None] | None = None,
+    **params: Any,
+) -> StrategyRun:
+    """Run ``strategy`` (a name plus ``params``, or a strategy object) over ``conversation``."""
+    if isinstance(strategy, str):
+        strategy = get_strategy(strategy, **params)
+    elif params:
+        raise StrategyError("pass parameters to get_strategy, not with a strategy object")
+    return strategy.run(conversation, summarizer, token_budget, on_turn=on_turn)
+
+
+__all__ = [
+    "STRATEGY_NAMES",
+    "MemoryItem",
+    "ModelCall",
+    "Strategy",
+    "StrategyError",
+    "StrategyRun",
+    "StrategyTurn",
+    "get_strategy",
+    "run_strategy",
+]

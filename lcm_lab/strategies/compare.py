@@ -1,0 +1,170 @@
+"""Every strategy on the same conversations and budgets, with the same scores (issue 11's table).
+
+:func:`compare_strategies` runs a list of :class:`StrategySpec` over conversations at several
+budgets and scores every run with :func:`lcm_lab.metrics.strategies.strategy_scores` (one shared
+message index per conversation, so facts are extracted once). :func:`comparison_table` lays the
+run-level numbers out as one row per (conversation, budget, strategy) with intervals and
+controls; the long score list feeds the plots (per-category QA, fact survival by age, tokens and
+calls per turn).
+
+The sweep engine can vary the strategy like any other dimension: a spec is just a name and
+parameters (``get_strategy(spec.strategy, **spec.params)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lcm_lab.engine.types import Conversation
+from lcm_lab.io.model import QAItem, RecordedEvent
+from lcm_lab.metrics.base import Score
+from lcm_lab.strategies import get_strategy
+from lcm_lab.strategies.base import StrategyError, StrategyRun
+
+LCM_TUNED = {"freshTailCount": 8, "leafChunkTokens": 4000, "contextThreshold": 0.6}
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """A labelled strategy with parameters (``recorded`` takes its events from the input)."""
+
+    label: str
+    strategy: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+DEFAULT_SPECS: tuple[StrategySpec, ...] = (
+    StrategySpec("LCM defaults", "lcm"),
+    StrategySpec("LCM tuned", "lcm", LCM_TUNED),
+    StrategySpec("ClawVault LLM-free fallback", "observer_regex"),
+    StrategySpec("truncation", "truncate"),
+    StrategySpec("recorded host compaction", "recorded"),
+    StrategySpec("full context", "full"),
+)
+
+
+@dataclass(frozen=True)
+class BenchInput:
+    """One conversation to compare on, with what its source recorded (host events, QA items)."""
+
+    name: str
+    conversation: Conversation
+    events: tuple[RecordedEvent, ...] = ()
+    qa_items: tuple[QAItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: dict[tuple[str, int, str], StrategyRun]  # (input, budget, label) -> run
+    scores: dict[tuple[str, int, str], list[Score]]
+    skipped: dict[tuple[str, int, str], str]
+
+
+def compare_strategies(
+    inputs: Iterable[BenchInput],
+    budgets: Sequence[int],
+    summarizer: Any,
+    specs: Sequence[StrategySpec] = DEFAULT_SPECS,
+    *,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+) -> Comparison:
+    """Run and score every spec on every input at every budget; a spec that does not apply (the
+    recorded host on a source without host compactions) is listed in ``skipped`` with the reason."""
+    from lcm_lab.metrics.strategies import message_base, strategy_scores
+    from lcm_lab.strategies.recorded import _EVENT_FIELDS
+
+    runs: dict[tuple[str, int, str], StrategyRun] = {}
+    scores: dict[tuple[str, int, str], list[Score]] = {}
+    skipped: dict[tuple[str, int, str], str] = {}
+    jobs = [(i, b, s) for i in inputs for b in budgets for s in specs]
+    bases: dict[str, Any] = {}
+    for item, budget, spec in progress(jobs) if progress else jobs:
+        key = (item.name, budget, spec.label)
+        params = dict(spec.params)
+        if spec.strategy == "recorded":
+            if not item.events:
+                skipped[key] = "no host compaction recorded in this source"
+                continue
+            params["events"] = [{k: getattr(e, k) for k in _EVENT_FIELDS} for e in item.events]
+        try:
+            run = get_strategy(spec.strategy, **params).run(item.conversation, summarizer, budget)
+        except StrategyError as exc:
+            skipped[key] = str(exc)
+            continue
+        base = bases.setdefault(item.name, message_base(run.messages))
+        runs[key] = run
+        scores[key] = strategy_scores(
+            run, run_id=f"{item.name}@{budget}:{spec.label}", qa_items=item.qa_items or None, base=base
+        )
+    return Comparison(runs, scores, skipped)
+
+
+def comparison_table(comparison: Comparison) -> list[dict[str, Any]]:
+    """One row per run: headline values with intervals and controls, tokens and calls."""
+    rows: list[dict[str, Any]] = []
+    for (name, budget, label), scores in comparison.scores.items():
+        run_scores = {s.metric: s for s in scores if s.scope == "run"}
+        row: dict[str, Any] = {"input": name, "budget": budget, "strategy": label}
+        for metric in ("qa_retention", "fact_retention"):
+            score = run_scores.get(metric)
+            if score is None:
+                continue
+            d = score.details
+            row.update({
+                f"{metric}": score.value, f"{metric}_ci": (d.get("ci_low"), d.get("ci_high")),
+                f"{metric}_raw": d.get("raw"), f"{metric}_raw_ci": tuple(d["raw_ci"]) if d.get("raw_ci") else None,
+                f"{metric}_floor": d.get("floor"), f"{metric}_ceiling": d.get("ceiling"),
+                f"{metric}_chance": d.get("chance"), f"{metric}_n": d.get("n"),
+            })  # fmt: skip
+        for metric in (
+            "peak_context_tokens",
+            "mean_context_tokens",
+            "model_calls",
+            "model_calls_per_turn",
+            "final_context_over_budget",
+        ):
+            if metric in run_scores:
+                row[metric] = run_scores[metric].value
+        row["final_context_tokens"] = run_scores["final_context_over_budget"].details["context_tokens"]
+        rows.append(row)
+    for (name, budget, label), reason in comparison.skipped.items():
+        rows.append({"input": name, "budget": budget, "strategy": label, "skipped": reason})
+    return rows
+
+
+def _fmt(value: float | None, ci: tuple[float | None, float | None] | None) -> str:
+    if value is None:
+        return "—"
+    if not ci or ci[0] is None or ci[1] is None:
+        return f"{value:.3f}"
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _controls(row: Mapping[str, Any], metric: str) -> str:
+    floor, chance = row.get(f"{metric}_floor"), row.get(f"{metric}_chance")
+    return "" if floor is None else f" (floor {floor:.3f}, chance {chance:.3f})"
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The closing table: raw recall with its 95% interval and its floor/chance controls at the
+    same tokens, the floor-to-ceiling retention with its interval, tokens, model calls."""
+    head = ("| input | budget | strategy | QA answer recall [95% CI] (controls) | QA retention | fact recall [95% CI] (controls) "
+            "| fact retention | final tokens | model calls |")  # fmt: skip
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        if "skipped" in r:
+            lines.append(f"| {r['input']} | {r['budget']} | {r['strategy']} | skipped: {r['skipped']} ||||||")
+            continue
+        over = " (over budget)" if r.get("final_context_over_budget") else ""
+        qa = _fmt(r.get("qa_retention_raw"), r.get("qa_retention_raw_ci")) + _controls(r, "qa_retention")
+        fact = _fmt(r.get("fact_retention_raw"), r.get("fact_retention_raw_ci")) + _controls(
+            r, "fact_retention"
+        )
+        lines.append(
+            f"| {r['input']} | {r['budget']} | {r['strategy']} | {qa} | {_fmt(r.get('qa_retention'), r.get('qa_retention_ci'))} "
+            f"| {fact} | {_fmt(r.get('fact_retention'), r.get('fact_retention_ci'))} "
+            f"| {r['final_context_tokens']:,}{over} | {int(r.get('model_calls') or 0)} |"
+        )
+    return "\n".join(lines)
