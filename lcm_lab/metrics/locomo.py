@@ -47,6 +47,16 @@ _CACHE: dict[tuple[Any, ...], np.ndarray] = {}
 _CACHE_LIMIT = 512
 
 
+def containment(answer: Sequence[str], context: set[str]) -> float:
+    """Share of answer tokens present in a context's token set (a diagnostic kept for
+    ``metrics/strategies.py``; it credits bare lists, so no headline uses it).
+
+    >>> containment(["7", "may"], {"may", "2023"})
+    0.5
+    """
+    return sum(1 for t in answer if t in context) / len(answer) if answer else 0.0
+
+
 def raw_texts(conversation: Conversation) -> list[str]:
     """Reader texts of a conversation's raw messages in order (input entries or stored messages)."""
     if conversation.entries:
