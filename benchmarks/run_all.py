@@ -10,7 +10,8 @@ import subprocess
 import sys
 import time
 
-BENCHMARKS = ("bench_load", "transcript_parse", "bench_replay", "bench_summarizers", "bench_viz", "bench_grep")
+BENCHMARKS = ("bench_load", "transcript_parse", "bench_replay", "bench_summarizers", "bench_viz", "bench_grep",
+              "bench_qa_scoring", "bench_engine")
 
 
 def main() -> int:

@@ -66,6 +66,16 @@ def _final_fact_retention(scores: Sequence[Score], last_turn: int) -> float | No
     return None
 
 
+def _qa_interval(scores: Sequence[Score]) -> str | None:
+    head = next((s for s in scores if s.metric == "qa_retention" and s.scope == "run"), None)
+    if head is None:
+        return None
+    if head.value is None:
+        return "withheld"
+    lo, hi = head.details.get("ci_low"), head.details.get("ci_high")
+    return None if lo is None or hi is None else f"[{lo:.2f}, {hi:.2f}]"
+
+
 def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
     """One row per run with the numbers a reader compares first."""
     rows = []
@@ -83,7 +93,9 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
                 "final_tokens": last.final_tokens,
                 "peak_budget": values.get("peak_budget_fraction"),
                 "facts_in_context": _final_fact_retention(run.scores, last.turn),
-                "qa_retention": values.get("qa_retention_answer_f1"),
+                "qa_retention": values.get("qa_retention"),
+                "qa_95ci": _qa_interval(run.scores),
+                "qa_chance": next((s.details.get("chance") for s in run.scores if s.metric == "qa_retention"), None),
             }
         )
     return rows
@@ -99,7 +111,10 @@ COLUMNS: dict[str, str] = {
     "final_tokens": "tokens stored in the context after the last turn (summaries + fresh tail)",
     "peak_budget": "largest share of the token budget the assembled context used at any turn",
     "facts_in_context": "share of the history's hard facts (paths, ids, numbers) still visible to the model at the end",
-    "qa_retention": "LoCoMo answer F1 placed between truncation (0) and full context (1); '-' for runs without QA",
+    "qa_retention": "offline proxy: LoCoMo answer recall@10 of what the model receives, placed between truncation to "
+    "the budget (0) and the full history (1); '-' for runs without QA or where that scale is undefined",
+    "qa_95ci": "95% interval of qa_retention over QA items",
+    "qa_chance": "raw recall of the chance control (the same reader over another conversation's text)",
 }
 
 
@@ -144,18 +159,20 @@ def run_demo(
     summarizer = get_summarizer("offline")
     runs: list[DemoRun] = []
     for name, relative, index in CONVERSATIONS:
-        chosen: LoadedConversation = read_transcript(datasets / relative).conversations[index]
+        source = read_transcript(datasets / relative).conversations
+        chosen: LoadedConversation = source[index]
         qa: tuple[QAItem, ...] = chosen.qa_items
+        other = source[(index + 1) % len(source)].conversation if qa and len(source) > 1 else None
         for setting, (config, budget) in SETTINGS.items():
             label = f"{name} · {setting}"
             say(f"Replaying {label} (budget {budget:,}) ...")
             result = replay(chosen.conversation, config, summarizer, token_budget=budget)
             run_id = save_replay(store, result, label=label)
-            scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress)
+            scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress, chance_conversation=other)
             write_scores(store, scores, replace_runs=True)
             runs.append(DemoRun(label, run_id, result, scores))
 
-    say("\nHow the settings compare:")
+    say("\nHow the settings compare (qa_retention is an offline proxy, see the legend):")
     say(format_rows(comparison_rows(runs)))
     say(explain_columns())
     path = write_report(

@@ -219,3 +219,52 @@ def test_transient_failures_are_retried_honouring_retry_after(fake: FakeOpenAISe
     assert time.monotonic() - started >= 0.9  # waited as the provider asked, not the 5 ms backoff
     classes = [c["error_class"] for c in judge.ledger.calls()]  # type: ignore[union-attr]
     assert classes == ["rate_limit", "server_error", None]
+def test_judged_qa_retention_has_the_proxy_structure(fake: FakeOpenAIServer, judge: LedgerJudge) -> None:
+    from lcm_lab.metrics.judge_qa import qa_judged_retention_scores
+    from lcm_lab.summarizers.controls import ControlRun
+
+    def conv(name: str, texts: list[str]) -> Conversation:
+        return Conversation(name, entries=tuple(
+            InputEntry(i + 2, "message", {"role": "user" if i % 2 == 0 else "assistant", "content": [{"type": "text", "text": t}], "timestamp": i},
+                       entry_id=f"D1:{i + 1}") for i, t in enumerate(texts)))
+
+    filler = [f"We talked about the weather on day {i} and nothing else of note." for i in range(12)]
+    history = conv("qa", ["I moved to Paris last May.", *filler])
+    other = conv("other", [f"Jon danced in Berlin on day {i}." for i in range(20)])
+    items = [QAItem("q0", "Where did she move?", "Paris", 4, ("D1:1",)), QAItem("q1", "Adversarial?", None, 5, ("D1:1",))]
+    budget = sum(len(t) for t in filler) // 4  # the floor holds the filler only
+    truncation = qa_judged_retention_scores(ControlRun(history, budget), items, judge, "t", chance_conversation=other, repeats=3)
+    full = qa_judged_retention_scores(ControlRun(history, budget, full=True), items, judge, "f", chance_conversation=other, repeats=3)
+    head_t = next(s for s in truncation if s.metric == "qa_judged_retention")
+    head_f = next(s for s in full if s.metric == "qa_judged_retention")
+    assert (head_t.details["ceiling"], head_t.details["floor"], head_t.details["chance"]) == (1.0, 0.0, 0.0)
+    assert head_t.value == 0.0 and head_f.value == 1.0 and head_f.details["unit"] == "qa_item"
+    assert head_f.details["repeats_independent"] is False and "temperature 0" in head_f.details["repeats_note"]
+    assert head_f.details["warnings"] == {"skipped: adversarial (category 5, unanswerable by design)": 1}
+    per = {s.metric: s.value for s in full if s.scope == "qa"}
+    assert per == {"qa_judged_correct": 1.0, "qa_judged_correct_ceiling": 1.0, "qa_judged_correct_floor": 0.0, "qa_judged_correct_chance": 0.0}
+    # every call went through the ledger; the controls were answered once and then served from the cache
+    calls = judge.ledger.calls()  # type: ignore[union-attr]
+    assert any(c["cache_hit"] for c in calls)
+
+
+def test_pairwise_judging_swaps_positions(fake: FakeOpenAIServer, judge: LedgerJudge) -> None:
+    from lcm_lab.metrics.judge_pairwise import SummaryPair, pairwise_scores
+
+    def responder(body: dict[str, Any]) -> str:
+        user = _user(body)
+        first = user.split("<summary_1>\n")[1].split("\n</summary_1>")[0]
+        if "biased" in user:  # a judge that always picks the first position
+            return json.dumps({"winner": "1"})
+        return json.dumps({"winner": "1" if "Redis" in first else "2"})
+
+    fake.set_responder(responder)
+    pairs = [SummaryPair("p0", HISTORY, "Decision: Redis cache; KeyError fixed.", "Some work happened."),
+             SummaryPair("p1", HISTORY, "Nothing.", "We chose Redis."),
+             SummaryPair("p2", HISTORY + " biased", "x", "y")]
+    scores = pairwise_scores(pairs, judge, "ab", repeats=3)
+    per = {s.scope_id: s.value for s in scores if s.scope == "summary"}
+    assert per == {"p0": 1.0, "p1": -1.0, "p2": 0.0}  # the position-following judge earns a tie, not a win
+    run = next(s for s in scores if s.scope == "run")
+    assert run.details["position_inconsistent"] == 3 and run.details["judgements"] == 18 and run.details["unit"] == "summary pair"
+    assert run.details["ci_low"] <= run.value <= run.details["ci_high"]

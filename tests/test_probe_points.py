@@ -33,3 +33,17 @@ def test_probe_point_refuses_replays_of_different_conversations(tmp_path) -> Non
                token_budget=2000, single_turn=True)  # fmt: skip
     with pytest.raises(ValueError, match="same conversation"):
         probe_point({"a": a, "b": b})
+
+
+def test_several_points_and_probe_controls(tmp_path) -> None:
+    from lcm_lab.metrics.probe_points import CEILING, FLOOR, probe_controls, probe_points
+
+    trace = load_trace("golden__G0-golden")
+    tight = replay(conversation_for("golden__G0-golden", tmp_path), config_for(trace), StubV1Summarizer(), token_budget=2000)
+    points = probe_points({"tight": tight}, count=3)
+    assert [p.turn for p in points] == sorted({p.turn for p in points}) and len(points) == 3
+    assert points[0].turn == 6 and points[-1].turn == len(tight.turns) - 1
+    contexts = probe_controls(points[0], tight, budget=200)
+    assert contexts[CEILING] == points[0].history  # the ceiling is the raw history at that point, rendered alike
+    assert contexts[FLOOR] and contexts[FLOOR] in contexts[CEILING] and len(contexts[FLOOR]) < len(contexts[CEILING])
+    assert contexts["tight"] == points[0].contexts["tight"]

@@ -86,3 +86,16 @@ def test_report_command_uses_the_latest_replay_in_the_store(tmp_path: Path, caps
     with open_store(db) as store:
         path = write_report([run_id], tmp_path / "by-id.html", store=store)
     assert "planted-session" in path.read_text(encoding="utf-8") or run_id in path.read_text(encoding="utf-8")
+
+
+def test_headlines_show_interval_and_chance(tmp_path: Path) -> None:
+    import json
+
+    from lcm_lab.metrics.headline import headline
+
+    head = headline("planted-run", "qa_retention", raw=0.3, ceiling=0.5, floor=0.1, chance=0.01, n=40, unit="qa_item",
+                    ci=(0.25, 0.7), extra={"proxy": True})
+    scores = pd.DataFrame({"run_id": ["planted-run"], "scope": ["run"], "scope_id": [""], "metric": ["qa_retention"],
+                           "value": [head.value], "details": [json.dumps(dict(head.details))]})
+    text = write_report(planted_replay(), tmp_path / "h.html", scores=scores).read_text(encoding="utf-8")
+    assert "<h3>Headlines</h3>" in text and "[0.250, 0.700]" in text and "offline proxy" in text and "qa_item" in text

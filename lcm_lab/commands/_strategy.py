@@ -37,7 +37,7 @@ def read_strategy_config(path: str | None) -> dict[str, Any]:
         raise SystemExit(f"lcm-lab replay: strategy config {exc}") from None
 
 
-def _loaded_extras(path: Path) -> dict[str, Any]:
+def loaded_extras(path: Path) -> dict[str, Any]:
     """session id -> LoadedConversation of a transcript (events for ``recorded``, QA items)."""
     from lcm_lab.io.transcripts import TranscriptFormatError, read_transcript
 
@@ -79,7 +79,7 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
             **({"fidelity": args.fidelity} if args.fidelity != "faithful" else {}),
         }
     extras = (
-        _loaded_extras(Path(args.input))
+        loaded_extras(Path(args.input))
         if args.strategy == "recorded" or Path(args.input).suffix == ".json"
         else {}
     )

@@ -47,10 +47,9 @@ def register(subparsers: Any) -> None:
 
     parser.add_argument("--strategy", choices=STRATEGY_NAMES, default="lcm", help="context strategy (default lcm; see docs/strategies.md)")
     parser.add_argument("--strategy-config", metavar="FILE.json", help="the strategy's parameters as a JSON object")
-    parser.add_argument("--json", action="store_true", help="print only one JSON object: run id, strategy and headline scores")
     add_db_argument(parser)
-    add_json_argument(parser, "one object per replayed conversation (JSON Lines): run_id, session_id, turns, "
-                              "summarizer_calls, summaries, stored_tokens, trace_out, check")
+    add_json_argument(parser, "one object per replayed conversation (JSON Lines): run_id, strategy, session_id, turns, "
+                              "counts, headline scores (and for LCM: summarizer_calls, summaries, stored_tokens, trace_out, check)")
     from lcm_lab.summarizers import add_summarizer_arguments
 
     add_summarizer_arguments(parser)
@@ -156,9 +155,9 @@ def run(args: argparse.Namespace) -> int:
     except SummarizerConfigError as exc:
         raise SystemExit(f"lcm-lab replay: {exc}") from None
 
-    if args.strategy != "lcm" or args.json or args.strategy_config:
+    if args.strategy != "lcm" or args.strategy_config:
         if args.trace_out or args.check:
-            raise SystemExit("lcm-lab replay: --trace-out/--check apply to a plain LCM replay (no --strategy/--json)")
+            raise SystemExit("lcm-lab replay: --trace-out/--check apply to a plain LCM replay (no --strategy)")
         from lcm_lab.commands._strategy import run_strategies
 
         return run_strategies(args, store, conversations, summarizer, plugin_config)
@@ -179,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
         summary: dict[str, Any] = {
-            "run_id": run_id, "session_id": conversation.session_id, "turns": len(result.turns),
+            "run_id": run_id, "strategy": "lcm", "session_id": conversation.session_id, "turns": len(result.turns),
             "summarizer_calls": sum(len(t.calls) for t in result.turns), "summaries": len(result.summaries),
             "stored_tokens": last.final_tokens if last else 0, "compaction_mode": result.compaction_mode,
             "trace_out": args.trace_out, "check": None,
@@ -214,5 +213,21 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     say(f"identical to {args.check}")
         if args.json:
+            from lcm_lab.commands._strategy import loaded_extras
+
+            loaded = loaded_extras(Path(args.input)).get(conversation.session_id) if Path(args.input).suffix == ".json" else None
+            summary["scores"] = _headline_scores(store, result, run_id, loaded.qa_items if loaded is not None else None)
             print_json(summary)
     return status
+
+
+def _headline_scores(store: Any, result: Any, run_id: str | None, qa_items: Any) -> dict[str, Any]:
+    """The run's headline scores (saved with it), as ``--json`` reports them."""
+    from lcm_lab.commands._strategy import headline_summary
+    from lcm_lab.metrics.score import score_replay
+    from lcm_lab.store.scores import write_scores
+
+    scores = score_replay(result, run_id=run_id or "replay", qa_items=qa_items or None)
+    if run_id is not None:
+        write_scores(store, scores, replace_runs=True)
+    return headline_summary(scores)

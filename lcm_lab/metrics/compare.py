@@ -5,8 +5,14 @@ For every metric the per-item values are used (QA items, needles, summaries, tur
 ... — the most specific scope every run has), so each run gets a mean with a bootstrap interval
 and each non-baseline run a difference ``run − baseline`` with a bootstrap interval; the
 difference is *paired* when both runs scored the same items (same QA ids, same needles), which
-removes item difficulty from the noise. Metrics that exist only at run scope get their value and
-no interval.
+removes item difficulty from the noise; the ``unit`` column says what was resampled and whether
+the difference was paired. Categories, depths, fact types and age buckets are never resampled
+(a handful of values is not a sample), nor are per-turn series (cumulative, correlated): metrics
+that exist only at such scopes get their value and no interval. Run-scope values (headlines) are
+resampled by run when each label holds several runs (e.g. one per conversation: the unit is then
+the conversation), otherwise they get no interval. A metric present
+at two item scopes (``fact_retention`` per summary and per turn mean different things) must be
+given ``scope=``: compare refuses to choose.
 
 >>> from lcm_lab.metrics.base import Score
 >>> a = [Score("a", "qa", f"q{i}", "qa_answer_f1", v) for i, v in enumerate([0.2, 0.4, 0.6, 0.8])]
@@ -29,9 +35,13 @@ from lcm_lab.metrics.stats import bootstrap_difference, bootstrap_interval
 if TYPE_CHECKING:
     import pandas as pd
 
-# Most specific first: the scope whose items are the natural unit of a metric.
-ITEM_SCOPES: tuple[str, ...] = ("qa", "needle", "probe", "fixture", "summary", "turn", "category", "fact_type", "age", "depth", "run")
-COLUMNS = ["metric", "scope", "run", "n", "mean", "ci_low", "ci_high", "diff", "diff_ci_low", "diff_ci_high", "paired"]
+# Scopes whose values are independent-enough items to resample (the unit of the interval).
+ITEM_SCOPES: tuple[str, ...] = ("qa", "needle", "probe", "fixture", "summary")
+# Scopes that are never resampled: groupings with a handful of values (categories, depths, fact
+# types, age buckets) and per-turn series (cumulative and correlated: no interval).
+NO_INTERVAL_SCOPES: tuple[str, ...] = ("turn", "category", "fact_type", "age", "depth", "run")
+COLUMNS = ["metric", "scope", "run", "n", "mean", "ci_low", "ci_high", "diff", "diff_ci_low", "diff_ci_high", "paired", "unit"]
+UNITS = {"qa": "qa item", "needle": "needle", "probe": "probe", "fixture": "fixture", "summary": "summary", "run": "run (conversation)"}
 
 
 def _as_runs(runs: Mapping[str, Iterable[Score]] | Sequence[Iterable[Score]] | Any) -> dict[str, list[Score]]:
@@ -87,25 +97,34 @@ def compare(
         for label, scores in by_run.items():
             for s in scores:
                 if s.metric == metric and s.value is not None and not math.isnan(s.value):
-                    values[label][s.scope][s.scope_id] = float(s.value)
+                    # run-scope values of a label holding several runs (one per conversation) are the
+                    # conversations: keyed by run id, resampled like items
+                    values[label][s.scope][s.run_id if s.scope == "run" else s.scope_id] = float(s.value)
         missing = [label for label in labels if not values[label]]
         if len(missing) == len(labels):
             raise ValueError(f"metric {metric!r} was not found in any run")
-        chosen = scope or next((sc for sc in ITEM_SCOPES if all(values[label].get(sc) for label in labels if label not in missing)), None)
+        present = [label for label in labels if label not in missing]
+        item_scopes = sorted({sc for label in present for sc in values[label] if sc in (*ITEM_SCOPES, "turn")})
+        if scope is None and len(item_scopes) > 1:
+            raise ValueError(f"metric {metric!r} is scored at several item scopes {item_scopes}; they mean different things, pass scope=")
+        chosen = scope or next((sc for sc in (*ITEM_SCOPES, *NO_INTERVAL_SCOPES) if all(values[label].get(sc) for label in present)), None)
         if chosen is None:
             raise ValueError(f"metric {metric!r} has no scope shared by all runs; pass scope=")
+        resample = chosen in ITEM_SCOPES or (chosen == "run" and all(len(values[label].get("run", {})) >= 2 for label in present))
         base_items = values[base].get(chosen, {})
         for label in labels:
             items = values[label].get(chosen, {})
             row: dict[str, Any] = {"metric": metric, "scope": chosen, "run": label, "n": len(items)}
             if not items:
-                rows.append(row | {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "diff": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan, "paired": False})
+                rows.append(row | {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan, "diff": math.nan, "diff_ci_low": math.nan,
+                                   "diff_ci_high": math.nan, "paired": False, "unit": ""})
                 continue
             vals = list(items.values())
-            lo, hi = bootstrap_interval(vals, confidence=confidence, resamples=resamples, seed=seed)
-            row |= {"mean": sum(vals) / len(vals), "ci_low": lo, "ci_high": hi}
-            if label == base or not base_items:
-                row |= {"diff": math.nan, "diff_ci_low": math.nan, "diff_ci_high": math.nan, "paired": False}
+            lo, hi = bootstrap_interval(vals, confidence=confidence, resamples=resamples, seed=seed) if resample else (math.nan, math.nan)
+            row |= {"mean": sum(vals) / len(vals), "ci_low": lo, "ci_high": hi, "unit": UNITS.get(chosen, f"none ({chosen} values are not resampled)")}
+            if label == base or not base_items or not resample:
+                diff = sum(vals) / len(vals) - sum(base_items.values()) / len(base_items) if base_items and label != base else math.nan
+                row |= {"diff": diff, "diff_ci_low": math.nan, "diff_ci_high": math.nan, "paired": False}
             else:
                 shared = sorted(set(items) & set(base_items))
                 paired = len(shared) >= 2 and len(shared) == len(items) == len(base_items)
@@ -114,6 +133,7 @@ def compare(
                 else:
                     a, b = list(base_items.values()), vals
                 diff, dlo, dhi = bootstrap_difference(a, b, paired=paired, confidence=confidence, resamples=resamples, seed=seed)
-                row |= {"diff": diff, "diff_ci_low": dlo, "diff_ci_high": dhi, "paired": paired}
+                row |= {"diff": diff, "diff_ci_low": dlo, "diff_ci_high": dhi, "paired": paired,
+                        "unit": f"{UNITS[chosen]} ({'paired' if paired else 'unpaired'})"}
             rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -157,6 +157,18 @@ def check_repeats(repeats: int) -> None:
         raise ValueError(f"judge metrics need at least {MIN_REPEATS} repeats for an interval, got {repeats}")
 
 
+def repeat_independence(complete: Complete) -> dict[str, Any]:
+    """Whether repeated judgements can count as independent (not at temperature 0).
+
+    >>> repeat_independence(lambda m, **p: "")["repeats_independent"]
+    False
+    """
+    temperature = getattr(complete, "temperature", 0.0)
+    independent = bool(temperature)
+    note = "" if independent else "judge at temperature 0: repeats differ only by seed and are not independent samples"
+    return {"judge_temperature": temperature, "repeats_independent": independent, "repeats_note": note}
+
+
 def interval_details(per_repeat: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
     lo, hi = t_interval(list(per_repeat), confidence)
     return {"per_repeat": list(per_repeat), "ci_low": lo, "ci_high": hi, "confidence": confidence, "repeats": len(per_repeat)}

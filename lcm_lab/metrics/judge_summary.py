@@ -30,8 +30,10 @@ from lcm_lab.metrics.judge import (
     interval_details,
     model_name,
     parse_json,
+    repeat_independence,
 )
 from lcm_lab.metrics.locomo import CATEGORY_NAMES
+from lcm_lab.metrics.stats import bootstrap_interval
 
 CLAIMS = Template(
     "summary-claims-v1",
@@ -170,6 +172,15 @@ def summary_judge_scores(
     return scores
 
 
+def parse_locomo_verdict(text: str, qa_id: str) -> float:
+    """1.0 for ``{"verdict": "CORRECT"}``, 0.0 for WRONG; anything else is a :class:`JudgeError`."""
+    value = parse_json(text, what=f"LoCoMo judgement of {qa_id}")
+    verdict = value.get("verdict") if isinstance(value, Mapping) else None
+    if verdict not in ("CORRECT", "WRONG"):
+        raise JudgeError(f"LoCoMo judgement of {qa_id}: verdict must be CORRECT or WRONG, got {text[:200]!r}")
+    return 1.0 if verdict == "CORRECT" else 0.0
+
+
 def locomo_judge_scores(
     replay: Any,
     qa_items: Sequence[QAItem],
@@ -188,26 +199,23 @@ def locomo_judge_scores(
     """
     check_repeats(repeats)
     answerer = answer_complete or complete
-    assembly = replay.assemble(-1, budget)
-    context = "\n\n".join(assembled_message_text(item.message) for item in assembly.items)
+    sent = replay.sent(None, budget)
+    context = "\n\n".join(assembled_message_text(item.message) for item in sent.items)
     meta = {
         "judge_model": model_name(complete),
         "answer_model": model_name(answerer),
         "templates": {t.name: t.template_hash for t in (QA_ANSWER, QA_JUDGE)},
-        "context_tokens": assembly.estimated_tokens,
+        "context_tokens": sent.estimated_tokens,
     }
     per_repeat: dict[str, list[list[float]]] = defaultdict(lambda: [[] for _ in range(repeats)])
+    per_item: dict[str, list[float]] = defaultdict(list)
     scores: list[Score] = []
     items = [q for q in qa_items if q.category != 5 and q.answer]
     for item in progress(items) if progress else items:
         answer = call(answerer, QA_ANSWER, purpose="judge-locomo-answer", context=context, question=item.question)
 
         def parse_verdict(text: str, qa_id: str = item.qa_id) -> float:
-            value = parse_json(text, what=f"LoCoMo judgement of {qa_id}")
-            verdict = value.get("verdict") if isinstance(value, Mapping) else None
-            if verdict not in ("CORRECT", "WRONG"):
-                raise JudgeError(f"LoCoMo judgement of {qa_id}: verdict must be CORRECT or WRONG, got {text[:200]!r}")
-            return 1.0 if verdict == "CORRECT" else 0.0
+            return parse_locomo_verdict(text, qa_id)
 
         verdicts = [
             parse_verdict(call(complete, QA_JUDGE, seed=r, purpose="judge-locomo", validate=parse_verdict, question=item.question, gold=str(item.answer), answer=answer))
@@ -215,6 +223,7 @@ def locomo_judge_scores(
         ]
         category = str(item.category)
         for key in (category, "all"):
+            per_item[key].append(mean(verdicts) or 0.0)
             for r, v in enumerate(verdicts):
                 per_repeat[key][r].append(v)
         details = {"category": item.category, "question": item.question, "gold": item.answer, "answer": answer, **interval_details(verdicts), **meta}
@@ -222,7 +231,11 @@ def locomo_judge_scores(
     for key, repeats_values in sorted(per_repeat.items()):
         accuracy = [sum(v) / len(v) for v in repeats_values]
         scope, scope_id = ("run", "") if key == "all" else ("category", key)
-        extra = {"n": len(repeats_values[0]), **interval_details(accuracy), **meta}
+        # the interval is over QA items (item variation); the repeats' spread is kept apart
+        lo, hi = bootstrap_interval(per_item[key])
+        over_repeats = interval_details(accuracy)
+        extra = {"n": len(repeats_values[0]), **over_repeats, "ci_low": lo, "ci_high": hi, "interval": "bootstrap over QA items",
+                 "repeat_ci_low": over_repeats["ci_low"], "repeat_ci_high": over_repeats["ci_high"], **meta, **repeat_independence(complete)}
         if key != "all":
             extra["category_name"] = CATEGORY_NAMES.get(int(key), "unknown")
         scores.append(Score(run_id, scope, scope_id, "qa_judged_accuracy", mean(accuracy), extra))

@@ -1,303 +1,216 @@
-"""LoCoMo QA retention: can the gold answer still be found in what the model sees?
+"""LoCoMo QA retention: can a reader that needs the question still answer from what the model receives?
 
-For each QA item (LoCoMo categories 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop;
-category 5 adversarial items are unanswerable by design and are skipped, as in the published
-LoCoMo evaluations), three contexts are compared
-in the same run:
+Per QA item (LoCoMo categories 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop) the offline
+reader of :mod:`lcm_lab.metrics.qa_reader` retrieves the ``k`` passages most relevant to the
+question (BM25) and credits the item iff the normalised gold answer occurs in one of them
+(answer recall@k). It reads four contexts, all rendered the same way (:func:`reader_text`:
+content only, metadata stripped):
 
-* **method** — the replay's assembled context after the last turn (and, separately, after the
-  turn in which the item's last evidence line arrived);
-* **ceiling** — the full raw conversation (every message, no budget);
-* **floor** — plain truncation at equal cost: the newest raw messages that fit in as many
-  tokens as the method's assembled context uses, no summaries. This isolates what summaries buy
-  over simply dropping old messages. ``*_floor_budget`` is also reported: truncation to the full
-  token budget (a host without compaction). A threshold-triggered compactor typically uses well
-  under its budget, so it can score below that floor; that is a finding, not an error.
+* **method** — what the model receives after the last turn: ``run.sent(None, budget)``;
+* **ceiling** — the full raw history (every message, no budget);
+* **floor** — plain truncation to the **budget**: the newest raw messages whose estimated tokens
+  fit the budget. It depends only on the conversation and the budget, so every run at that budget
+  shares it;
+* **chance** — the same truncation applied to *another* conversation (same budget): what the
+  reader finds in unrelated text of the same size.
 
-Measures per context: ``evidence_raw`` (fraction of the item's evidence lines present as raw
-messages), ``answer_containment`` (fraction of the normalised answer tokens present anywhere),
-``answer_f1`` (best token F1 between the answer and any window of the context of the answer's
-length: 1 iff the normalised answer appears contiguously). Per category and overall:
-``retention = (method − floor) / (ceiling − floor)`` (undefined when ceiling = floor).
-Normalisation follows LoCoMo's QA scorer (lower case, punctuation and articles removed) without
-stemming.
+``qa_retention = (method − floor) / (ceiling − floor)`` with a paired bootstrap interval over QA
+items; withheld when ceiling − floor < ``MIN_GAP``. The number is an offline **proxy** for the
+judged LoCoMo "J" score (``metrics/judge.py``). Only ``run.sent``, ``run.conversation``,
+``run.token_budget`` and ``len(run.turns)`` are read, so runs of any strategy score unchanged.
+
+Bad annotations (category 5 adversarial items, empty answers, evidence ids that name no dialogue
+line such as ``D:11:26``) are counted in ``details["warnings"]``, never raised.
 """
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from lcm_lab.engine.types import Assembly, Conversation, StoredMessage
+import numpy as np
+
+from lcm_lab.engine.tokens import estimate_tokens
+from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem
-from lcm_lab.metrics.base import Score, assembled_message_text, assembly_refs, mean, message_text
+from lcm_lab.metrics.base import Score
+from lcm_lab.metrics.headline import headline
+from lcm_lab.metrics.qa_reader import TOP_K, Bm25Index, answer_tokens, reader_text
+from lcm_lab.metrics.stats import bootstrap_normalised
 
 CATEGORY_NAMES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-MEASURES: tuple[str, ...] = ("evidence_raw", "answer_containment", "answer_f1")
+CONTROLS: tuple[str, ...] = ("ceiling", "floor", "chance")
+READER = f"bm25 answer recall@{TOP_K} (offline proxy)"
 _PERSISTED_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
-_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
-_PUNCT = str.maketrans({c: " " for c in string.punctuation + "‘’“”"})
-
-
-class LocomoMappingError(ValueError):
-    """QA evidence cannot be tied to stored messages (wrong conversation or changed input)."""
-
-
-def answer_tokens(text: str) -> list[str]:
-    """LoCoMo-style normalised tokens.
-
-    >>> answer_tokens("The 7th of May, 2023!")
-    ['7th', 'of', 'may', '2023']
-    """
-    lowered = text.lower().translate(_PUNCT)
-    return _ARTICLES.sub(" ", lowered).split()
-
-
-def token_f1(gold: Sequence[str], predicted: Sequence[str]) -> float:
-    """Token-multiset F1 between two token lists (0 when either is empty)."""
-    common = Counter(gold) & Counter(predicted)
-    overlap = sum(common.values())
-    if not gold or not predicted or overlap == 0:
-        return 0.0
-    precision = overlap / len(predicted)
-    recall = overlap / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def best_window_f1(answer: Sequence[str], context: Sequence[str]) -> float:
-    """Max F1 between ``answer`` and any window of ``context`` as long as the answer.
-
-    Only windows containing at least one answer token can score above 0, so only those are tried.
-    """
-    if not answer or not context:
-        return 0.0
-    width = len(answer)
-    wanted = set(answer)
-    starts: set[int] = set()
-    for i, token in enumerate(context):
-        if token in wanted:
-            starts.update(range(max(0, i - width + 1), min(i, max(0, len(context) - width)) + 1))
-    best = 0.0
-    for start in sorted(starts):
-        best = max(best, token_f1(answer, context[start : start + width]))
-        if best == 1.0:
-            break
-    return best
+_CACHE: dict[tuple[Any, ...], np.ndarray] = {}
+_CACHE_LIMIT = 512
 
 
 def containment(answer: Sequence[str], context: set[str]) -> float:
-    """Fraction of answer tokens present in a context's token set."""
+    """Share of answer tokens present in a context's token set (a diagnostic kept for
+    ``metrics/strategies.py``; it credits bare lists, so no headline uses it).
+
+    >>> containment(["7", "may"], {"may", "2023"})
+    0.5
+    """
     return sum(1 for t in answer if t in context) / len(answer) if answer else 0.0
 
 
-def dialogue_seqs(conversation: Conversation, messages: Sequence[StoredMessage]) -> dict[str, int]:
-    """Map LoCoMo dialogue ids (``InputEntry.entry_id``, e.g. ``D1:3``) to stored message seqs.
+def raw_texts(conversation: Conversation) -> list[str]:
+    """Reader texts of a conversation's raw messages in order (input entries or stored messages)."""
+    if conversation.entries:
+        return [
+            reader_text(e.message)
+            for e in conversation.entries
+            if e.type == "message" and e.message is not None and e.message.get("role") in _PERSISTED_ROLES
+        ]
+    return [m.content for m in sorted(conversation.stored_messages, key=lambda m: m.seq)]
 
-    Entries are persisted in order, one message each, so the n-th message entry is seq n; the
-    stored content is checked against the entry's text to catch a mismatched conversation.
+
+def newest_within(texts: Sequence[str], budget: int) -> list[str]:
+    """Plain truncation: the newest texts whose estimated tokens fit ``budget``, in order.
+
+    >>> newest_within(["a" * 40, "b" * 40, "c" * 40], 15)
+    ['cccccccccccccccccccccccccccccccccccccccc']
     """
-    by_seq = {m.seq: m for m in messages}
-    mapping: dict[str, int] = {}
-    seq = 0
-    for entry in conversation.entries:
-        message = entry.message
-        if entry.type != "message" or message is None or message.get("role") not in _PERSISTED_ROLES:
-            continue
-        seq += 1
-        if entry.entry_id is None:
-            continue
-        stored = by_seq.get(seq)
-        if stored is None:
-            raise LocomoMappingError(f"dialogue {entry.entry_id} (line {entry.line}) has no stored message seq {seq}")
-        texts = [b.get("text", "") for b in message.get("content", []) if isinstance(b, Mapping)] if isinstance(message.get("content"), list) else [str(message.get("content", ""))]
-        expected = "\n".join(t for t in texts if t)
-        if expected.strip() != stored.content.strip():
-            raise LocomoMappingError(
-                f"dialogue {entry.entry_id} (line {entry.line}) does not match stored message {seq}: "
-                f"{expected[:60]!r} vs {stored.content[:60]!r}"
-            )
-        mapping[entry.entry_id] = seq
-    return mapping
-
-
-@dataclass(frozen=True)
-class ContextView:
-    """A context to test answers against: raw seqs shown and the tokens of all its text."""
-
-    seqs: frozenset[int]
-    tokens: tuple[str, ...]
-    context_tokens: int = 0  # estimated model tokens of the context (assembly estimate or Σ token_count)
-
-    @property
-    def token_set(self) -> set[str]:
-        return set(self.tokens)
-
-    @staticmethod
-    def of_messages(messages: Iterable[StoredMessage]) -> ContextView:
-        items = list(messages)
-        tokens: list[str] = []
-        for m in items:
-            tokens.extend(answer_tokens(message_text(m)))
-        return ContextView(frozenset(m.seq for m in items), tuple(tokens), sum(m.token_count for m in items))
-
-    @staticmethod
-    def of_assembly(assembly: Assembly) -> ContextView:
-        seqs, _ = assembly_refs(assembly)
-        tokens: list[str] = []
-        for item in assembly.items:
-            tokens.extend(answer_tokens(assembled_message_text(item.message)))
-        return ContextView(seqs, tuple(tokens), assembly.estimated_tokens)
-
-
-def truncation_floor(messages: Sequence[StoredMessage], budget: int) -> ContextView:
-    """The newest raw messages whose stored token counts fit ``budget`` (plain truncation)."""
-    kept: list[StoredMessage] = []
+    kept: list[str] = []
     used = 0
-    for message in sorted(messages, key=lambda m: m.seq, reverse=True):
-        if message.role == "system":
-            continue
-        if used + message.token_count > budget:
+    for text in reversed(texts):
+        cost = estimate_tokens(text)
+        if used + cost > budget:
             break
-        kept.append(message)
-        used += message.token_count
-    return ContextView.of_messages(reversed(kept))
+        kept.append(text)
+        used += cost
+    return kept[::-1]
 
 
-def _measure(item_answer: list[str], evidence: Sequence[int], view: ContextView, token_set: set[str]) -> dict[str, float]:
-    return {
-        "evidence_raw": sum(1 for s in evidence if s in view.seqs) / len(evidence) if evidence else float("nan"),
-        "answer_containment": containment(item_answer, token_set),
-        "answer_f1": best_window_f1(item_answer, view.tokens),
-    }
+def usable_items(conversation: Conversation, qa_items: Iterable[QAItem]) -> tuple[list[QAItem], Counter[str]]:
+    """Items the reader can score, and a count of every data warning.
+
+    Items with evidence ids that name no dialogue line are kept (the reader does not use
+    evidence) and counted; adversarial, answerless items are skipped and counted.
+    """
+    known = {e.entry_id for e in conversation.entries if e.entry_id is not None}
+    warnings: Counter[str] = Counter()
+    usable: list[QAItem] = []
+    for item in qa_items:
+        if item.category == 5:
+            warnings["skipped: adversarial (category 5, unanswerable by design)"] += 1
+            continue
+        if not item.answer or not item.answer.strip():
+            warnings["skipped: empty gold answer"] += 1
+            continue
+        if not answer_tokens(item.answer):
+            warnings["skipped: answer empty after normalisation"] += 1
+            continue
+        missing = [e for e in item.evidence if e not in known]
+        if missing:
+            warnings["kept: evidence id names no dialogue line"] += 1
+        if not item.evidence:
+            warnings["kept: no evidence ids"] += 1
+        usable.append(item)
+    return usable, warnings
 
 
-def retention(method: float | None, floor: float | None, ceiling: float | None) -> float | None:
-    """``(method − floor) / (ceiling − floor)``, ``None`` when undefined."""
-    if method is None or floor is None or ceiling is None or ceiling == floor:
-        return None
-    return (method - floor) / (ceiling - floor)
+def context_recall(texts: Sequence[str], questions: Sequence[str], answers: Sequence[str], k: int = TOP_K) -> np.ndarray:
+    """Answer recall@k per question over a context (cached: controls are shared by many runs)."""
+    key = (hash(tuple(texts)), hash(tuple(questions)), hash(tuple(answers)), k, len(texts))
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = Bm25Index.of_texts(texts).answer_recall(questions, answers, k)
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = hit
+    return hit
 
 
-def locomo_qa_scores(
-    replay: Any,
+def sent_texts(run: Any, budget: int) -> list[str]:
+    """Reader texts of what the model receives after the run (``run.sent(None, budget)``)."""
+    return [reader_text(item.message) for item in run.sent(None, budget).items]
+
+
+def qa_retention_scores(
+    run: Any,
     qa_items: Sequence[QAItem],
     run_id: str,
     *,
     budget: int | None = None,
-    at_evidence: bool = True,
-    progress: Callable[[Iterable[QAItem]], Iterable[QAItem]] | None = None,
+    k: int = TOP_K,
+    chance_conversation: Conversation | None = None,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
 ) -> list[Score]:
-    """QA retention scores of a LoCoMo replay (see module docstring).
+    """The ``qa_retention`` headline and its diagnostics (see the module docstring).
 
-    ``budget`` is the assembly budget for method and floor (default: the replay's budget).
-    ``at_evidence`` also scores the context right after the turn of each item's last evidence.
+    ``chance_conversation`` is the *other* conversation of the chance control (e.g. the next
+    LoCoMo sample); without it the chance control is missing and ``details`` say so.
     """
-    budget = budget or replay.token_budget
-    messages: Sequence[StoredMessage] = replay.messages
-    seq_of = dialogue_seqs(replay.conversation, messages)
-    turn_of = {seq: turn.turn for turn in replay.turns for seq in turn.ingested_seqs}
-    last_turn = replay.turns[-1].turn
-    views: dict[int, ContextView] = {}
-
-    def method_view(turn: int) -> ContextView:
-        if turn not in views:
-            views[turn] = ContextView.of_assembly(replay.assemble(turn, budget))
-        return views[turn]
-
-    final = method_view(last_turn)
-    contexts = {
-        "method": final,
-        "ceiling": ContextView.of_messages(messages),
-        "floor": truncation_floor(messages, final.context_tokens),
-        "floor_budget": truncation_floor(messages, budget),
-    }
-    sets = {name: view.token_set for name, view in contexts.items()}
+    budget = budget or run.token_budget
+    items, warnings = usable_items(run.conversation, qa_items)
+    questions = [i.question for i in items]
+    answers = [str(i.answer) for i in items]
+    contexts: dict[str, list[str] | None] = {"method": sent_texts(run, budget)}
+    history = raw_texts(run.conversation)
+    contexts["ceiling"] = history
+    contexts["floor"] = newest_within(history, budget)
+    contexts["chance"] = newest_within(raw_texts(chance_conversation), budget) if chance_conversation is not None else None
+    steps: Iterable[str] = progress(list(contexts)) if progress else list(contexts)
+    recall: dict[str, np.ndarray | None] = {}
+    for name in steps:
+        texts = contexts[name]
+        recall[name] = None if texts is None else context_recall(texts, questions, answers, k)
+    means = {name: (float(v.mean()) if v is not None and v.size else None) for name, v in recall.items()}
     scores: list[Score] = []
-    per_category: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    skipped: Counter[str] = Counter()
-    items: Iterable[QAItem] = progress(qa_items) if progress else qa_items
-    for item in items:
-        if item.category == 5:
-            skipped["adversarial (category 5: unanswerable by design)"] += 1
-            continue
-        if not item.answer:
-            skipped["no gold answer"] += 1
-            continue
-        missing = [e for e in item.evidence if e not in seq_of]
-        if missing:
-            raise LocomoMappingError(f"QA {item.qa_id}: evidence {missing} not among the conversation's dialogue ids")
-        evidence = sorted(seq_of[e] for e in item.evidence)
-        gold = answer_tokens(item.answer)
-        if not gold:
-            skipped["answer empty after normalisation"] += 1
-            continue
-        results = {name: _measure(gold, evidence, view, sets[name]) for name, view in contexts.items()}
-        arrival_turn = turn_of.get(evidence[-1]) if evidence else None
-        if at_evidence and arrival_turn is not None:
-            view = method_view(arrival_turn)
-            results["at_evidence"] = _measure(gold, evidence, view, view.token_set)
-        category = str(item.category) if item.category is not None else "none"
-        details = {
-            "category": item.category,
-            "category_name": CATEGORY_NAMES.get(item.category or 0, "unknown"),
-            "question": item.question,
-            "answer": item.answer,
-            "evidence_seqs": evidence,
-            "evidence_turn": arrival_turn,
-            "age_turns": (last_turn - arrival_turn) if arrival_turn is not None else None,
-        }
-        for condition, values in results.items():
-            suffix = "" if condition == "method" else f"_{condition}"
-            for measure, value in values.items():
-                if value != value:  # NaN: item without evidence
-                    continue
-                scores.append(Score(run_id, "qa", item.qa_id, f"qa_{measure}{suffix}", value, details))
-                for key in (category, "all"):
-                    per_category[key][f"{measure}{suffix}"].append(value)
-    for key, measures in sorted(per_category.items()):
-        for measure in MEASURES:
-            values = {
-                cond: mean(measures.get(f"{measure}{'' if cond == 'method' else '_' + cond}", []))
-                for cond in ("method", "ceiling", "floor", "floor_budget", "at_evidence")
-            }
-            n = len(measures.get(measure, []))
-            details = {"n": n, **{k: v for k, v in values.items()}, "budget": budget}
-            if key != "all":
-                details["category_name"] = CATEGORY_NAMES.get(int(key), "unknown") if key.isdigit() else key
-            scope, scope_id = ("run", "") if key == "all" else ("category", key)
-            for cond, value in values.items():
-                suffix = "" if cond == "method" else f"_{cond}"
-                scores.append(Score(run_id, scope, scope_id, f"qa_{measure}{suffix}", value, details))
-            scores.append(Score(run_id, scope, scope_id, f"qa_retention_{measure}", retention(values["method"], values["floor"], values["ceiling"]), details))
-            scores.append(
-                Score(
-                    run_id,
-                    scope,
-                    scope_id,
-                    f"qa_retention_vs_budget_floor_{measure}",
-                    retention(values["method"], values["floor_budget"], values["ceiling"]),
-                    details,
-                )
-            )
-    scores.append(
-        Score(
-            run_id,
-            "run",
-            "",
-            "qa_items_scored",
-            float(len(per_category.get("all", {}).get("answer_f1", []))),
-            {
-                "skipped": dict(skipped),
-                "budget": budget,
-                "method_context_tokens": final.context_tokens,
-                "method_raw_messages": len(final.seqs),
-                "floor_messages": len(contexts["floor"].seqs),
-                "floor_budget_messages": len(contexts["floor_budget"].seqs),
-            },
-        )
-    )
+    for i, item in enumerate(items):
+        per = {name: float(v[i]) for name, v in recall.items() if v is not None}
+        details = {"category": item.category, "category_name": CATEGORY_NAMES.get(item.category or 0, "unknown"),
+                   "question": item.question, "answer": item.answer, **{n: per[n] for n in CONTROLS if n in per}}
+        scores.append(Score(run_id, "qa", item.qa_id, "qa_recall", per["method"], details))
+    for category in sorted({i.category for i in items}, key=lambda c: c or 0):
+        idx = [j for j, i in enumerate(items) if i.category == category]
+        cat = {name: float(v[idx].mean()) for name, v in recall.items() if v is not None}
+        scores.append(Score(run_id, "category", str(category), "qa_recall", cat["method"],
+                            {"n": len(idx), "category_name": CATEGORY_NAMES.get(category or 0, "unknown"), **{n: cat[n] for n in CONTROLS if n in cat}}))
+    method, ceiling, floor = recall["method"], recall["ceiling"], recall["floor"]
+    ci = bootstrap_normalised(method, floor, ceiling) if method is not None and method.size else None  # type: ignore[arg-type]
+    extra: dict[str, Any] = {
+        "reader": READER.replace(str(TOP_K), str(k)),
+        "proxy": True,
+        "k": k,
+        "budget": budget,
+        "turns": len(run.turns),
+        "warnings": dict(warnings),
+        "method_tokens": sum(estimate_tokens(t) for t in contexts["method"] or []),
+        "floor_messages": len(contexts["floor"] or []),
+        "paired": True,
+    }
+    if means["chance"] is None:
+        extra["chance_missing"] = "no chance_conversation given: pass another conversation to compute the chance control"
+    elif means["ceiling"] is not None and means["floor"] is not None and means["ceiling"] - means["floor"] > 0:
+        extra["chance_normalised"] = (means["chance"] - means["floor"]) / (means["ceiling"] - means["floor"])
+    scores.append(headline(run_id, "qa_retention", raw=means["method"], ceiling=means["ceiling"], floor=means["floor"],
+                           chance=means["chance"], n=len(items), unit="qa_item", ci=ci, extra=extra))
+    for name, value in means.items():
+        suffix = "" if name == "method" else f"_{name}"
+        scores.append(Score(run_id, "run", "", f"qa_recall{suffix}", value, {"n": len(items), "k": k, "budget": budget}))
+    scores.append(Score(run_id, "run", "", "qa_data_warnings", float(sum(warnings.values())), {"warnings": dict(warnings)}))
     return scores
+
+
+def chance_partner(conversations: Sequence[Conversation], index: int) -> Conversation:
+    """The chance-control partner of ``conversations[index]``: the next one (cyclically).
+
+    >>> chance_partner(["a", "b", "c"], 2)
+    'a'
+    """
+    if len(conversations) < 2:
+        raise ValueError("a chance control needs at least two conversations")
+    return conversations[(index + 1) % len(conversations)]
+
+
+def qa_headline(scores: Iterable[Score]) -> Mapping[str, Any] | None:
+    """The ``qa_retention`` headline's value and details from a score list (``None`` if absent)."""
+    for s in scores:
+        if s.metric == "qa_retention" and s.scope == "run":
+            return {"value": s.value, **s.details}
+    return None

@@ -24,7 +24,7 @@ from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
 from lcm_lab.metrics.doctor import diagnose, doctor_scores, rows_from_dag
-from lcm_lab.metrics.locomo import locomo_qa_scores
+from lcm_lab.metrics.locomo import qa_retention_scores
 from lcm_lab.metrics.needles import Needle, needle_scores
 from lcm_lab.metrics.retention import (
     ContextMode,
@@ -57,19 +57,23 @@ def score_replay(
     mode: ContextMode = "assembled",
     context_turns: Sequence[int] | None = None,
     progress: bool = False,
+    chance_conversation: Conversation | None = None,
 ) -> list[Score]:
     """All offline scores of a replay: shape, budget, fact retention (summaries and context per
     turn), doctor findings, plus LoCoMo QA retention when ``qa_items`` are given and needle
-    survival when the replayed conversation was planted with ``needles``.
+    survival when the replayed conversation was planted with ``needles``. ``chance_conversation``
+    (another conversation) gives ``qa_retention`` its chance control.
 
     ``context_turns`` restricts the per-turn context metrics to some turns (the last turn is
     always included); ``mode`` chooses the assembled (default) or stored context.
     """
     if hasattr(replay, "strategy"):  # a StrategyRun (lcm_lab.strategies); an lcm run carries its Replay
         if replay.replay is None:
+            # Same headline definitions as LCM runs: they read only what the model receives.
             from lcm_lab.metrics.strategies import strategy_scores
 
-            return strategy_scores(replay, run_id=run_id, qa_items=qa_items)
+            rid = run_id or replay.run_id or f"{replay.strategy}-run"
+            return strategy_scores(replay, run_id=rid, qa_items=qa_items, chance_conversation=chance_conversation)
         replay = replay.replay
     rid = run_id or replay.run_id or "replay"
     dag = Dag.from_replay(replay)
@@ -81,7 +85,7 @@ def score_replay(
     scores += context_fact_scores(replay, rid, mode=mode, turns=context_turns, base=base, progress=_progress(progress, "fact retention"))
     scores += doctor_scores(diagnose(rows_from_dag(dag)), rid)
     if qa_items:
-        scores += locomo_qa_scores(replay, qa_items, rid, progress=_progress(progress, "LoCoMo QA"))
+        scores += qa_retention_scores(replay, qa_items, rid, chance_conversation=chance_conversation, progress=_progress(progress, "LoCoMo QA"))
     if needles:
         scores += needle_scores(replay, needles, rid, mode=mode, turns=context_turns)
     return scores

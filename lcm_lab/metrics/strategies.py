@@ -8,10 +8,10 @@ the model receives at the end-of-run call, as text, with the same controls:
   (so a strategy cannot win by simply sending more);
 * **chance** — a seeded random subset of messages of that same size.
 
-``qa_retention`` (LoCoMo: gold-answer token containment) and ``fact_retention`` (hard facts of
-:mod:`lcm_lab.metrics.facts`) are headline scores normalised between floor and ceiling, with a
-paired bootstrap 95% interval over items. Per-turn context tokens and model calls, QA by
-category and fact survival by age come with them.
+``fact_retention`` (hard facts of :mod:`lcm_lab.metrics.facts`) is normalised between floor and
+ceiling, with a paired bootstrap 95% interval over facts. Per-turn context tokens and model calls
+and fact survival by age come with it. ``qa_retention`` has one definition for every run
+(:func:`lcm_lab.metrics.locomo.qa_retention_scores`, called by ``score_replay``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score, age_bucket, assembled_message_text, mean, message_text
 from lcm_lab.metrics.facts import Fact, TextIndex, extract_facts
 from lcm_lab.metrics.headline import headline
-from lcm_lab.metrics.locomo import CATEGORY_NAMES, answer_tokens, containment
+from lcm_lab.metrics.locomo import answer_tokens, qa_retention_scores
 
 
 def sent_text(sent: SentContext) -> str:  # noqa: D401
@@ -193,8 +193,13 @@ def strategy_scores(
     qa_items: Sequence[QAItem] | None = None,
     seed: int = 0,
     base: MessageBase | None = None,
+    chance_conversation: Any = None,
 ) -> list[Score]:
-    """Context, call, fact and (with ``qa_items``) LoCoMo QA scores of any strategy's run."""
+    """Context, call, fact and (with ``qa_items``) LoCoMo QA scores of any strategy's run.
+
+    ``qa_retention`` is the one definition every run gets (:func:`qa_retention_scores`);
+    ``chance_conversation`` (another conversation) gives it its chance control.
+    """
     run = _as_run(run)
     base = base or message_base(run.messages)
     rid = run_id or run.run_id or f"{run.strategy}-run"
@@ -221,8 +226,7 @@ def strategy_scores(
     )
     scores += _fact_scores(run, rid, base, extra_texts, contexts, extra, seed)
     if qa_items:
-        tokens = {**base.tokens, **{ref: frozenset(answer_tokens(t)) for ref, t in extra_texts}}
-        scores += _qa_scores(rid, qa_items, tokens, contexts, extra, seed)
+        scores += qa_retention_scores(run, qa_items, rid, chance_conversation=chance_conversation)
     return scores
 
 
@@ -265,38 +269,3 @@ def _fact_scores(
         )
     return scores
 
-
-def _qa_scores(
-    rid: str,
-    qa_items: Sequence[QAItem],
-    tokens: Mapping[object, frozenset[str]],
-    contexts: list[set[object]],
-    extra: Mapping[str, Any],
-    seed: int,
-) -> list[Score]:
-    sets: list[set[str]] = [set().union(*(tokens[r] for r in refs if r in tokens)) for refs in contexts]
-    rows: list[tuple[float, float, float, float]] = []
-    by_category: dict[int, list[float]] = defaultdict(list)
-    skipped = 0
-    for item in qa_items:
-        gold = answer_tokens(item.answer or "")
-        if item.category == 5 or not gold:
-            skipped += 1
-            continue
-        row = tuple(containment(gold, s) for s in sets)
-        rows.append(row)  # type: ignore[arg-type]
-        by_category[item.category or 0].append(row[0])
-    scores = [
-        _headline(
-            rid,
-            "qa_retention",
-            rows,
-            "qa_item",
-            {**extra, "measure": "answer_containment", "skipped": skipped},
-            seed,
-        )
-    ]
-    for category, values in sorted(by_category.items()):
-        details = {"n": len(values), "category_name": CATEGORY_NAMES.get(category, "unknown"), **extra}
-        scores.append(Score(rid, "category", str(category), "qa_answer_containment", mean(values), details))
-    return scores

@@ -59,6 +59,15 @@ PAGE = """<!DOCTYPE html>
 {% if scores %}
 <section id="scores">
   <h2>Scores</h2>
+  {% if scores.headlines %}
+  <h3>Headlines</h3>
+  <p>Normalised between floor (0) and ceiling (1), 95% interval over the resampling unit; chance = the same
+  measure over another conversation's text. Offline QA numbers are a proxy for judged accuracy.</p>
+  <table>
+    <thead><tr>{% for c in scores.headline_columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in scores.headlines %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+  {% endif %}
   <table>
     <thead><tr>{% for c in scores.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
     <tbody>{% for row in scores.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>

@@ -172,6 +172,8 @@ def _scores_section(scores: pd.DataFrame, labels: dict[str, str]) -> dict[str, A
             figure = _figure_html(plot_run_comparison(run_level, metrics=metrics))
     shown = frame[[c for c in frame.columns if c != "details"]].head(500)
     return {
+        "headline_columns": list(HEADLINE_COLUMNS),
+        "headlines": _headline_rows(frame),
         "columns": list(shown.columns),
         "rows": [[_format_cell(v) for v in row] for row in shown.itertuples(index=False)],
         "figure": figure,
@@ -196,6 +198,27 @@ def _recoverability_section(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "answerers": ", ".join(answerers),
         "offline": "offline-quote" in answerers,
     }
+HEADLINE_COLUMNS = ("run", "metric", "value", "95% CI", "raw", "ceiling", "floor", "chance", "n", "unit", "note")
+
+
+def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
+    """Run-scope scores built by ``metrics.headline`` (their details carry ceiling/floor/chance)."""
+    import json
+
+    rows: list[list[str]] = []
+    if not {"scope", "details", "metric"} <= set(frame.columns):
+        return rows
+    for rec in frame[frame["scope"] == "run"].to_dict("records"):
+        details = rec["details"]
+        details = json.loads(details) if isinstance(details, str) else (details or {})
+        if not isinstance(details, dict) or "unit" not in details or "chance" not in details:
+            continue
+        lo, hi = details.get("ci_low"), details.get("ci_high")
+        ci = "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+        note = details.get("withheld") or ("offline proxy" if details.get("proxy") else "")
+        rows.append([str(rec.get("run_id", "")), str(rec["metric"]), _format_cell(rec.get("value")), ci,
+                     *(_format_cell(details.get(k)) for k in ("raw", "ceiling", "floor", "chance", "n", "unit")), str(note)])
+    return rows
 
 
 def _format_cell(value: Any) -> str:

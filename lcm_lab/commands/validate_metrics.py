@@ -1,0 +1,87 @@
+"""``lcm-lab validate-metrics [--db FILE] [-o reports/metric-validity.md]``: can the headlines be fooled?
+
+Runs the control strategies (fixed text, a bare list of source entities, another conversation's
+text, plain truncation, the offline summarizer, full history) over the bundled LoCoMo
+conversations (with ``qa_retention``) and coding sessions (fact retention), and writes a table of
+every headline metric per control with intervals, plus pass/fail of the validity properties.
+With ``--db`` every control run's scores are also written to that lab store. Exit status 1 when
+a property fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from lcm_lab.cli import add_db_argument
+
+REPO = Path(__file__).resolve().parents[2]
+LOCOMO = REPO / "datasets" / "locomo" / "locomo10.json"
+CODING = (REPO / "datasets" / "pi-mono" / "before-compaction.jsonl",)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "validate-metrics", help="score control strategies and check that the headline metrics cannot be fooled",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_db_argument(parser)
+    parser.add_argument("-o", "--output", default="reports/metric-validity.md", help="Markdown report (default: %(default)s)")
+    parser.add_argument("--locomo", default=str(LOCOMO), help="LoCoMo JSON (default: the bundled locomo10.json)")
+    parser.add_argument("--conversations", type=int, default=None, metavar="N", help="only the first N LoCoMo conversations")
+    parser.add_argument("--budget", type=int, action="append", default=None, metavar="TOKENS", help="token budget (repeatable; default 6000 and 32000)")
+    parser.add_argument("--controls", default=None, metavar="A,B", help="only these controls (default: all)")
+    parser.add_argument("--no-coding", action="store_true", help="skip the bundled coding sessions")
+    parser.add_argument("--json", action="store_true", help="print the table and checks as JSON only")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from lcm_lab.io.transcripts import read_transcript
+    from lcm_lab.validity import CONTROLS, check_properties, validate, validity_markdown
+
+    controls = tuple(args.controls.split(",")) if args.controls else CONTROLS
+    unknown = [c for c in controls if c not in CONTROLS]
+    if unknown:
+        raise SystemExit(f"unknown control(s) {', '.join(unknown)}; choose from {', '.join(CONTROLS)}")
+
+    locomo = list(read_transcript(args.locomo).conversations)[: args.conversations]
+    coding = [] if args.no_coding else [c for path in CODING if path.is_file() for c in read_transcript(path).conversations]
+    sink = None
+    if args.db:
+        from lcm_lab.store import open_store
+        from lcm_lab.store.scores import write_scores
+
+        store = open_store(args.db)
+
+        def sink(scores: list[Any]) -> None:
+            write_scores(store, scores, replace_runs=True)
+
+    sections: list[str] = []
+    payload: list[dict[str, Any]] = []
+    failed = False
+    for budget in args.budget or [6000, 32000]:
+        rows = validate(locomo, budget=budget, coding=coding, sink=sink, controls=controls,
+                        progress=lambda jobs, b=budget: tqdm(list(jobs), desc=f"controls @ {b}", leave=False, disable=args.json))
+        checks = check_properties(rows)
+        failed |= any(c.passed is False for c in checks)
+        note = f"LoCoMo conversations: {len(locomo)}; coding sessions (fact retention only): {len(coding)}."
+        sections.append(validity_markdown(rows, checks, budget=budget, note=note))
+        payload.append({
+            "budget": budget,
+            "rows": [{"control": r.control, "metric": r.metric, "mean": None if math.isnan(r.mean) else r.mean,
+                      "ci": [None if math.isnan(x) else x for x in r.interval], "n": len(r.values), "withheld": r.withheld,
+                      "values": r.values, "data_warnings": r.warnings} for r in rows],
+            "checks": [{"name": c.name, "passed": c.passed, "evidence": c.evidence} for c in checks],
+        })
+    text = "\n".join(sections)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(json.dumps(payload) if args.json else text + f"\nwritten to {out}")
+    return 1 if failed else 0
