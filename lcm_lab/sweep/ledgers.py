@@ -1,11 +1,10 @@
 """The ledger as a sweep sees it: one request is sent once, whoever asks for it.
 
-* :class:`SharedLedger` wraps the store's :class:`~lcm_lab.store.ledger.Ledger` for replays
-  running in threads of the sweep's own process: a request already in flight in another thread
-  is waited for instead of being sent again, and calls and cache hits are counted.
-* :class:`BufferLedger` is what a worker process or a Ray task gets: a snapshot of the reusable
-  responses, and a buffer of the calls it made. The entries travel back with the result and the
-  sweep's one writer records them (workers never open the DuckDB file).
+* :class:`BufferLedger` is what a worker process or a Ray task gets: a snapshot of the store's
+  reusable responses, and a buffer of the calls it made. The entries travel back with the
+  result and the sweep's one writer records them (workers never open the DuckDB file).
+* :class:`SharedLedger` is the same for replays running in threads of the sweep's own process,
+  and a request already in flight in another thread is waited for instead of being sent again.
 
 >>> from lcm_lab.store.ledger import LedgerEntry
 >>> buffer = BufferLedger({})
@@ -41,51 +40,6 @@ class CallCounts:
         else:
             self.calls += 1
             self.errors += entry.error_class is not None
-
-
-class SharedLedger:
-    """A :class:`Ledger` that never lets two threads send the same request at once."""
-
-    def __init__(self, ledger: Ledger, wait_seconds: float = 600.0) -> None:
-        self.ledger = ledger
-        self.counts = CallCounts()
-        self.wait_seconds = wait_seconds
-        self._lock = threading.Lock()
-        self._in_flight: dict[str, tuple[int, threading.Event]] = {}
-
-    def lookup(self, key: str) -> CachedResponse | None:
-        while True:
-            hit = self.ledger.lookup(key)
-            if hit is not None or not self.ledger.reads_cache:
-                return hit
-            me = threading.get_ident()
-            with self._lock:
-                owner = self._in_flight.get(key)
-                if owner is None or owner[0] == me:
-                    self._in_flight[key] = (me, owner[1] if owner else threading.Event())
-                    return None
-            # Someone else is sending this very request: wait for its answer, then look again.
-            if not owner[1].wait(self.wait_seconds):
-                return None
-
-    def record(self, entry: LedgerEntry) -> str:
-        call_id = self.ledger.record(entry)
-        with self._lock:
-            self.counts.add(entry)
-        return call_id
-
-    def release(self) -> None:
-        """Wake the threads waiting for requests this thread claimed (its summarize call ended)."""
-        me = threading.get_ident()
-        with self._lock:
-            mine = [key for key, (owner, _) in self._in_flight.items() if owner == me]
-            events = [self._in_flight.pop(key)[1] for key in mine]
-        for event in events:
-            event.set()
-
-    @property
-    def reads_cache(self) -> bool:
-        return self.ledger.reads_cache
 
 
 class ReleasingSummarizer:
@@ -135,6 +89,49 @@ class BufferLedger:
         with self._lock:
             out, self._buffer = self._buffer, []
         return out
+
+
+class SharedLedger(BufferLedger):
+    """A :class:`BufferLedger` shared by the threads of the sweep's own process that never lets
+    two threads send the same request: a request in flight is waited for, then served from the
+    buffer. Calls and cache hits are counted; the sweep's writer drains the buffer with each
+    finished unit (so the file is not held while model calls are under way)."""
+
+    def __init__(self, snapshot: dict[str, CachedResponse], wait_seconds: float = 600.0) -> None:
+        super().__init__(snapshot)
+        self.counts = CallCounts()
+        self.wait_seconds = wait_seconds
+        self._in_flight: dict[str, tuple[int, threading.Event]] = {}
+
+    def lookup(self, key: str) -> CachedResponse | None:
+        while True:
+            hit = super().lookup(key)
+            if hit is not None:
+                return hit
+            me = threading.get_ident()
+            with self._lock:
+                owner = self._in_flight.get(key)
+                if owner is None or owner[0] == me:
+                    self._in_flight[key] = (me, owner[1] if owner else threading.Event())
+                    return None
+            # Someone else is sending this very request: wait for its answer, then look again.
+            if not owner[1].wait(self.wait_seconds):
+                return None
+
+    def record(self, entry: LedgerEntry) -> str:
+        call_id = super().record(entry)
+        with self._lock:
+            self.counts.add(entry)
+        return call_id
+
+    def release(self) -> None:
+        """Wake the threads waiting for requests this thread claimed (its summarize call ended)."""
+        me = threading.get_ident()
+        with self._lock:
+            mine = [key for key, (owner, _) in self._in_flight.items() if owner == me]
+            events = [self._in_flight.pop(key)[1] for key in mine]
+        for event in events:
+            event.set()
 
 
 def reusable_snapshot(ledger: Ledger) -> dict[str, CachedResponse]:

@@ -128,16 +128,17 @@ class _Session:
         in_process = self.executor in ("serial", "threads") or self.workers == 1
         snapshot: dict[str, Any] = {}
         summarizer = None
+        if s.name == "litellm":
+            from lcm_lab.sweep.ledgers import reusable_snapshot
+
+            snapshot = reusable_snapshot(self.ledger)
         if s.name == "litellm" and in_process:
             from lcm_lab.summarizers import get_summarizer
             from lcm_lab.sweep.ledgers import ReleasingSummarizer, SharedLedger
 
-            self.shared = SharedLedger(self.ledger)
+            self.shared = SharedLedger(snapshot)
             summarizer = ReleasingSummarizer(get_summarizer("litellm", **options, ledger=self.shared), self.shared)
-        elif s.name == "litellm":
-            from lcm_lab.sweep.ledgers import reusable_snapshot
-
-            snapshot = reusable_snapshot(self.ledger)
+            snapshot = {}
         return Job(self.data, SummarizerRecipe(s.name, options, snapshot), self.spec.scoring.qa, fault, summarizer)
 
     def units(self, points: Iterable[Point]) -> list[Unit]:
@@ -167,10 +168,12 @@ class _Session:
         from lcm_lab.store.sweeps import record_entries, write_run_row
 
         unit = result.unit
+        shared = getattr(self, "shared", None)
+        entries = [*result.ledger_entries, *(shared.drain() if shared is not None else ())]
         with self.store.hold():
-            sent = record_entries(self.ledger, result.ledger_entries)
+            sent = record_entries(self.ledger, entries)
             self.sent_by_workers += sent
-            self.hits_by_workers += len(result.ledger_entries) - sent
+            self.hits_by_workers += len(entries) - sent
             if result.error is None:
                 save_replay(self.store, result.replay, label=self.sweep_id)
                 write_scores(self.store, result.scores, replace_runs=True)
@@ -185,6 +188,17 @@ class _Session:
             self.ok += 1
         else:
             self.failed += 1
+
+    def flush(self) -> None:
+        """Record the shared ledger's remaining buffered calls (end of the sweep)."""
+        from lcm_lab.store.sweeps import record_entries
+
+        shared = getattr(self, "shared", None)
+        if shared is not None:
+            entries = shared.drain()
+            if entries:
+                with self.store.hold():
+                    record_entries(self.ledger, entries)
 
     def register(self, p: Point, *, trial: int | None, baseline: bool = False) -> None:
         from lcm_lab.store.sweeps import register_config
@@ -245,6 +259,7 @@ def sweep(
     finally:
         if session.bar is not None:
             session.bar.close()
+        session.flush()
         calls, hits = session.counts()
         stats = _stats(store, sweep_id, before, calls, hits, time.perf_counter() - started)
         set_sweep_status(store, sweep_id, "done" if completed else "interrupted", stats)
