@@ -1,5 +1,5 @@
 """Optuna search for sweeps: TPE (one or more objectives), NSGA-II (Pareto fronts) or random,
-with constraints (``peak_context_tokens <= X``) as Optuna constraint values.
+with constraints (``peak_context_tokens <= X``) as Optuna trial constraints (``set_constraint``).
 
 The study lives in memory and is rebuilt from the store on resume: finished configurations are
 re-enqueued with their stored results (no unit runs twice), then new trials are asked for in
@@ -22,18 +22,13 @@ if TYPE_CHECKING:
 def _sampler(spec: SweepSpec) -> Any:
     import optuna
 
-    constraints = _constraints_func if spec.constraints else None
     name = spec.search.sampler or ("nsga2" if len(spec.objectives) > 1 else "tpe")
     seed = spec.search.seed
     if name == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, constraints_func=constraints, population_size=max(4, min(20, spec.search.trials or 4)))
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(4, min(20, spec.search.trials or 4)))
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    return optuna.samplers.TPESampler(seed=seed, constraints_func=constraints, n_startup_trials=max(2, (spec.search.trials or 10) // 3))
-
-
-def _constraints_func(trial: Any) -> Sequence[float]:
-    return trial.user_attrs["constraints"]
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(2, (spec.search.trials or 10) // 3))
 
 
 def _suggest(trial: Any, key: str, values: Sequence[Any] | Range) -> Any:
@@ -58,18 +53,18 @@ def config_means(metrics: Sequence[Mapping[str, float | None]], names: Sequence[
     return out
 
 
-def constraint_values(spec: SweepSpec, means: Mapping[str, float | None]) -> list[float]:
-    """Optuna constraint values (``<= 0`` feasible) for the spec's constraints."""
-    values = []
+def constraint_values(spec: SweepSpec, means: Mapping[str, float | None]) -> dict[str, float]:
+    """Optuna constraint values (``<= 0`` feasible) for the spec's constraints, by name.
+
+    A missing metric counts as infeasible (a large finite value: Optuna refuses NaN).
+    """
+    values = {}
     for c in spec.constraints:
         v = means.get(c.metric)
-        if v is None:
-            values.append(math.inf)
-            continue
         if c.max is not None:
-            values.append(v - c.max)
+            values[f"{c.metric}<={c.max:g}"] = 1e18 if v is None else v - c.max
         if c.min is not None:
-            values.append(c.min - v)
+            values[f"{c.metric}>={c.min:g}"] = 1e18 if v is None else c.min - v
     return values
 
 
@@ -118,7 +113,8 @@ def _tell(session: _Session, study: Any, trial: Any, p: Point, number: int) -> N
     metrics = [json.loads(r[0]) for r in rows]
     names = sorted({o.metric for o in spec.objectives} | {c.metric for c in spec.constraints})
     means = config_means(metrics, names) if len(metrics) == len(session.data.conversations) else dict.fromkeys(names)
-    trial.set_user_attr("constraints", constraint_values(spec, means))
+    for name, value in constraint_values(spec, means).items():
+        trial.set_constraint(name, value)
     trial.set_user_attr("config_id", p.config_id)
     values = [means[o.metric] for o in spec.objectives]
     if any(v is None for v in values):
