@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-BENCHMARKS = ("bench_load", "transcript_parse", "bench_replay", "bench_summarizers", "bench_viz")
+BENCHMARKS = ("bench_load", "transcript_parse", "bench_replay", "bench_summarizers", "bench_viz", "bench_sweep")
 
 
 def main() -> int:

@@ -33,6 +33,10 @@ _EXPORTS = {
     "load_replay": "lcm_lab.store.replays",
     "score_replay": "lcm_lab.metrics.score",
     "write_report": "lcm_lab.report",
+    "sweep": "lcm_lab.sweeps",
+    "sweep_df": "lcm_lab.sweeps",
+    "recommend": "lcm_lab.sweeps",
+    "list_sweeps": "lcm_lab.sweeps",
 }
 
 __all__ = sorted(_EXPORTS)

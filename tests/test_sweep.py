@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from lcm_lab.store import LabStore
-from lcm_lab.sweep import SweepSpecError, parse_spec, recommend, sweep, sweep_df
-from lcm_lab.sweep.run import BASELINE_ID
+from lcm_lab.sweeps import SweepSpecError, parse_spec, recommend, sweep, sweep_df
+from lcm_lab.sweeps.run import BASELINE_ID
 
 REPO = Path(__file__).resolve().parents[1]
 LOCOMO = str(REPO / "datasets" / "locomo" / "locomo10.json")
@@ -106,7 +106,7 @@ def test_grid_sweep_stores_runs_scores_and_recommends(tmp_path: Path) -> None:
 
 
 def test_a_failing_configuration_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
-    from lcm_lab.sweep.spec import config_id
+    from lcm_lab.sweeps.spec import config_id
 
     store = LabStore(tmp_path / "lab.duckdb")
     bad = config_id({"freshTailCount": 8})
@@ -142,7 +142,7 @@ def test_optuna_study_with_a_constraint_resumes_without_rerunning(tmp_path: Path
 
 
 def test_random_search_is_seeded() -> None:
-    from lcm_lab.sweep.run import random_points
+    from lcm_lab.sweeps.run import random_points
 
     spec = parse_spec(small_spec(space={"contextThreshold": {"low": 0.5, "high": 0.9}, "freshTailCount": [8, 16, 32]},
                                  search={"method": "random", "trials": 4, "seed": 3}))

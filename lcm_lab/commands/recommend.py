@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lcm_lab.store import open_store
-    from lcm_lab.sweep import recommend
+    from lcm_lab.sweeps import recommend
 
     try:
         rec = recommend(args.sweep_id, open_store(args.db))

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 
 def example_spec() -> str:
     """The commented example spec shipped with the package."""
-    return resources.files("lcm_lab.sweep").joinpath("example.yaml").read_text(encoding="utf-8")
+    return resources.files("lcm_lab.sweeps").joinpath("example.yaml").read_text(encoding="utf-8")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print("lcm-lab sweep: give a spec file (lcm-lab sweep --example > sweep.yaml prints one)", file=sys.stderr)
         return 2
     from lcm_lab.store import open_store
-    from lcm_lab.sweep import SweepSpecError, recommend, sweep
+    from lcm_lab.sweeps import SweepSpecError, recommend, sweep
 
     store = open_store(args.db)
     try:

@@ -43,9 +43,9 @@ MEMORY_LIMIT_ENV = "LCM_LAB_MEMORY_LIMIT"
 LOAD_MEMORY_LIMIT = "256MB"
 IDLE_ENV = "LCM_LAB_IDLE_SECONDS"
 LOCK_TIMEOUT_ENV = "LCM_LAB_LOCK_TIMEOUT"
-# A kernel gives the file back one second after its last operation; another process waits up
-# to 30 s for it before saying who holds it.
-DEFAULT_IDLE_SECONDS = 1.0
+# A kernel gives the file back a quarter second after its last operation (a burst of calls
+# keeps one connection); another process waits up to 30 s for it before saying who holds it.
+DEFAULT_IDLE_SECONDS = 0.25
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 

@@ -1,6 +1,6 @@
 """Where sweep units run: serially, in threads (model calls), in processes (offline), or on Ray.
 
-Every executor yields :class:`~lcm_lab.sweep.work.UnitResult` values as units finish; only the
+Every executor yields :class:`~lcm_lab.sweeps.work.UnitResult` values as units finish; only the
 sweep's own process writes them to the store. ``auto`` picks processes for offline summarizers
 (CPU-bound replays across all cores) and threads for litellm (I/O-bound; one shared ledger so a
 request in flight is never sent twice, and one bounded pool of model calls within provider
@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from typing import Any
 
-from lcm_lab.sweep.work import Conversations, SummarizerRecipe, Unit, UnitResult, build_summarizer, run_unit
+from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult, build_summarizer, run_unit
 
 
 def resolve_executor(executor: str, summarizer: str) -> str:
@@ -50,35 +50,54 @@ class Job:
         return self.summarizer if self.summarizer is not None else build_summarizer(self.recipe)
 
 
-def run_units(executor: str, job: Job, units: Sequence[Unit], workers: int) -> Iterator[UnitResult]:
-    """Run ``units`` on ``executor`` (``serial``, ``threads``, ``processes``, ``ray`` or ``ray://…``)."""
-    if not units:
-        return iter(())
-    if executor == "serial" or (executor in ("processes", "threads") and workers == 1):
-        return _serial(job, units)
-    if executor == "threads":
-        return _threads(job, units, workers)
-    if executor == "processes":
-        return _processes(job, units, workers)
-    if executor == "ray" or executor.startswith("ray://"):
-        from lcm_lab.sweep.ray_executor import run_on_ray
+class Runner:
+    """Runs units on one executor for a whole sweep; pools (and a Ray runtime it started) are
+    created once, on first use, and closed by :meth:`close`.
 
-        return run_on_ray(executor, job, units, workers)
-    raise ValueError(f"unknown executor {executor!r}; allowed: serial, threads, processes, ray, ray://HOST:PORT")
+    ``executor`` is ``serial``, ``threads``, ``processes``, ``ray`` or ``ray://HOST:PORT``.
+    """
 
+    def __init__(self, executor: str, job: Job, workers: int) -> None:
+        self.executor, self.job, self.workers = executor, job, workers
+        self._pool: Any = None
+        self._ray: Any = None
 
-def _serial(job: Job, units: Sequence[Unit]) -> Iterator[UnitResult]:
-    summarizer = job.local_summarizer()
-    for unit in units:
-        yield run_unit(unit, job.data, summarizer, score_qa=job.score_qa, fault=job.fault)
+    def run(self, units: Sequence[Unit]) -> Iterator[UnitResult]:
+        if not units:
+            return iter(())
+        job = self.job
+        if self.executor == "serial" or (self.executor in ("processes", "threads") and self.workers == 1):
+            summarizer = job.local_summarizer()
+            return (run_unit(u, job.data, summarizer, score_qa=job.score_qa, fault=job.fault) for u in units)
+        if self.executor == "threads":
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="lcm-sweep")
+            summarizer = job.local_summarizer()
+            return _as_completed([self._pool.submit(run_unit, u, job.data, summarizer, score_qa=job.score_qa, fault=job.fault)
+                                  for u in units])
+        if self.executor == "processes":
+            if self._pool is None:
+                # spawn: the sweep's process has threads (store release, litellm loop) that fork would copy mid-state.
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                    initargs=(job.data, job.recipe, job.score_qa, job.fault),
+                )
+            return _as_completed([self._pool.submit(_work_in_process, u) for u in units])
+        if self.executor == "ray" or self.executor.startswith("ray://"):
+            from lcm_lab.sweeps.ray_executor import RaySession
 
+            if self._ray is None:
+                self._ray = RaySession(self.executor, job, self.workers)
+            return self._ray.run(units)
+        raise ValueError(f"unknown executor {self.executor!r}; allowed: serial, threads, processes, ray, ray://HOST:PORT")
 
-def _threads(job: Job, units: Sequence[Unit], workers: int) -> Iterator[UnitResult]:
-    summarizer = job.local_summarizer()
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lcm-sweep") as pool:
-        yield from _as_completed(
-            [pool.submit(run_unit, u, job.data, summarizer, score_qa=job.score_qa, fault=job.fault) for u in units]
-        )
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._ray is not None:
+            self._ray.close()
+            self._ray = None
 
 
 # -- processes: each worker gets the conversations and its summarizer once, at start ----------
@@ -92,16 +111,6 @@ def _init_worker(data: Conversations, recipe: SummarizerRecipe, score_qa: bool, 
 
 def _work_in_process(unit: Unit) -> UnitResult:
     return run_unit(unit, _WORKER["data"], _WORKER["summarizer"], score_qa=_WORKER["score_qa"], fault=_WORKER["fault"])
-
-
-def _processes(job: Job, units: Sequence[Unit], workers: int) -> Iterator[UnitResult]:
-    # spawn: the sweep's process has threads (store release, litellm loop) that fork would copy mid-state.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=min(workers, len(units)), mp_context=context, initializer=_init_worker,
-        initargs=(job.data, job.recipe, job.score_qa, job.fault),
-    ) as pool:
-        yield from _as_completed([pool.submit(_work_in_process, u) for u in units])
 
 
 def _as_completed(futures: list[Future[UnitResult]]) -> Iterator[UnitResult]:

@@ -4,7 +4,7 @@ The sweep id is the content hash of the spec (minus executor and workers), so ru
 spec again *resumes* it: units (configuration × conversation) already recorded are skipped and
 the ledger serves the model calls made before. A failing unit is recorded with its error and
 the sweep goes on. The plugin defaults always run too (config id ``defaults``), as the
-baseline :func:`~lcm_lab.sweep.recommend.recommend` measures against.
+baseline :func:`~lcm_lab.sweeps.recommend.recommend` measures against.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.config import LcmConfig
-from lcm_lab.sweep.executors import Job, default_workers, resolve_executor, run_units
-from lcm_lab.sweep.spec import KNOBS, Point, Range, SweepSpec, grid_points, parse_spec, point, sweep_id_for
-from lcm_lab.sweep.work import Conversations, SummarizerRecipe, Unit, UnitResult
+from lcm_lab.sweeps.executors import Job, Runner, default_workers, resolve_executor
+from lcm_lab.sweeps.spec import KNOBS, Point, Range, SweepSpec, grid_points, parse_spec, point, sweep_id_for
+from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult
 
 BASELINE_ID = "defaults"
 
@@ -117,6 +117,7 @@ class _Session:
         self.ok = self.failed = self.skipped = 0
         self.metrics: dict[tuple[str, str], dict[str, float | None]] = {}
         self.job = self._job(fault)
+        self.runner = Runner(executor, self.job, workers)
         self.bar = _progress(progress, sweep_id)
 
     def _job(self, fault: str | None) -> Job:
@@ -129,12 +130,12 @@ class _Session:
         snapshot: dict[str, Any] = {}
         summarizer = None
         if s.name == "litellm":
-            from lcm_lab.sweep.ledgers import reusable_snapshot
+            from lcm_lab.sweeps.ledgers import reusable_snapshot
 
             snapshot = reusable_snapshot(self.ledger)
         if s.name == "litellm" and in_process:
             from lcm_lab.summarizers import get_summarizer
-            from lcm_lab.sweep.ledgers import ReleasingSummarizer, SharedLedger
+            from lcm_lab.sweeps.ledgers import ReleasingSummarizer, SharedLedger
 
             self.shared = SharedLedger(snapshot)
             summarizer = ReleasingSummarizer(get_summarizer("litellm", **options, ledger=self.shared), self.shared)
@@ -156,7 +157,7 @@ class _Session:
         if self.bar is not None:
             self.bar.total = (self.bar.total or 0) + len(units)
             self.bar.refresh()
-        for result in run_units(self.executor, self.job, units, self.workers):
+        for result in self.runner.run(units):
             self.write(result)
             if self.bar is not None:
                 self.bar.update(1)
@@ -247,7 +248,7 @@ def sweep(
         baseline = Point(BASELINE_ID, {}, LcmConfig())
         session.register(baseline, trial=None, baseline=True)
         if spec.search.method == "optuna":
-            from lcm_lab.sweep.study import run_study
+            from lcm_lab.sweeps.study import run_study
 
             run_study(session, baseline)
         else:
@@ -259,6 +260,7 @@ def sweep(
     finally:
         if session.bar is not None:
             session.bar.close()
+        session.runner.close()
         session.flush()
         calls, hits = session.counts()
         stats = _stats(store, sweep_id, before, calls, hits, time.perf_counter() - started)

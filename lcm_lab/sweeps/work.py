@@ -11,7 +11,7 @@ import traceback
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.config import LcmConfig
-from lcm_lab.sweep.metrics import ScoredRun, metric_values
+from lcm_lab.sweeps.metrics import ScoredRun, metric_values
 
 
 class Unit(NamedTuple):
@@ -87,6 +87,6 @@ def build_summarizer(recipe: SummarizerRecipe) -> Any:
 
     if recipe.name != "litellm":
         return get_summarizer(recipe.name)
-    from lcm_lab.sweep.ledgers import BufferLedger
+    from lcm_lab.sweeps.ledgers import BufferLedger
 
     return get_summarizer("litellm", **recipe.options, ledger=BufferLedger(recipe.snapshot))

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.config import FIELDS, LcmConfig
-from lcm_lab.sweep.results import config_table, pareto_front, sweep_df
-from lcm_lab.sweep.run import BASELINE_ID
+from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
+from lcm_lab.sweeps.run import BASELINE_ID
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -6,11 +6,11 @@ one row per configuration × conversation, ``recommend(sweep_id)`` chooses the s
 See ``docs/sweeps.md``.
 """
 
-from lcm_lab.sweep.metrics import METRICS, ScoredRun, register_metric
-from lcm_lab.sweep.recommend import Recommendation, env_lines, recommend
-from lcm_lab.sweep.results import config_table, pareto_front, sweep_df
-from lcm_lab.sweep.run import BASELINE_ID, SweepResult, load_spec, sweep
-from lcm_lab.sweep.spec import SweepSpec, SweepSpecError, parse_spec
+from lcm_lab.sweeps.metrics import METRICS, ScoredRun, register_metric
+from lcm_lab.sweeps.recommend import Recommendation, env_lines, recommend
+from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
+from lcm_lab.sweeps.run import BASELINE_ID, SweepResult, load_spec, sweep
+from lcm_lab.sweeps.spec import SweepSpec, SweepSpecError, parse_spec
 
 __all__ = [
     "BASELINE_ID",

@@ -13,10 +13,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.sweep.spec import KNOBS, Point, Range, SweepSpec, point
+from lcm_lab.sweeps.spec import KNOBS, Point, Range, SweepSpec, point
 
 if TYPE_CHECKING:
-    from lcm_lab.sweep.run import _Session
+    from lcm_lab.sweeps.run import _Session
 
 
 def _sampler(spec: SweepSpec) -> Any:

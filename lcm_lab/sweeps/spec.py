@@ -30,7 +30,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lcm_lab.engine.config import FIELDS, ConfigError, LcmConfig
-from lcm_lab.sweep.metrics import METRICS
+from lcm_lab.sweeps.metrics import METRICS
 
 # Plugin keys a sweep may vary: the scalar knobs (numbers, integers, booleans, choices).
 KNOBS: dict[str, Any] = {f.keys[0]: f for f in FIELDS if f.kind in ("int", "number", "bool", "choice")}

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.sweep.metrics import METRICS
+from lcm_lab.sweeps.metrics import METRICS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,7 +32,7 @@ def _store(store: LabStore | None) -> LabStore:
 def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
     """One row per (configuration, conversation): ``config_id``, ``trial``, ``baseline``, the
     varied parameters, ``conversation``, ``run_id``, ``status``, ``error``, ``seconds`` and every
-    registered metric (see :data:`lcm_lab.sweep.metrics.METRICS`)."""
+    registered metric (see :data:`lcm_lab.sweeps.metrics.METRICS`)."""
     import pandas as pd
 
     from lcm_lab.store.sweeps import sweep_row, sweep_runs_df
@@ -89,13 +89,10 @@ _NON_PARAM = {"sweep_id", "config_id", "trial", "baseline", "conversation", "run
 
 def pareto_front(table: pd.DataFrame, directions: Mapping[str, str]) -> list[str]:
     """Config ids no other configuration beats on every objective (rows with missing values skipped)."""
+    from lcm_lab.viz.quality import pareto_mask
+
     rows = table.dropna(subset=list(directions))
-    signs = {m: (1.0 if d == "maximize" else -1.0) for m, d in directions.items()}
-    values = [(r["config_id"], [signs[m] * float(r[m]) for m in directions]) for r in rows.to_dict("records")]
-    front = []
-    for cid, v in values:
-        dominated = any(all(o >= x for o, x in zip(other, v, strict=True)) and any(o > x for o, x in zip(other, v, strict=True))
-                        for _, other in values)
-        if not dominated:
-            front.append(cid)
-    return front
+    # pareto_mask minimises every coordinate: negate what is maximised
+    signs = {m: (-1.0 if d == "maximize" else 1.0) for m, d in directions.items()}
+    points = [[signs[m] * float(r[m]) for m in directions] for r in rows.to_dict("records")]
+    return [cid for cid, keep in zip(rows.config_id, pareto_mask(points), strict=True) if keep]
