@@ -180,8 +180,11 @@ def report(
     labels: Sequence[str] | None = None,
     scores: pd.DataFrame | None = None,
     max_summaries: int = 300,
+    sweep: dict[str, Any] | None = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
+
+    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`).
 
     ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
@@ -205,6 +208,7 @@ def report(
         runs=sections,
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
         scores=_scores_section(scores, by_run_id) if scores is not None and not scores.empty else None,
+        sweep=sweep,
     )
 
 

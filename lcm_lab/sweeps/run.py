@@ -234,7 +234,8 @@ def sweep(
 
     spec = load_spec(spec)
     if executor is not None or workers is not None:
-        spec = parse_spec(spec.model_copy(update={k: v for k, v in {"executor": executor, "workers": workers}.items() if v is not None}))
+        overrides = {k: v for k, v in {"executor": executor, "workers": workers}.items() if v is not None}
+        spec = parse_spec({**spec.model_dump(mode="json"), **overrides})
     sweep_id = sweep_id_for(spec)
     store = store if store is not None else LabStore()
     chosen = resolve_executor(spec.executor, spec.summarizer.name)
