@@ -57,8 +57,9 @@ class Runner:
     ``executor`` is ``serial``, ``threads``, ``processes``, ``ray`` or ``ray://HOST:PORT``.
     """
 
-    def __init__(self, executor: str, job: Job, workers: int) -> None:
+    def __init__(self, executor: str, job: Job, workers: int, tick: Any = None) -> None:
         self.executor, self.job, self.workers = executor, job, workers
+        self.tick = tick  # called about every TICK_SECONDS while threads are busy (the writer flushes the ledger)
         self._pool: Any = None
         self._ray: Any = None
 
@@ -74,7 +75,7 @@ class Runner:
                 self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="lcm-sweep")
             summarizer = job.local_summarizer()
             return _as_completed([self._pool.submit(run_unit, u, job.data, summarizer, score_qa=job.score_qa, fault=job.fault)
-                                  for u in units])
+                                  for u in units], self.tick)
         if self.executor == "processes":
             if self._pool is None:
                 # spawn: the sweep's process has threads (store release, litellm loop) that fork would copy mid-state.
@@ -113,11 +114,16 @@ def _work_in_process(unit: Unit) -> UnitResult:
     return run_unit(unit, _WORKER["data"], _WORKER["summarizer"], score_qa=_WORKER["score_qa"], fault=_WORKER["fault"])
 
 
-def _as_completed(futures: list[Future[UnitResult]]) -> Iterator[UnitResult]:
+TICK_SECONDS = 0.5
+
+
+def _as_completed(futures: list[Future[UnitResult]], tick: Any = None) -> Iterator[UnitResult]:
     pending = set(futures)
     try:
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            done, pending = wait(pending, timeout=TICK_SECONDS if tick else None, return_when=FIRST_COMPLETED)
+            if not done and tick is not None:
+                tick()
             for future in done:
                 yield future.result()
     finally:

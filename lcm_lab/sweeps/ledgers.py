@@ -97,13 +97,16 @@ class SharedLedger(BufferLedger):
     buffer. Calls and cache hits are counted; the sweep's writer drains the buffer with each
     finished unit (so the file is not held while model calls are under way)."""
 
-    def __init__(self, snapshot: dict[str, CachedResponse], wait_seconds: float = 600.0) -> None:
-        super().__init__(snapshot)
+    def __init__(self, snapshot: dict[str, CachedResponse], wait_seconds: float = 600.0, reuse: bool = True) -> None:
+        super().__init__(snapshot if reuse else {})
+        self.reuse = reuse  # False: every request goes to the model (a naive sweep, for comparison)
         self.counts = CallCounts()
         self.wait_seconds = wait_seconds
         self._in_flight: dict[str, tuple[int, threading.Event]] = {}
 
     def lookup(self, key: str) -> CachedResponse | None:
+        if not self.reuse:
+            return None
         while True:
             hit = super().lookup(key)
             if hit is not None:

@@ -13,6 +13,7 @@ to a cluster's Ray Client server.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 
 def import_ray() -> Any:
+    # Ray reports usage statistics over the network unless told not to; the lab stays offline.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray
     except ImportError:

@@ -103,7 +103,7 @@ class _Session:
     """One run of :func:`sweep`: the store writer, counters and progress bar."""
 
     def __init__(self, spec: SweepSpec, sweep_id: str, store: Any, executor: str, workers: int,
-                 progress: bool, fault: str | None) -> None:
+                 progress: bool, fault: str | None, reuse_calls: bool = True) -> None:
         from lcm_lab.store.ledger import Ledger
         from lcm_lab.store.sweeps import finished_units
 
@@ -115,9 +115,9 @@ class _Session:
         self.sent_by_workers = 0
         self.hits_by_workers = 0
         self.ok = self.failed = self.skipped = 0
-        self.metrics: dict[tuple[str, str], dict[str, float | None]] = {}
+        self.reuse_calls = reuse_calls
         self.job = self._job(fault)
-        self.runner = Runner(executor, self.job, workers)
+        self.runner = Runner(executor, self.job, workers, tick=self.flush)
         self.bar = _progress(progress, sweep_id)
 
     def _job(self, fault: str | None) -> Job:
@@ -137,7 +137,7 @@ class _Session:
             from lcm_lab.summarizers import get_summarizer
             from lcm_lab.sweeps.ledgers import ReleasingSummarizer, SharedLedger
 
-            self.shared = SharedLedger(snapshot)
+            self.shared = SharedLedger(snapshot, reuse=self.reuse_calls)
             summarizer = ReleasingSummarizer(get_summarizer("litellm", **options, ledger=self.shared), self.shared)
             snapshot = {}
         return Job(self.data, SummarizerRecipe(s.name, options, snapshot), self.spec.scoring.qa, fault, summarizer)
@@ -191,7 +191,7 @@ class _Session:
             self.failed += 1
 
     def flush(self) -> None:
-        """Record the shared ledger's remaining buffered calls (end of the sweep)."""
+        """Record the calls the threads made since the last write (so a killed sweep loses few)."""
         from lcm_lab.store.sweeps import record_entries
 
         shared = getattr(self, "shared", None)
@@ -200,6 +200,7 @@ class _Session:
             if entries:
                 with self.store.hold():
                     record_entries(self.ledger, entries)
+                self.store.release()
 
     def register(self, p: Point, *, trial: int | None, baseline: bool = False) -> None:
         from lcm_lab.store.sweeps import register_config
@@ -222,12 +223,15 @@ def sweep(
     workers: int | None = None,
     progress: bool = True,
     fault: str | None = None,
+    reuse_calls: bool = True,
 ) -> SweepResult:
     """Run (or resume) a sweep; results land in ``store`` (default: the lab store).
 
     ``executor`` / ``workers`` override the spec's (``auto``: processes on every core for offline
     summarizers, threads for litellm; ``ray`` or ``ray://HOST:PORT`` for Ray). ``fault`` makes
     units of that config id or conversation key fail (for testing the failure path).
+    ``reuse_calls=False`` (in-process litellm sweeps) sends every request to the model: the naive
+    sweep that benchmarks compare against.
     """
     from lcm_lab.store import LabStore
     from lcm_lab.store.sweeps import register_sweep, set_sweep_status, sweep_row
@@ -243,7 +247,9 @@ def sweep(
     started = time.perf_counter()
     register_sweep(store, sweep_id, spec.name, spec.model_dump(mode="json", exclude={"executor", "workers"}))
     before = sweep_row(store, sweep_id)["stats"]
-    session = _Session(spec, sweep_id, store, chosen, n, progress, fault)
+    if not reuse_calls and (spec.summarizer.name != "litellm" or chosen not in ("threads", "serial")):
+        raise ValueError("reuse_calls=False applies to litellm sweeps on the threads or serial executor")
+    session = _Session(spec, sweep_id, store, chosen, n, progress, fault, reuse_calls)
     completed = False
     try:
         baseline = Point(BASELINE_ID, {}, LcmConfig())
