@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from lcm_lab.store.scores import scores_df
     from lcm_lab.strategies import get_strategy, run_strategy
     from lcm_lab.summarizers import get_summarizer
+    from lcm_lab.sweeps import list_sweeps, recommend, sweep, sweep_df
 
 _EXPORTS = {
     "LabStore": "lcm_lab.store",
@@ -68,8 +69,12 @@ _EXPORTS = {
     "cost_scores": "lcm_lab.cost.scores",
     "price_replay": "lcm_lab.cost.scores",
     "validate_transcript": "lcm_lab.cost.scores",
+    "sweep": "lcm_lab.sweeps",
+    "sweep_df": "lcm_lab.sweeps",
+    "recommend": "lcm_lab.sweeps",
+    "list_sweeps": "lcm_lab.sweeps",
 }
-_SUBMODULES = ("viz", "widgets", "testing")
+_SUBMODULES = ("viz", "widgets", "testing", "sweeps")
 
 __all__ = [  # every name above, listed literally so linters and type checkers see the exports
     "LabStore",
@@ -81,6 +86,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "cost_scores",
     "get_strategy",
     "get_summarizer",
+    "list_sweeps",
     "load",
     "load_lcm_db",
     "load_replay",
@@ -89,6 +95,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "open_store",
     "price_replay",
     "read_transcript",
+    "recommend",
     "recorded_calls",
     "reference_trace",
     "replay",
@@ -98,6 +105,8 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "score_replay",
     "scores_df",
     "strategy_scores",
+    "sweep",
+    "sweep_df",
     "testing",
     "validate_transcript",
     "viz",

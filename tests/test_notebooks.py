@@ -53,8 +53,8 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     assert figures >= 1 and widgets >= 1, (figures, widgets)
 
 
-# 02 is being rewritten on the parameter-sweep branch; it joins this check when that lands.
-NOT_YET_CONVERTED = {"02_tune_parameters"}
+# Still importing from lcm_lab submodules: they join this check once their names are exported.
+NOT_YET_CONVERTED = {"05_compare_strategies", "06_recall", "07_cost"}
 
 
 def test_notebooks_use_the_public_namespace_only() -> None:

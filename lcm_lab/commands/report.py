@@ -26,6 +26,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("-o", "--output", metavar="FILE.html", default=None,
                         help="where to write the page (default: reports/<run id>.html)")
     parser.add_argument("--title", default=None, help="page title")
+    parser.add_argument("--sweep", default=None, metavar="SWEEP_ID",
+                        help="add a sweep section (table, Pareto plot, recommendation); default run: the recommended one")
     parser.add_argument("--max-summaries", type=positive_int, default=300, metavar="N",
                         help="rows of the summary table per run (default 300)")
     add_db_argument(parser)
@@ -41,6 +43,16 @@ def run(args: argparse.Namespace) -> int:
 
     with open_store(args.db) as store:
         runs = list(args.runs or [])
+        sweep = None
+        if args.sweep:
+            from lcm_lab.report.sweep_section import sweep_section
+
+            try:
+                sweep = sweep_section(args.sweep, store)
+            except (KeyError, ValueError) as exc:
+                raise SystemExit(f"lcm-lab report: {exc.args[0] if isinstance(exc, KeyError) else exc}") from None
+            if not runs and sweep["recommended_run"]:
+                runs = [sweep["recommended_run"]]
         if not runs:
             latest = latest_run_id(store)
             if latest is None:
@@ -53,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         scores = scores_df(store, run_ids=runs)  # saved scores of these runs (may be none)
     output = Path(args.output) if args.output else Path("reports") / f"{'-vs-'.join(runs)}.html"
     path = write_report(replays, output, title=args.title, max_summaries=args.max_summaries,
-                        scores=scores if not scores.empty else None)
+                        scores=scores if not scores.empty else None, sweep=sweep)
     if args.json:
         print_json({"path": str(path), "runs": runs})
     else:

@@ -56,6 +56,21 @@ PAGE = """<!DOCTYPE html>
 </section>
 {% endif %}
 
+{% if sweep %}
+<section id="sweep">
+  <h2>Sweep {{ sweep.name }} ({{ sweep.sweep_id }}, {{ sweep.status }})</h2>
+  <p class="note">{{ sweep.stats.get("runs_ok", 0) }} runs ok, {{ sweep.stats.get("runs_failed", 0) }} failed;
+  summarizer requests: {{ sweep.stats.get("calls_made", 0) }} sent to a model of {{ sweep.stats.get("naive_calls", 0) }} a naive sweep sends.
+  Recommended: {{ sweep.chosen }}.</p>
+  <table>
+    <thead><tr>{% for c in sweep.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in sweep.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+  {% if sweep.figure %}{{ sweep.figure }}{% endif %}
+  <pre>{{ sweep.snippet }}</pre>
+</section>
+{% endif %}
+
 {% if scores %}
 <section id="scores">
   <h2>Scores</h2>

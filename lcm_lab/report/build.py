@@ -236,8 +236,11 @@ def report(
     qa_items: Any = None,
     costs: Mapping[str, Any] | None = None,
     recoverability: Sequence[dict[str, Any]] | None = None,
+    sweep: dict[str, Any] | None = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
+
+    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`).
 
     ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
@@ -277,6 +280,7 @@ def report(
         scores=_scores_section(scores, by_run_id) if scores is not None and not scores.empty else None,
         cost=cost_section(costs or {}),
         recoverability=_recoverability_section(recoverability) if recoverability else None,
+        sweep=sweep,
     )
 
 

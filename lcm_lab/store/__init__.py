@@ -8,6 +8,6 @@ This package is the only importer of duckdb in lcm_lab.
 0
 """
 
-from lcm_lab.store.core import LabStore, default_store_path, open_store, sqlite_scanner_path
+from lcm_lab.store.core import LabStore, StoreBusyError, default_store_path, open_store, sqlite_scanner_path
 
-__all__ = ["LabStore", "default_store_path", "open_store", "sqlite_scanner_path"]
+__all__ = ["LabStore", "StoreBusyError", "default_store_path", "open_store", "sqlite_scanner_path"]

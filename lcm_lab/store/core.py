@@ -1,5 +1,11 @@
 """The lab store: one DuckDB file (or ``:memory:``) with the lab schema.
 
+Concurrency: DuckDB lets one process at a time open a file. A :class:`LabStore` therefore holds
+its file only while it is being used (see :meth:`LabStore.hold`) and for ``idle_seconds`` after,
+and a process that finds the file locked waits (``LCM_LAB_LOCK_TIMEOUT``) before raising
+:class:`StoreBusyError` with the holder's PID and command line. Sweep workers never open the
+file: their results are written by the one process that runs the sweep.
+
 This package is the only place that imports duckdb. Other store modules (replays, ledger,
 scores) take a :class:`LabStore` and use ``store.con`` or the small helpers below.
 """
@@ -7,6 +13,11 @@ scores) take a :class:`LabStore` and use ``store.con`` or the small helpers belo
 from __future__ import annotations
 
 import os
+import re
+import sys
+import threading
+import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
@@ -30,6 +41,12 @@ MEMORY_LIMIT_ENV = "LCM_LAB_MEMORY_LIMIT"
 # DuckDB's buffer pool during bulk loads: loads stream, so a small pool keeps peak memory flat
 # as inputs grow (measured: no slowdown at 200 MB of JSONL or 500k lcm.db messages).
 LOAD_MEMORY_LIMIT = "256MB"
+IDLE_ENV = "LCM_LAB_IDLE_SECONDS"
+LOCK_TIMEOUT_ENV = "LCM_LAB_LOCK_TIMEOUT"
+# A kernel gives the file back a quarter second after its last operation (a burst of calls
+# keeps one connection); another process waits up to 30 s for it before saying who holds it.
+DEFAULT_IDLE_SECONDS = 0.25
+DEFAULT_LOCK_TIMEOUT = 30.0
 
 
 def default_store_path() -> Path:
@@ -66,54 +83,229 @@ def sqlite_scanner_path() -> Path:
     return extension_path("sqlite_scanner")
 
 
+class StoreBusyError(RuntimeError):
+    """Another process kept the lab store's file locked for longer than the lock timeout."""
+
+
+def lock_holder(message: str) -> str:
+    """Who holds a DuckDB file lock, from DuckDB's error text (PID and command line if known).
+
+    >>> lock_holder("Could not set lock on file: Conflicting lock is held in /usr/bin/python3 (PID 99999999)")
+    'PID 99999999 (/usr/bin/python3)'
+    """
+    pid = re.search(r"PID (\d+)", message)
+    if pid is None:
+        return "another process"
+    program = re.search(r"held in (.+?) \(PID", message)
+    described = program.group(1) if program else "unknown program"
+    try:
+        cmdline = Path(f"/proc/{pid.group(1)}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        cmdline = ""
+    return f"PID {pid.group(1)} ({cmdline or described})"
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}: invalid value {raw!r}; expected a number of seconds") from None
+
+
+class _Connection:
+    """``store.con``: forwards to the DuckDB connection, opening it when needed and keeping it
+    open for the duration of each call (results of ``execute`` are read through the same proxy)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: LabStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._store.hold() as raw:
+                result = getattr(raw, name)(*args, **kwargs)
+            return self if result is raw else result
+
+        return call
+
+
 class LabStore(StoreReads):
-    """A connection to the lab's DuckDB database with the schema migrated to the newest version.
+    """The lab's DuckDB database with the schema migrated to the newest version.
+
+    A file store does not hold its file between operations: the connection opens on demand and
+    closes after ``idle_seconds`` without use (a notebook kernel that opened the store does not
+    lock out the CLI or a second kernel). Opening waits up to ``lock_timeout`` seconds while
+    another process holds the file, then raises :class:`StoreBusyError` naming that process.
+    ``:memory:`` stores keep their one connection for their lifetime.
 
     >>> store = LabStore(":memory:")
     >>> int(store.fetch_all("SELECT count(*) FROM conversations")[0][0])
     0
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        idle_seconds: float | None = None,
+        lock_timeout: float | None = None,
+    ) -> None:
         self.path = resolve_store_path(path)
-        self.con: duckdb.DuckDBPyConnection = duckdb.connect(self.path)
+        self.idle_seconds = _float_env(IDLE_ENV, DEFAULT_IDLE_SECONDS) if idle_seconds is None else idle_seconds
+        self.lock_timeout = _float_env(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT) if lock_timeout is None else lock_timeout
+        self._lock = threading.RLock()
+        self._raw: duckdb.DuckDBPyConnection | None = None
+        self._pins = 0
+        self._last_used = time.monotonic()
+        self._closed = False
+        self._reaper: threading.Thread | None = None
+        self._scanner_loaded = False
+        self.con: Any = _Connection(self)
+        with self.hold():
+            pass  # opens the file once: migrates it and says early if it is busy
+
+    # -- connection lifetime ---------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        """Whether this store currently holds a DuckDB connection (and so the file lock)."""
+        return self._raw is not None
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        started = time.monotonic()
+        delay, told = 0.02, False
+        while True:
+            try:
+                raw = duckdb.connect(self.path)
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise
+                holder = lock_holder(str(exc))
+                waited = time.monotonic() - started
+                if waited >= self.lock_timeout:
+                    raise StoreBusyError(
+                        f"the lab store {self.path} is in use by {holder}: waited {self.lock_timeout:g} s. "
+                        f"Close the store there (store.close(), or finish the running command) and retry, "
+                        f"or wait longer with {LOCK_TIMEOUT_ENV}=SECONDS."
+                    ) from None
+                if not told and waited > 1.0:
+                    print(f"lcm-lab: the lab store is busy ({holder}); waiting up to {self.lock_timeout:g} s",
+                          file=sys.stderr)
+                    told = True
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
         # Nothing may be fetched from the network at run time.
-        self.con.execute("SET autoinstall_known_extensions = false")
-        self.con.execute("SET autoload_known_extensions = false")
+        raw.execute("SET autoinstall_known_extensions = false")
+        raw.execute("SET autoload_known_extensions = false")
         if limit := os.environ.get(MEMORY_LIMIT_ENV):
             # Caps DuckDB's buffer pool so big loads spill to disk instead of growing RSS.
-            self.con.execute("SET memory_limit = ?", [limit])
-        self.applied_migrations = migrations.apply_pending(self.con)
-        install_token_macro(self.con)
+            raw.execute("SET memory_limit = ?", [limit])
+        if self.applied_migrations_known:
+            install_token_macro(raw)
         self._scanner_loaded = False
+        return raw
+
+    @property
+    def applied_migrations_known(self) -> bool:
+        return hasattr(self, "applied_migrations")
+
+    @contextmanager
+    def hold(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Keep the connection open (and the file locked) for the block; yields the raw connection."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self!r} is closed; open a new LabStore")
+            if self._raw is None:
+                self._raw = self._open()
+                if not self.applied_migrations_known:
+                    self.applied_migrations = migrations.apply_pending(self._raw)
+                    install_token_macro(self._raw)
+                self._start_reaper()
+            self._pins += 1
+            raw = self._raw
+        try:
+            yield raw
+        finally:
+            with self._lock:
+                self._pins -= 1
+                self._last_used = time.monotonic()
+
+    @contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor of its own for the block (for use from another thread), closed afterwards."""
+        with self.hold() as raw:
+            cur = raw.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+
+    def release(self) -> bool:
+        """Close the connection now unless something is using it; returns whether it closed.
+
+        The next operation reopens it (``:memory:`` stores never release)."""
+        with self._lock:
+            if self._raw is None or self._pins or self.path == MEMORY:
+                return False
+            self._raw.close()
+            self._raw = None
+            return True
+
+    def _start_reaper(self) -> None:
+        if self.path == MEMORY or self.idle_seconds <= 0 or (self._reaper is not None and self._reaper.is_alive()):
+            return
+        ref = weakref.ref(self)
+        period = max(0.05, min(0.25, self.idle_seconds / 2))
+
+        def reap() -> None:
+            while True:
+                time.sleep(period)
+                store = ref()
+                if store is None or store._closed or store._raw is None:
+                    return
+                if not store._pins and time.monotonic() - store._last_used >= store.idle_seconds:
+                    store.release()
+                del store
+
+        self._reaper = threading.Thread(target=reap, name="lcm-lab-store-release", daemon=True)
+        self._reaper.start()
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Any:
         """Run one statement on the store's connection."""
         return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
 
     def fetch_all(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        return self.execute(sql, params).fetchall()
+        with self.hold():
+            return self.execute(sql, params).fetchall()
 
     def fetch_df(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
         """Query result as a pandas DataFrame."""
-        return self.execute(sql, params).df()
+        with self.hold():
+            return self.execute(sql, params).df()
 
     def fetch_pl(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> pl.DataFrame:
         """Query result as a polars DataFrame."""
-        return self.execute(sql, params).pl()
+        with self.hold():
+            return self.execute(sql, params).pl()
 
     @contextmanager
     def transaction(self) -> Iterator[LabStore]:
         """Everything inside commits together or not at all."""
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            yield self
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        self.con.execute("COMMIT")
+        with self.hold() as raw:
+            raw.execute("BEGIN TRANSACTION")
+            try:
+                yield self
+            except BaseException:
+                raw.execute("ROLLBACK")
+                raise
+            raw.execute("COMMIT")
 
     @contextmanager
     def bounded_memory(self, limit: str = LOAD_MEMORY_LIMIT) -> Iterator[LabStore]:
@@ -121,12 +313,13 @@ class LabStore(StoreReads):
         if os.environ.get(MEMORY_LIMIT_ENV):
             yield self
             return
-        previous = self.fetch_all("SELECT current_setting('memory_limit')")[0][0]
-        self.con.execute("SET memory_limit = ?", [limit])
-        try:
-            yield self
-        finally:
-            self.con.execute("SET memory_limit = ?", [previous])
+        with self.hold():
+            previous = self.fetch_all("SELECT current_setting('memory_limit')")[0][0]
+            self.con.execute("SET memory_limit = ?", [limit])
+            try:
+                yield self
+            finally:
+                self.con.execute("SET memory_limit = ?", [previous])
 
     def load_sqlite_scanner(self) -> None:
         """Load DuckDB's SQLite scanner from the local package (never INSTALL from the network)."""
@@ -140,21 +333,27 @@ class LabStore(StoreReads):
 
         Attach outside of a transaction: DuckDB cannot DETACH while one has pending work.
         """
-        self.load_sqlite_scanner()
-        quoted = str(path).replace("'", "''")
-        mode = ", READ_ONLY" if read_only else ""
-        self.con.execute(f"ATTACH '{quoted}' AS {alias} (TYPE sqlite{mode})")
-        try:
-            yield alias
-        finally:
-            self.con.execute(f"DETACH {alias}")
+        with self.hold():
+            self.load_sqlite_scanner()
+            quoted = str(path).replace("'", "''")
+            mode = ", READ_ONLY" if read_only else ""
+            self.con.execute(f"ATTACH '{quoted}' AS {alias} (TYPE sqlite{mode})")
+            try:
+                yield alias
+            finally:
+                self.con.execute(f"DETACH {alias}")
 
     def next_id(self, table: str, column: str) -> int:
         """One more than the largest ``column`` in ``table`` (single-writer allocation)."""
         return int(self.fetch_all(f"SELECT COALESCE(MAX({column}), 0) + 1 FROM {table}")[0][0])
 
     def close(self) -> None:
-        self.con.close()
+        """Close the connection for good (a closed store cannot be used again)."""
+        with self._lock:
+            if self._raw is not None:
+                self._raw.close()
+                self._raw = None
+            self._closed = True
 
     def __enter__(self) -> LabStore:
         return self

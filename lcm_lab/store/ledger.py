@@ -197,10 +197,12 @@ class Ledger:
         self.store = store
         self.mode: CacheMode = mode
         self._lock = threading.Lock()
-        # A cursor is a separate DuckDB connection to the same database: other users of
-        # store.con (in other threads) are not disturbed by ledger writes.
-        self._con = store.con.cursor()
         self._index = _index_for(store)
+
+    def _cursor(self) -> Any:
+        # A cursor of its own per operation: other threads using store.con are not disturbed,
+        # and the store can give its file back between operations.
+        return self.store.cursor()
 
     @property
     def reads_cache(self) -> bool:
@@ -224,8 +226,8 @@ class Ledger:
         index = self._index
         with index.lock:
             if index.entries is None:
-                with self._lock:
-                    rows = self._con.execute(_REUSABLE).fetchall()
+                with self._lock, self._cursor() as cur:
+                    rows = cur.execute(_REUSABLE).fetchall()
                 # Newest first, so the oldest response per key is the one that stays.
                 index.entries = {row[0]: CachedResponse(*row[1:]) for row in rows}
             return index.entries
@@ -242,8 +244,8 @@ class Ledger:
         values["params"] = redact(json.dumps(values["params"], sort_keys=True, default=str), secrets)
         values["request_messages"] = redact(json.dumps(values["request_messages"], ensure_ascii=False), secrets)
         call_id = uuid.uuid4().hex
-        with self._lock:
-            self._con.execute(_INSERT, [call_id, *(values[c] for c in _COLUMNS)])
+        with self._lock, self._cursor() as cur:
+            cur.execute(_INSERT, [call_id, *(values[c] for c in _COLUMNS)])
         if values["cacheable"]:
             index = self._index
             with index.lock:
@@ -261,8 +263,8 @@ class Ledger:
     def calls(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Recorded calls (oldest first) as dictionaries, without request/response bodies."""
         where, params = self._where(run_id)
-        with self._lock:
-            cursor = self._con.execute(_LIST.format(where=where), params)
+        with self._lock, self._cursor() as cur:
+            cursor = cur.execute(_LIST.format(where=where), params)
             names = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
         return [dict(zip(names, row, strict=True)) for row in rows]
@@ -270,8 +272,8 @@ class Ledger:
     def totals(self, run_id: str | None = None) -> dict[str, Any]:
         """Counts, tokens, cost and latency (cache hits count as calls but cost nothing)."""
         where, params = self._where(run_id)
-        with self._lock:
-            cursor = self._con.execute(_TOTALS.format(where=where), params)
+        with self._lock, self._cursor() as cur:
+            cursor = cur.execute(_TOTALS.format(where=where), params)
             names = [d[0] for d in cursor.description]
             row = cursor.fetchone()
         return dict(zip(names, row or (), strict=True))
@@ -279,14 +281,14 @@ class Ledger:
     def calls_df(self, run_id: str | None = None) -> pd.DataFrame:
         """Every column of ``llm_calls`` as pandas (oldest first)."""
         where, params = self._where(run_id)
-        with self._lock:
-            return self._con.execute(f"SELECT * FROM llm_calls {where} ORDER BY created_at, call_id", params).df()
+        with self._lock, self._cursor() as cur:
+            return cur.execute(f"SELECT * FROM llm_calls {where} ORDER BY created_at, call_id", params).df()
 
     def calls_pl(self, run_id: str | None = None) -> pl.DataFrame:
         """Every column of ``llm_calls`` as polars (oldest first)."""
         where, params = self._where(run_id)
-        with self._lock:
-            return self._con.execute(f"SELECT * FROM llm_calls {where} ORDER BY created_at, call_id", params).pl()
+        with self._lock, self._cursor() as cur:
+            return cur.execute(f"SELECT * FROM llm_calls {where} ORDER BY created_at, call_id", params).pl()
 
 
 def _secret_values() -> list[str]:

@@ -112,12 +112,17 @@ def save_replay(
         params = replay.config.to_plugin_config(minimal=True)
         if replay.fidelity != "faithful":
             params["fidelity"] = replay.fidelity
-    payload = replay_to_bytes(replay)
-    run_id = replay.run_id or new_run_id(replay, payload)
-    if store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]):
-        return run_id
-    replay = dataclasses.replace(replay, run_id=run_id)
-    payload = replay_to_bytes(replay)
+    if replay.run_id:
+        run_id = replay.run_id
+        if store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]):
+            return run_id
+        payload = replay_to_bytes(replay)  # encoded once: the id is already in it
+    else:
+        run_id = new_run_id(replay, replay_to_bytes(replay))
+        if store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]):
+            return run_id
+        replay = dataclasses.replace(replay, run_id=run_id)
+        payload = replay_to_bytes(replay)
     calls = sum(len(t.calls) for t in replay.turns)
     with store.transaction():
         store.execute(

@@ -42,10 +42,20 @@ def write_scores(store: LabStore, scores: Iterable[Score], *, replace_runs: bool
         if replace_runs:
             for run_id in sorted({r[0] for r in rows}):
                 store.execute("DELETE FROM scores WHERE run_id = ?", [run_id])
-        store.con.executemany(
-            "INSERT OR REPLACE INTO scores (run_id, scope, scope_id, metric, value, details) VALUES (?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        # One set-based insert: executemany is row-at-a-time in DuckDB (seconds per thousand rows).
+        import pyarrow as pa
+
+        latest = {row[:4]: row for row in rows}  # INSERT OR REPLACE semantics within one batch too
+        names = ["run_id", "scope", "scope_id", "metric", "value", "details"]
+        table = pa.table({name: [row[i] for row in latest.values()] for i, name in enumerate(names)})
+        store.con.register("_lcm_lab_scores", table)
+        try:
+            store.execute(
+                "INSERT OR REPLACE INTO scores (run_id, scope, scope_id, metric, value, details)"
+                " SELECT run_id, scope, scope_id, metric, value, details FROM _lcm_lab_scores"
+            )
+        finally:
+            store.con.unregister("_lcm_lab_scores")
     return len(rows)
 
 

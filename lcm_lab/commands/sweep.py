@@ -1,0 +1,72 @@
+"""``lcm-lab sweep SPEC.yaml [--executor E] [--workers N] [--json]``: run or resume a sweep.
+
+Running the same spec again resumes it (finished runs are kept, model calls come from the
+ledger). Prints the comparison table and the recommended settings; with ``--json`` one JSON
+object (``sweep_id``, counts, calls made vs naive). ``--example`` prints a commented spec that
+runs on the bundled data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import resources
+from typing import Any
+
+from lcm_lab.cli import add_db_argument
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sweep", help="run (or resume) a parameter sweep from a YAML spec", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_db_argument(parser)
+    parser.add_argument("spec", nargs="?", help="sweep spec (YAML; see --example and docs/sweeps.md)")
+    parser.add_argument("--example", action="store_true", help="print a commented example spec and exit")
+    parser.add_argument("--executor", default=None, help="auto, serial, threads, processes, ray or ray://HOST:PORT (overrides the spec)")
+    parser.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (overrides the spec)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print one JSON object with the sweep id and counts")
+    parser.set_defaults(func=run)
+
+
+def example_spec() -> str:
+    """The commented example spec shipped with the package."""
+    return resources.files("lcm_lab.sweeps").joinpath("example.yaml").read_text(encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.example:
+        sys.stdout.write(example_spec())
+        return 0
+    if not args.spec:
+        print("lcm-lab sweep: give a spec file (lcm-lab sweep --example > sweep.yaml prints one)", file=sys.stderr)
+        return 2
+    from lcm_lab.store import open_store
+    from lcm_lab.sweeps import SweepSpecError, recommend, sweep
+
+    store = open_store(args.db)
+    try:
+        result = sweep(args.spec, store=store, executor=args.executor, workers=args.workers, progress=not args.no_progress)
+    except (SweepSpecError, FileNotFoundError) as exc:
+        print(f"lcm-lab sweep: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result._asdict()))
+        return 0
+    print(f"sweep {result.sweep_id}: {result.configs} configurations, {result.runs_ok} runs ok, {result.runs_failed} failed, "
+          f"{result.skipped} already done; {result.seconds:.1f} s on {result.workers} {result.executor} worker(s)")
+    print(f"summarizer requests: {result.naive_calls} in a naive sweep, {result.calls_made} sent to a model, "
+          f"{result.cache_hits} served from the ledger")
+    try:
+        rec = recommend(result.sweep_id, store)
+    except ValueError as exc:
+        print(f"no recommendation: {exc}")
+        return 0
+    with_cols = [c for c in rec.table.columns if not c.endswith(("_ci_low", "_ci_high"))]
+    print(rec.table[with_cols].to_string(index=False))
+    print()
+    print(rec.snippet())
+    return 0

@@ -1,0 +1,48 @@
+"""The report's sweep section: the comparison table, the Pareto plot and the recommendation.
+
+``sweep_section(sweep_id, store)`` gives what the page template renders; pass it to
+:func:`lcm_lab.report.build.report` as ``sweep=``. ``lcm-lab report --sweep SWEEP_ID`` does that
+with the recommended configuration's first run as the replay shown below it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lcm_lab.store.core import LabStore
+
+
+def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
+    """Table rows (means with 95% intervals per configuration), a Pareto figure, the snippet."""
+    from lcm_lab.report.build import _figure_html, _format_cell
+    from lcm_lab.store.sweeps import sweep_row
+    from lcm_lab.sweeps import recommend
+    from lcm_lab.viz import plot_pareto
+
+    row = sweep_row(store, sweep_id)
+    rec = recommend(sweep_id, store)
+    objectives = [o["metric"] for o in row["spec"]["objectives"]]
+    table = rec.table
+    columns = [c for c in table.columns if not c.endswith(("_ci_low", "_ci_high"))]
+    for metric in objectives:
+        table[f"{metric} 95% CI"] = [f"{_format_cell(lo)} .. {_format_cell(hi)}" for lo, hi in
+                                     zip(table[f"{metric}_ci_low"], table[f"{metric}_ci_high"], strict=True)]
+        columns.append(f"{metric} 95% CI")
+    figure = None
+    tokens = next((m for m in ("peak_context_tokens", "mean_context_tokens") if m in table.columns), None)
+    if tokens is not None and objectives[0] != tokens:
+        figure = _figure_html(plot_pareto(table, quality=objectives[0], tokens=tokens, cost=None, label="config_id"))
+    return {
+        "sweep_id": sweep_id, "name": row["name"], "status": row["status"], "stats": row["stats"],
+        "columns": columns, "rows": [[_format_cell(v) for v in r] for r in table[columns].itertuples(index=False)],
+        "figure": figure, "chosen": rec.config_id, "snippet": rec.snippet(), "recommended_run": _first_run(store, sweep_id, rec.config_id),
+    }
+
+
+def _first_run(store: LabStore, sweep_id: str, config_id: str) -> str | None:
+    rows = store.fetch_all(
+        "SELECT run_id FROM sweep_runs WHERE sweep_id = ? AND config_id = ? AND status = 'ok' ORDER BY conversation_key LIMIT 1",
+        [sweep_id, config_id],
+    )
+    return rows[0][0] if rows else None

@@ -1,0 +1,115 @@
+"""Sweeps in the lab store (tables of migration ``m006_sweeps``): the one writer's side.
+
+>>> from lcm_lab.store import LabStore
+>>> store = LabStore(":memory:")
+>>> register_sweep(store, "sw_1", "demo", {"name": "demo"})
+>>> register_config(store, "sw_1", "c_1", {"freshTailCount": 8}, {"freshTailCount": 8}, trial=0)
+>>> write_run_row(store, "sw_1", "c_1", "conv-0", "run-1", "ok", None, 0.5, {"peak_context_tokens": 10.0}, 0)
+>>> finished_units(store, "sw_1")
+{('c_1', 'conv-0')}
+>>> sweeps_df(store).name.tolist()
+['demo']
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from lcm_lab.store.core import LabStore
+    from lcm_lab.store.ledger import Ledger, LedgerEntry
+
+_SWEEPS = """
+SELECT s.sweep_id, s.name, s.status, s.created_at, s.updated_at,
+       (SELECT count(*) FROM sweep_configs c WHERE c.sweep_id = s.sweep_id) AS configs,
+       (SELECT count(*) FROM sweep_runs r WHERE r.sweep_id = s.sweep_id AND r.status = 'ok') AS runs_ok,
+       (SELECT count(*) FROM sweep_runs r WHERE r.sweep_id = s.sweep_id AND r.status = 'error') AS runs_failed,
+       s.stats
+FROM sweeps s ORDER BY s.created_at, s.sweep_id
+"""
+
+
+def register_sweep(store: LabStore, sweep_id: str, name: str, spec: Mapping[str, Any]) -> None:
+    """Create the sweep row (kept as it is when the sweep is resumed)."""
+    store.execute(
+        "INSERT INTO sweeps (sweep_id, name, spec, status) VALUES (?, ?, ?, 'running') ON CONFLICT DO NOTHING",
+        [sweep_id, name, json.dumps(spec, sort_keys=True)],
+    )
+
+
+def set_sweep_status(store: LabStore, sweep_id: str, status: str, stats: Mapping[str, Any]) -> None:
+    store.execute(
+        "UPDATE sweeps SET status = ?, stats = ?, updated_at = current_timestamp WHERE sweep_id = ?",
+        [status, json.dumps(stats, sort_keys=True), sweep_id],
+    )
+
+
+def register_config(
+    store: LabStore, sweep_id: str, config_id: str, params: Mapping[str, Any], plugin_config: Mapping[str, Any],
+    *, trial: int | None = None, baseline: bool = False,
+) -> None:
+    store.execute(
+        "INSERT INTO sweep_configs (sweep_id, config_id, trial, baseline, params, plugin_config)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [sweep_id, config_id, trial, baseline, json.dumps(params, sort_keys=True), json.dumps(plugin_config, sort_keys=True)],
+    )
+
+
+def finished_units(store: LabStore, sweep_id: str) -> set[tuple[str, str]]:
+    """``(config_id, conversation_key)`` of every unit already recorded (ok or failed)."""
+    rows = store.fetch_all("SELECT config_id, conversation_key FROM sweep_runs WHERE sweep_id = ?", [sweep_id])
+    return {(r[0], r[1]) for r in rows}
+
+
+def write_run_row(
+    store: LabStore, sweep_id: str, config_id: str, conversation_key: str, run_id: str, status: str,
+    error: str | None, seconds: float, metrics: Mapping[str, Any], model_calls: int,
+) -> None:
+    store.execute(
+        "INSERT OR REPLACE INTO sweep_runs (sweep_id, config_id, conversation_key, run_id, status, error, seconds, metrics, model_calls)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [sweep_id, config_id, conversation_key, run_id, status, error, seconds, json.dumps(dict(metrics), sort_keys=True), model_calls],
+    )
+
+
+def record_entries(ledger: Ledger, entries: Iterable[LedgerEntry]) -> int:
+    """Write ledger entries a worker buffered; returns how many went to a model (not cache hits)."""
+    sent = 0
+    for entry in entries:
+        ledger.record(entry)
+        sent += not entry.cache_hit
+    return sent
+
+
+def sweeps_df(store: LabStore) -> pd.DataFrame:
+    """One row per sweep: status, configurations, finished and failed runs, stats (JSON)."""
+    return store.fetch_df(_SWEEPS)
+
+
+def sweep_row(store: LabStore, sweep_id: str) -> dict[str, Any]:
+    """The sweep's row with its spec and stats parsed; a clear error for an unknown id."""
+    rows = store.fetch_df("SELECT * FROM sweeps WHERE sweep_id = ?", [sweep_id])
+    if rows.empty:
+        known = [r[0] for r in store.fetch_all("SELECT sweep_id FROM sweeps ORDER BY created_at DESC LIMIT 10")]
+        hint = f"; known: {', '.join(known)}" if known else "; no sweeps in this store yet (run lcm-lab sweep SPEC.yaml)"
+        raise KeyError(f"unknown sweep id {sweep_id!r}{hint}")
+    row = rows.iloc[0].to_dict()
+    row["spec"] = json.loads(row["spec"])
+    row["stats"] = json.loads(row["stats"])
+    return row
+
+
+def sweep_configs_df(store: LabStore, sweep_id: str) -> pd.DataFrame:
+    return store.fetch_df("SELECT * FROM sweep_configs WHERE sweep_id = ? ORDER BY trial NULLS FIRST, config_id", [sweep_id])
+
+
+def sweep_runs_df(store: LabStore, sweep_id: str) -> pd.DataFrame:
+    return store.fetch_df(
+        "SELECT r.*, c.trial, c.baseline, c.params FROM sweep_runs r JOIN sweep_configs c USING (sweep_id, config_id)"
+        " WHERE r.sweep_id = ? ORDER BY c.trial NULLS FIRST, r.config_id, r.conversation_key",
+        [sweep_id],
+    )

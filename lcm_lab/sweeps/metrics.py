@@ -1,0 +1,98 @@
+"""The metrics a sweep can optimise: a registry of named functions ``ScoredRun -> list[Score]``.
+
+Each function returns the run-level score(s) for its name (empty when the metric is undefined for
+the run, e.g. QA retention on a conversation without QA items). New metrics plug in with
+:func:`register_metric`; sweeps, ``sweep_df`` and ``recommend`` pick them up by name.
+
+>>> sorted(METRICS)[:3]
+['compacting_turns', 'fact_retention', 'mean_context_tokens']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from lcm_lab.metrics.base import Score
+
+
+class ScoredRun(NamedTuple):
+    """A replay with every score :func:`~lcm_lab.metrics.score.score_replay` gave it."""
+
+    replay: Any
+    scores: Sequence[Score]
+
+
+MetricFunction = Callable[[ScoredRun], list[Score]]
+METRICS: dict[str, MetricFunction] = {}
+
+
+def register_metric(name: str) -> Callable[[MetricFunction], MetricFunction]:
+    """Decorator adding ``function`` to :data:`METRICS` under ``name``."""
+
+    def add(function: MetricFunction) -> MetricFunction:
+        METRICS[name] = function
+        return function
+
+    return add
+
+
+def run_score(run: ScoredRun, metric: str) -> Score | None:
+    """The run-scope score called ``metric``, if the run has one."""
+    return next((s for s in run.scores if s.scope == "run" and s.metric == metric), None)
+
+
+def _run_metric(name: str) -> MetricFunction:
+    def read(run: ScoredRun) -> list[Score]:
+        found = run_score(run, name)
+        return [found] if found is not None else []
+
+    read.__doc__ = f"The run-scope ``{name}`` score."
+    return read
+
+
+for _name in (
+    "peak_context_tokens", "mean_context_tokens", "peak_budget_fraction", "turns_over_threshold",
+    "compacting_turns", "summarizer_calls", "summarizer_input_tokens", "summarizer_output_tokens",
+    "summarizer_cost_usd",
+):  # fmt: skip
+    register_metric(_name)(_run_metric(_name))
+
+
+@register_metric("qa_retention")
+def qa_retention(run: ScoredRun) -> list[Score]:
+    """The ``qa_retention`` headline; until the headline scorer produces it, the LoCoMo
+    answer-containment retention at run scope (its name is kept in ``details["source"]``)."""
+    return _headline_or(run, "qa_retention", lambda: run_score(run, "qa_retention_answer_containment"))
+
+
+@register_metric("fact_retention")
+def fact_retention(run: ScoredRun) -> list[Score]:
+    """The ``fact_retention`` headline; until the headline scorer produces it, the offline fact
+    retention of the last turn's context (named in ``details["source"]``)."""
+
+    def last_turn() -> Score | None:
+        turns = [s for s in run.scores if s.scope == "turn" and s.metric == "fact_retention"]
+        return max(turns, key=lambda s: int(s.scope_id)) if turns else None
+
+    return _headline_or(run, "fact_retention", last_turn)
+
+
+def _headline_or(run: ScoredRun, name: str, source: Callable[[], Score | None]) -> list[Score]:
+    found = run_score(run, name)
+    if found is not None:
+        return [found]
+    fallback = source()
+    if fallback is None:
+        return []
+    details = {**fallback.details, "source": f"{fallback.scope}:{fallback.metric}"}
+    return [Score(fallback.run_id, "run", "", name, fallback.value, details)]
+
+
+def metric_values(run: ScoredRun, names: Sequence[str] | None = None) -> dict[str, float | None]:
+    """``{metric: value}`` for ``names`` (default: every registered metric)."""
+    out: dict[str, float | None] = {}
+    for name in names if names is not None else sorted(METRICS):
+        scores = METRICS[name](run)
+        out[name] = scores[0].value if scores else None
+    return out

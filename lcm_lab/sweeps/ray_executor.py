@@ -1,0 +1,66 @@
+"""The Ray executor: sweep units as Ray tasks, on a local Ray or an existing cluster.
+
+Tasks get the conversations and the summarizer recipe through Ray's object store (put once),
+run :func:`~lcm_lab.sweeps.work.run_unit`, and return their results (replay, scores, and for
+litellm the ledger entries they recorded) to the driver, which is the only writer of the lab
+store. Model calls in a task go through a :class:`~lcm_lab.sweeps.ledgers.BufferLedger` seeded
+with the store's reusable responses.
+
+``executor="ray"`` joins the Ray runtime this process already started (``ray.init(...)``) or
+starts a local one with ``workers`` CPUs (shut down afterwards); ``"ray://HOST:PORT"`` connects
+to a cluster's Ray Client server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult, build_summarizer, run_unit
+
+if TYPE_CHECKING:
+    from lcm_lab.sweeps.executors import Job
+
+
+def import_ray() -> Any:
+    # Ray reports usage statistics over the network unless told not to; the lab stays offline.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("the ray executor needs Ray: pip install 'lcm_lab[ray]' (on the driver and every worker)") from None
+    return ray
+
+
+def _task(unit: Unit, data: Conversations, recipe: SummarizerRecipe, score_qa: bool, fault: str | None) -> UnitResult:
+    return run_unit(unit, data, build_summarizer(recipe), score_qa=score_qa, fault=fault)
+
+
+class RaySession:
+    """A Ray runtime for one sweep: joined or started once, the shared inputs put once."""
+
+    def __init__(self, executor: str, job: Job, workers: int) -> None:
+        self.ray = ray = import_ray()
+        self.started_here = False
+        if not ray.is_initialized():
+            if executor.startswith("ray://"):
+                ray.init(address=executor, log_to_driver=False)
+            else:
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+                self.started_here = True
+        self.job = job
+        self.task = ray.remote(_task)
+        self.data_ref, self.recipe_ref = ray.put(job.data), ray.put(job.recipe)
+
+    def run(self, units: Sequence[Unit]) -> Iterator[UnitResult]:
+        ray = self.ray
+        pending = [self.task.remote(unit, self.data_ref, self.recipe_ref, self.job.score_qa, self.job.fault) for unit in units]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                yield ray.get(ref)
+
+    def close(self) -> None:
+        if self.started_here:
+            self.ray.shutdown()

@@ -1,0 +1,169 @@
+"""``recommend(sweep_id)``: the settings to ship, as ``openclaw.json`` and ``LCM_*`` lines, with
+their measured trade-off against the plugin defaults on the same conversations.
+
+Choice: among configurations that ran on every conversation and meet the constraints (on the
+mean), the best on the first objective — restricted to the Pareto front when there are several
+objectives. The trade-off per metric is the mean paired difference (chosen − defaults) over
+conversations with a 95% t-interval; a warning says when an interval includes 0 (within noise)
+or when there is a single conversation (no interval at all).
+
+>>> env_lines({"freshTailCount": 16, "contextThreshold": 0.6, "promptAwareEviction": True})
+{'LCM_FRESH_TAIL_COUNT': '16', 'LCM_CONTEXT_THRESHOLD': '0.6', 'LCM_PROMPT_AWARE_EVICTION_ENABLED': 'true'}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from lcm_lab.engine.config import FIELDS, LcmConfig
+from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
+from lcm_lab.sweeps.run import BASELINE_ID
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from lcm_lab.store.core import LabStore
+
+_ENV_OF = {key: f.envs[0] for f in FIELDS for key in f.keys}
+
+
+class Recommendation(NamedTuple):
+    sweep_id: str
+    config_id: str
+    params: dict[str, Any]
+    openclaw_json: dict[str, Any]
+    env: dict[str, str]
+    tradeoff: list[dict[str, Any]]
+    warnings: list[str]
+    pareto: list[str]
+    table: pd.DataFrame
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--json`` object: ``openclaw_json``, ``env``, ``tradeoff`` and context."""
+        return {
+            "sweep_id": self.sweep_id, "config_id": self.config_id, "params": self.params,
+            "openclaw_json": self.openclaw_json, "env": self.env, "tradeoff": self.tradeoff,
+            "warnings": self.warnings, "pareto": self.pareto,
+        }
+
+    def snippet(self) -> str:
+        """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings."""
+        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}",
+                 "# openclaw.json", json.dumps(self.openclaw_json, indent=2), "", "# or as environment variables"]
+        lines += [f"{k}={v}" for k, v in self.env.items()] or ["# (the plugin defaults: nothing to set)"]
+        lines += ["", "# trade-off against the plugin defaults (chosen − defaults, paired over conversations, 95% interval)"]
+        for t in self.tradeoff:
+            interval = "no interval" if t["ci_low"] is None else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
+            diff = "n/a" if t["difference"] is None else f"{t['difference']:+.4g}"
+            lines.append(f"{t['metric']:<24} {t['direction']:<9} chosen {_fmt(t['chosen'])}  defaults {_fmt(t['defaults'])}"
+                         f"  diff {diff} {interval}  n={t['n']}")
+        lines += [f"WARNING: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def env_lines(plugin_config: Mapping[str, Any]) -> dict[str, str]:
+    """``LCM_*`` variables equivalent to scalar plugin config keys (objects have no env form)."""
+    out = {}
+    for key, value in plugin_config.items():
+        name = _ENV_OF.get(key)
+        if name is None or isinstance(value, Mapping):
+            continue
+        if isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        elif isinstance(value, list | tuple):
+            out[name] = ",".join(str(v) for v in value)
+        elif isinstance(value, float) and value.is_integer():
+            out[name] = str(int(value))
+        else:
+            out[name] = str(value)
+    return out
+
+
+def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
+    """The recommended settings of a finished (or partly finished) sweep."""
+    from lcm_lab.store.sweeps import sweep_row
+
+    if store is None:
+        from lcm_lab.store import LabStore
+
+        store = LabStore()
+    spec = sweep_row(store, sweep_id)["spec"]
+    objectives = {o["metric"]: o["direction"] for o in spec["objectives"]}
+    metrics = list(dict.fromkeys([*objectives, *(c["metric"] for c in spec.get("constraints", []))]))
+    frame = sweep_df(sweep_id, store)
+    table = config_table(frame, metrics)
+    conversations = frame.conversation.nunique()
+    complete = table[(table.conversations == conversations) & (table.failed == 0)]
+    feasible = complete[[_meets(row, spec.get("constraints", [])) for row in complete.to_dict("records")]]
+    if feasible.empty:
+        raise ValueError(f"sweep {sweep_id}: no configuration ran on every conversation within the constraints; "
+                         "relax the constraints or look at sweep_df() for the errors")
+    front = pareto_front(feasible, objectives)
+    first, direction = next(iter(objectives.items()))
+    pool = feasible[feasible.config_id.isin(front)].dropna(subset=[first])
+    if pool.empty:
+        raise ValueError(f"sweep {sweep_id}: no configuration has a value for {first}")
+    best = pool.sort_values(first, ascending=direction == "minimize", kind="stable").iloc[0]
+    config_id = str(best.config_id)
+    params = {} if config_id == BASELINE_ID else json.loads(
+        store.fetch_all("SELECT params FROM sweep_configs WHERE sweep_id = ? AND config_id = ?", [sweep_id, config_id])[0][0]
+    )
+    base = {} if config_id == BASELINE_ID else dict(spec.get("base", {}))
+    plugin = LcmConfig.from_plugin_config({**base, **params}).to_plugin_config(minimal=True)
+    openclaw = {"plugins": {"entries": {"lossless-claw": {"config": plugin}}}}
+    tradeoff, warnings = _tradeoff(frame, config_id, metrics, objectives)
+    if config_id == BASELINE_ID:
+        warnings.insert(0, "the plugin defaults scored best: no change recommended")
+    return Recommendation(sweep_id, config_id, params, openclaw, env_lines(plugin), tradeoff, warnings, front, table)
+
+
+def _meets(row: Mapping[str, Any], constraints: list[Mapping[str, Any]]) -> bool:
+    for c in constraints:
+        v = row.get(c["metric"])
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return False
+        if c.get("max") is not None and v > c["max"]:
+            return False
+        if c.get("min") is not None and v < c["min"]:
+            return False
+    return True
+
+
+def _tradeoff(frame: pd.DataFrame, config_id: str, metrics: list[str], objectives: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
+    from lcm_lab.metrics.stats import t_interval
+
+    ok = frame[frame.status == "ok"]
+    chosen = ok[ok.config_id == config_id].set_index("conversation")
+    base = ok[ok.config_id == BASELINE_ID].set_index("conversation")
+    shared = [c for c in chosen.index if c in base.index]
+    rows, warnings = [], []
+    if len(shared) == 1:
+        warnings.append("measured on a single conversation: no interval; add conversations before trusting the difference")
+    if not shared:
+        warnings.append("the plugin defaults did not run on these conversations: no trade-off can be measured")
+    for m in metrics:
+        pairs = [(float(chosen.at[c, m]), float(base.at[c, m])) for c in shared
+                 if chosen.at[c, m] is not None and base.at[c, m] is not None
+                 and not math.isnan(float(chosen.at[c, m])) and not math.isnan(float(base.at[c, m]))]
+        diffs = [a - b for a, b in pairs]
+        lo, hi = t_interval(diffs)
+        defined = len(diffs) >= 2 and not math.isnan(lo)
+        row = {
+            "metric": m, "direction": objectives.get(m, "constraint"), "n": len(diffs),
+            "chosen": sum(a for a, _ in pairs) / len(pairs) if pairs else None,
+            "defaults": sum(b for _, b in pairs) / len(pairs) if pairs else None,
+            "difference": sum(diffs) / len(diffs) if diffs else None,
+            "ci_low": lo if defined else None, "ci_high": hi if defined else None,
+        }
+        row["within_noise"] = bool(defined and lo <= 0 <= hi)
+        if row["within_noise"] and config_id != BASELINE_ID:
+            warnings.append(f"{m}: the difference to the defaults is within noise (95% interval {lo:+.4g} .. {hi:+.4g} includes 0)")
+        rows.append(row)
+    return rows, warnings

@@ -1,0 +1,98 @@
+"""Reading sweeps back: ``sweep_df`` (one row per configuration × conversation), per-config
+summaries with intervals, and the Pareto front.
+
+>>> import pandas as pd
+>>> frame = pd.DataFrame({"config_id": ["a", "b", "c"], "q": [0.9, 0.5, 0.8], "t": [100, 50, 200]})
+>>> pareto_front(frame, {"q": "maximize", "t": "minimize"})
+['a', 'b']
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lcm_lab.sweeps.metrics import METRICS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from lcm_lab.store.core import LabStore
+
+
+def _store(store: LabStore | None) -> LabStore:
+    if store is not None:
+        return store
+    from lcm_lab.store import LabStore
+
+    return LabStore()
+
+
+def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
+    """One row per (configuration, conversation): ``config_id``, ``trial``, ``baseline``, the
+    varied parameters, ``conversation``, ``run_id``, ``status``, ``error``, ``seconds`` and every
+    registered metric (see :data:`lcm_lab.sweeps.metrics.METRICS`)."""
+    import pandas as pd
+
+    from lcm_lab.store.sweeps import sweep_row, sweep_runs_df
+
+    store = _store(store)
+    row = sweep_row(store, sweep_id)
+    runs = sweep_runs_df(store, sweep_id)
+    space = list(row["spec"]["space"])
+    records = []
+    for r in runs.to_dict("records"):
+        params = json.loads(r["params"])
+        metrics = json.loads(r["metrics"])
+        record: dict[str, Any] = {
+            "sweep_id": sweep_id, "config_id": r["config_id"], "trial": None if pd.isna(r["trial"]) else int(r["trial"]),
+            "baseline": bool(r["baseline"]),
+        }
+        record.update({key: params.get(key) for key in space})
+        record.update({
+            "conversation": r["conversation_key"], "run_id": r["run_id"], "status": r["status"], "error": r["error"],
+            "seconds": r["seconds"], "model_calls": r["model_calls"],
+        })
+        record.update({name: metrics.get(name) for name in sorted(METRICS)})
+        records.append(record)
+    columns = ["sweep_id", "config_id", "trial", "baseline", *space, "conversation", "run_id", "status", "error",
+               "seconds", "model_calls", *sorted(METRICS)]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def config_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Per configuration: parameters, conversations ok/failed, and each metric's mean with a 95%
+    t-interval over conversations (``<metric>``, ``<metric>_ci_low``, ``<metric>_ci_high``)."""
+    import pandas as pd
+
+    from lcm_lab.metrics.stats import t_interval
+
+    params = [c for c in frame.columns if c not in _NON_PARAM and c not in METRICS]
+    out = []
+    for config_id, group in frame.groupby("config_id", sort=False):
+        ok = group[group.status == "ok"]
+        row: dict[str, Any] = {"config_id": config_id, "trial": group.trial.iloc[0], "baseline": bool(group.baseline.iloc[0])}
+        row.update({p: group[p].iloc[0] for p in params})
+        row.update({"conversations": len(ok), "failed": int((group.status == "error").sum())})
+        for m in metrics:
+            values = [float(v) for v in ok[m] if v is not None and not pd.isna(v)]
+            row[m] = sum(values) / len(values) if values else None
+            lo, hi = t_interval(values)
+            row[f"{m}_ci_low"], row[f"{m}_ci_high"] = lo, hi
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+_NON_PARAM = {"sweep_id", "config_id", "trial", "baseline", "conversation", "run_id", "status", "error", "seconds", "model_calls"}
+
+
+def pareto_front(table: pd.DataFrame, directions: Mapping[str, str]) -> list[str]:
+    """Config ids no other configuration beats on every objective (rows with missing values skipped)."""
+    from lcm_lab.viz.quality import pareto_mask
+
+    rows = table.dropna(subset=list(directions))
+    # pareto_mask minimises every coordinate: negate what is maximised
+    signs = {m: (-1.0 if d == "maximize" else 1.0) for m, d in directions.items()}
+    points = [[signs[m] * float(r[m]) for m in directions] for r in rows.to_dict("records")]
+    return [cid for cid, keep in zip(rows.config_id, pareto_mask(points), strict=True) if keep]

@@ -1,0 +1,305 @@
+"""``sweep(spec)``: replay every chosen configuration on every conversation, score, store.
+
+The sweep id is the content hash of the spec (minus executor and workers), so running the same
+spec again *resumes* it: units (configuration × conversation) already recorded are skipped and
+the ledger serves the model calls made before. A failing unit is recorded with its error and
+the sweep goes on. The plugin defaults always run too (config id ``defaults``), as the
+baseline :func:`~lcm_lab.sweeps.recommend.recommend` measures against.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from lcm_lab.engine.config import LcmConfig
+from lcm_lab.sweeps.executors import Job, Runner, default_workers, resolve_executor
+from lcm_lab.sweeps.spec import KNOBS, Point, Range, SweepSpec, grid_points, parse_spec, point, sweep_id_for
+from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult
+
+BASELINE_ID = "defaults"
+
+
+class SweepResult(NamedTuple):
+    """What a call to :func:`sweep` did (``calls_*`` count model requests, see ``docs/sweeps.md``)."""
+
+    sweep_id: str
+    configs: int
+    runs_ok: int
+    runs_failed: int
+    skipped: int
+    naive_calls: int
+    calls_made: int
+    cache_hits: int
+    seconds: float
+    executor: str
+    workers: int
+
+
+def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
+    """A validated spec from a :class:`SweepSpec`, a mapping or a YAML file path."""
+    if isinstance(spec, str | Path):
+        import yaml
+
+        path = Path(spec)
+        if not path.is_file():
+            raise FileNotFoundError(f"sweep spec {path} not found (lcm-lab sweep --example prints one)")
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a YAML mapping at the top level")
+        return parse_spec(data)
+    return parse_spec(spec)
+
+
+def read_conversations(spec: SweepSpec) -> Conversations:
+    """The spec's conversations keyed ``<file name>#<index>``, with their QA items."""
+    from lcm_lab.io.transcripts import read_transcript
+
+    conversations: dict[str, Any] = {}
+    qa: dict[str, tuple[Any, ...]] = {}
+    for source in spec.conversations:
+        path = Path(source.path)
+        if not path.exists():
+            raise FileNotFoundError(f"conversations.path: {path} not found")
+        read = read_transcript(path).conversations
+        stop = None if source.limit is None else source.skip + source.limit
+        for index, item in list(enumerate(read))[source.skip : stop]:
+            key = f"{path.name}#{index}"
+            conversations[key] = item.conversation
+            qa[key] = tuple(getattr(item, "qa_items", ()) or ())
+    if not conversations:
+        raise ValueError("conversations: the sources hold no conversations (check skip and limit)")
+    return Conversations(conversations, qa)
+
+
+def random_points(spec: SweepSpec) -> list[Point]:
+    """``search.trials`` seeded random draws from the space (duplicates dropped)."""
+    rng = random.Random(spec.search.seed)
+    points: dict[str, Point] = {}
+    for _ in range(spec.search.trials or 0):
+        params = {key: _draw(rng, key, values) for key, values in spec.space.items()}
+        p = point(spec, params)
+        points.setdefault(p.config_id, p)
+    return list(points.values())
+
+
+def _draw(rng: random.Random, key: str, values: Sequence[Any] | Range) -> Any:
+    if not isinstance(values, Range):
+        return rng.choice(list(values))
+    if KNOBS[key].kind == "int":
+        step = int(values.step or 1)
+        return rng.randrange(int(values.low), int(values.high) + 1, step)
+    if values.log:
+        import math
+
+        return math.exp(rng.uniform(math.log(values.low), math.log(values.high)))
+    return rng.uniform(values.low, values.high)
+
+
+class _Session:
+    """One run of :func:`sweep`: the store writer, counters and progress bar."""
+
+    def __init__(self, spec: SweepSpec, sweep_id: str, store: Any, executor: str, workers: int,
+                 progress: bool, fault: str | None, reuse_calls: bool = True) -> None:
+        from lcm_lab.store.ledger import Ledger
+        from lcm_lab.store.sweeps import finished_units
+
+        self.spec, self.sweep_id, self.store = spec, sweep_id, store
+        self.executor, self.workers = executor, workers
+        self.data = read_conversations(spec)
+        self.done = finished_units(store, sweep_id)
+        self.ledger = Ledger(store)
+        self.sent_by_workers = 0
+        self.hits_by_workers = 0
+        self.ok = self.failed = self.skipped = 0
+        self.reuse_calls = reuse_calls
+        self.job = self._job(fault)
+        self.runner = Runner(executor, self.job, workers, tick=self.flush)
+        self.bar = _progress(progress, sweep_id)
+
+    def _job(self, fault: str | None) -> Job:
+        s = self.spec.summarizer
+        options: dict[str, Any] = {}
+        if s.name == "litellm":
+            options = {"model": s.model, "api_base": s.api_base, "concurrency": s.concurrency, "temperature": s.temperature,
+                       "seed": s.seed, "prompts": s.prompts, "max_retries": s.max_retries}
+        in_process = self.executor in ("serial", "threads") or self.workers == 1
+        snapshot: dict[str, Any] = {}
+        summarizer = None
+        if s.name == "litellm":
+            from lcm_lab.sweeps.ledgers import reusable_snapshot
+
+            snapshot = reusable_snapshot(self.ledger)
+        if s.name == "litellm" and in_process:
+            from lcm_lab.summarizers import get_summarizer
+            from lcm_lab.sweeps.ledgers import ReleasingSummarizer, SharedLedger
+
+            self.shared = SharedLedger(snapshot, reuse=self.reuse_calls)
+            summarizer = ReleasingSummarizer(get_summarizer("litellm", **options, ledger=self.shared), self.shared)
+            snapshot = {}
+        return Job(self.data, SummarizerRecipe(s.name, options, snapshot), self.spec.scoring.qa, fault, summarizer)
+
+    def units(self, points: Iterable[Point]) -> list[Unit]:
+        out = []
+        for p in points:
+            for index, key in enumerate(self.data.conversations):
+                if (p.config_id, key) in self.done:
+                    self.skipped += 1
+                    continue
+                run_id = f"{self.sweep_id}_{p.config_id}_{index}"
+                out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget))
+        return out
+
+    def run(self, units: list[Unit]) -> None:
+        if self.bar is not None:
+            self.bar.total = (self.bar.total or 0) + len(units)
+            self.bar.refresh()
+        for result in self.runner.run(units):
+            self.write(result)
+            if self.bar is not None:
+                self.bar.update(1)
+
+    def write(self, result: UnitResult) -> None:
+        """The one writer: ledger entries, replay, scores, then the unit's row (which marks it done)."""
+        from lcm_lab.store.replays import save_replay
+        from lcm_lab.store.scores import write_scores
+        from lcm_lab.store.sweeps import record_entries, write_run_row
+
+        unit = result.unit
+        shared = getattr(self, "shared", None)
+        entries = [*result.ledger_entries, *(shared.drain() if shared is not None else ())]
+        with self.store.hold():
+            sent = record_entries(self.ledger, entries)
+            self.sent_by_workers += sent
+            self.hits_by_workers += len(entries) - sent
+            if result.error is None:
+                save_replay(self.store, result.replay, label=self.sweep_id)
+                write_scores(self.store, result.scores, replace_runs=True)
+            write_run_row(
+                self.store, self.sweep_id, unit.config_id, unit.conversation_key, unit.run_id,
+                "ok" if result.error is None else "error", result.error, result.seconds, result.metrics, sent,
+            )
+        # Give the file back between units: a notebook or the CLI may read while the sweep runs.
+        self.store.release()
+        self.done.add((unit.config_id, unit.conversation_key))
+        if result.error is None:
+            self.ok += 1
+        else:
+            self.failed += 1
+
+    def flush(self) -> None:
+        """Record the calls the threads made since the last write (so a killed sweep loses few)."""
+        from lcm_lab.store.sweeps import record_entries
+
+        shared = getattr(self, "shared", None)
+        if shared is not None:
+            entries = shared.drain()
+            if entries:
+                with self.store.hold():
+                    record_entries(self.ledger, entries)
+                self.store.release()
+
+    def register(self, p: Point, *, trial: int | None, baseline: bool = False) -> None:
+        from lcm_lab.store.sweeps import register_config
+
+        register_config(self.store, self.sweep_id, p.config_id, p.params, p.config.to_plugin_config(minimal=True),
+                        trial=trial, baseline=baseline)
+
+    def counts(self) -> tuple[int, int]:
+        shared = getattr(self, "shared", None)
+        if shared is not None:
+            return shared.counts.calls, shared.counts.cache_hits
+        return self.sent_by_workers, self.hits_by_workers
+
+
+def sweep(
+    spec: SweepSpec | Mapping[str, Any] | str | Path,
+    *,
+    store: Any | None = None,
+    executor: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    fault: str | None = None,
+    reuse_calls: bool = True,
+) -> SweepResult:
+    """Run (or resume) a sweep; results land in ``store`` (default: the lab store).
+
+    ``executor`` / ``workers`` override the spec's (``auto``: processes on every core for offline
+    summarizers, threads for litellm; ``ray`` or ``ray://HOST:PORT`` for Ray). ``fault`` makes
+    units of that config id or conversation key fail (for testing the failure path).
+    ``reuse_calls=False`` (in-process litellm sweeps) sends every request to the model: the naive
+    sweep that benchmarks compare against.
+    """
+    from lcm_lab.store import LabStore
+    from lcm_lab.store.sweeps import register_sweep, set_sweep_status, sweep_row
+
+    spec = load_spec(spec)
+    if executor is not None or workers is not None:
+        overrides = {k: v for k, v in {"executor": executor, "workers": workers}.items() if v is not None}
+        spec = parse_spec({**spec.model_dump(mode="json"), **overrides})
+    sweep_id = sweep_id_for(spec)
+    store = store if store is not None else LabStore()
+    chosen = resolve_executor(spec.executor, spec.summarizer.name)
+    n = spec.workers or default_workers(chosen)
+    started = time.perf_counter()
+    register_sweep(store, sweep_id, spec.name, spec.model_dump(mode="json", exclude={"executor", "workers"}))
+    before = sweep_row(store, sweep_id)["stats"]
+    if not reuse_calls and (spec.summarizer.name != "litellm" or chosen not in ("threads", "serial")):
+        raise ValueError("reuse_calls=False applies to litellm sweeps on the threads or serial executor")
+    session = _Session(spec, sweep_id, store, chosen, n, progress, fault, reuse_calls)
+    completed = False
+    try:
+        baseline = Point(BASELINE_ID, {}, LcmConfig())
+        session.register(baseline, trial=None, baseline=True)
+        if spec.search.method == "optuna":
+            from lcm_lab.sweeps.study import run_study
+
+            run_study(session, baseline)
+        else:
+            points = grid_points(spec) if spec.search.method == "grid" else random_points(spec)
+            for i, p in enumerate(points):
+                session.register(p, trial=i)
+            session.run(session.units([baseline, *points]))
+        completed = True
+    finally:
+        if session.bar is not None:
+            session.bar.close()
+        session.runner.close()
+        session.flush()
+        calls, hits = session.counts()
+        stats = _stats(store, sweep_id, before, calls, hits, time.perf_counter() - started)
+        set_sweep_status(store, sweep_id, "done" if completed else "interrupted", stats)
+        store.release()
+    return SweepResult(sweep_id, stats["configs"], session.ok, session.failed, session.skipped, stats["naive_calls"],
+                       calls, hits, time.perf_counter() - started, chosen, n)
+
+
+def _stats(store: Any, sweep_id: str, before: Mapping[str, Any], calls: int, hits: int, seconds: float) -> dict[str, Any]:
+    """Cumulative over every session of the sweep: naive calls = every summarizer request of every
+    finished run (what a sweep without the ledger would send); calls made = requests that reached
+    a model."""
+    import json
+
+    rows = store.fetch_all("SELECT status, metrics FROM sweep_runs WHERE sweep_id = ?", [sweep_id])
+    naive = sum(int(json.loads(m).get("summarizer_calls") or 0) for status, m in rows if status == "ok")
+    configs = int(store.fetch_all("SELECT count(*) FROM sweep_configs WHERE sweep_id = ?", [sweep_id])[0][0])
+    return {
+        "configs": configs,
+        "runs_ok": sum(1 for r in rows if r[0] == "ok"),
+        "runs_failed": sum(1 for r in rows if r[0] == "error"),
+        "naive_calls": naive,
+        "calls_made": int(before.get("calls_made", 0)) + calls,
+        "cache_hits": int(before.get("cache_hits", 0)) + hits,
+        "seconds": float(before.get("seconds", 0.0)) + seconds,
+    }
+
+
+def _progress(enabled: bool, sweep_id: str) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=0, desc=f"sweep {sweep_id}", unit="run")

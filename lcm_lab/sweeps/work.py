@@ -1,0 +1,92 @@
+"""One unit of sweep work — a configuration replayed on a conversation and scored — runnable in
+this process, a worker process or a Ray task. It never touches the lab store: everything it
+produced (replay, scores, ledger entries, or the error) comes back in a :class:`UnitResult`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import traceback
+from typing import Any, NamedTuple
+
+from lcm_lab.engine.config import LcmConfig
+from lcm_lab.sweeps.metrics import ScoredRun, metric_values
+
+
+class Unit(NamedTuple):
+    """What to run: ``config_id`` on conversation ``conversation_key`` (an index into the sweep's
+    conversations, shared with workers once)."""
+
+    sweep_id: str
+    config_id: str
+    conversation_key: str
+    run_id: str
+    config: LcmConfig
+    token_budget: int
+
+
+class Conversations(NamedTuple):
+    """The sweep's conversations by key, with LoCoMo QA items where the source has them."""
+
+    conversations: dict[str, Any]
+    qa_items: dict[str, tuple[Any, ...]]
+
+
+class UnitResult(NamedTuple):
+    unit: Unit
+    replay: Any | None
+    scores: list[Any]
+    metrics: dict[str, float | None]
+    error: str | None
+    seconds: float
+    ledger_entries: list[Any]
+
+
+def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool, fault: str | None = None) -> UnitResult:
+    """Replay and score one unit; an exception becomes the result's ``error`` (with traceback).
+
+    ``fault`` (tests) makes the unit whose config id or conversation key equals it fail.
+    """
+    from lcm_lab.engine.replay import replay
+    from lcm_lab.metrics.score import score_replay
+
+    started = time.perf_counter()
+    try:
+        if fault is not None and fault in (unit.config_id, unit.conversation_key):
+            raise RuntimeError(f"injected fault for {fault}")
+        conversation = data.conversations[unit.conversation_key]
+        run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id)
+        qa = data.qa_items.get(unit.conversation_key) if score_qa else None
+        last = [run.turns[-1].turn] if run.turns else []
+        scores = score_replay(run, run_id=unit.run_id, qa_items=qa or None, context_turns=last)
+        metrics = metric_values(ScoredRun(run, scores))
+        run = dataclasses.replace(run, meta={**run.meta, "sweep_id": unit.sweep_id, "config_id": unit.config_id})
+    except Exception as exc:  # recorded with the unit; the sweep goes on
+        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+        return UnitResult(unit, None, [], {}, error, time.perf_counter() - started, _drain(summarizer))
+    return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer))
+
+
+def _drain(summarizer: Any) -> list[Any]:
+    ledger = getattr(summarizer, "ledger", None)
+    drain = getattr(ledger, "drain", None)
+    return drain() if callable(drain) else []
+
+
+class SummarizerRecipe(NamedTuple):
+    """How a worker builds its own summarizer (picklable; the litellm one gets a BufferLedger)."""
+
+    name: str
+    options: dict[str, Any]
+    snapshot: dict[str, Any]
+
+
+def build_summarizer(recipe: SummarizerRecipe) -> Any:
+    from lcm_lab.summarizers import get_summarizer
+
+    if recipe.name != "litellm":
+        return get_summarizer(recipe.name)
+    from lcm_lab.sweeps.ledgers import BufferLedger
+
+    return get_summarizer("litellm", **recipe.options, ledger=BufferLedger(recipe.snapshot))
