@@ -41,6 +41,22 @@ FACT_TYPES: tuple[str, ...] = (
     "name",
 )
 
+# How much a fact of each type counts in weighted retention (spec/evaluation.md §5.1: paths and
+# ids over numbers over names): what an agent cannot continue without weighs most.
+FACT_WEIGHTS: dict[str, float] = {
+    "url": 3.0,
+    "command": 3.0,
+    "error": 3.0,
+    "path": 3.0,
+    "hash": 3.0,
+    "identifier": 3.0,
+    "datetime": 2.0,
+    "money": 2.0,
+    "version": 2.0,
+    "number_unit": 2.0,
+    "name": 1.0,
+}
+
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
     "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"

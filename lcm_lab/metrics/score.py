@@ -24,6 +24,7 @@ from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
 from lcm_lab.metrics.doctor import diagnose, doctor_scores, rows_from_dag
+from lcm_lab.metrics.fact_headline import fact_headline_scores
 from lcm_lab.metrics.locomo import locomo_qa_scores
 from lcm_lab.metrics.needles import Needle, needle_scores
 from lcm_lab.metrics.retention import (
@@ -57,13 +58,15 @@ def score_replay(
     mode: ContextMode = "assembled",
     context_turns: Sequence[int] | None = None,
     progress: bool = False,
+    donor_text: str | None = None,
 ) -> list[Score]:
     """All offline scores of a replay: shape, budget, fact retention (summaries and context per
     turn), doctor findings, plus LoCoMo QA retention when ``qa_items`` are given and needle
     survival when the replayed conversation was planted with ``needles``.
 
     ``context_turns`` restricts the per-turn context metrics to some turns (the last turn is
-    always included); ``mode`` chooses the assembled (default) or stored context.
+    always included); ``mode`` chooses the assembled (default) or stored context. ``donor_text``
+    (another conversation's text) feeds the chance control of the ``fact_retention`` headline.
     """
     rid = run_id or replay.run_id or "replay"
     dag = Dag.from_replay(replay)
@@ -72,6 +75,7 @@ def score_replay(
     scores += summary_shape_scores(dag, rid)
     scores += budget_scores(replay.turns, replay.token_budget, rid)
     scores += summary_fact_scores(dag, rid, base)
+    scores += fact_headline_scores(replay, rid, donor_text=donor_text)
     scores += context_fact_scores(replay, rid, mode=mode, turns=context_turns, base=base, progress=_progress(progress, "fact retention"))
     scores += doctor_scores(diagnose(rows_from_dag(dag)), rid)
     if qa_items:

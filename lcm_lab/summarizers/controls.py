@@ -26,12 +26,12 @@ engine.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
+from lcm_lab.metrics.fact_headline import text_window
 from lcm_lab.metrics.facts import extract_facts
 from lcm_lab.prompts.render import CONDENSED_HEADER, LEAF_HEADER
 
@@ -54,13 +54,16 @@ def _body_text(source: str) -> str:
 
 
 def _fit_items(prefix: str, items: Sequence[str], max_tokens: int) -> str:
-    """``prefix`` + as many items as fit in ``max_tokens`` (comma-separated)."""
-    out = prefix.rstrip() if not items else ""
-    for i in range(len(items), 0, -1):
-        line = prefix + ", ".join(items[:i])
-        if estimate_tokens(line) <= max_tokens:
-            return line
-    return out or truncate_to_tokens(prefix + items[0], max_tokens)
+    """``prefix`` + as many items as fit in ``max_tokens`` (comma-separated; ``(none)`` for no
+    items, so the engine never sees an empty summary and falls back to the raw source)."""
+    items = list(items) or ["(none)"]
+    line = prefix
+    for i, item in enumerate(items):
+        candidate = line + (", " if i else "") + item
+        if estimate_tokens(candidate) > max_tokens:
+            break
+        line = candidate
+    return line if line != prefix else truncate_to_tokens(prefix + items[0], max_tokens)
 
 
 def _result(text: str, request: SummaryRequest) -> SummaryResult:
@@ -98,7 +101,7 @@ class PointerOnlySummarizer:
     name = "control-pointer-only"
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
-        facts = [f.text for f in extract_facts(_body_text(request.source_text))] or ["the messages"]
+        facts = [f.text for f in extract_facts(_body_text(request.source_text))]
         return _result(_fit_items(POINTER_PREFIX, facts, control_tokens(request)), request)
 
 
@@ -117,15 +120,8 @@ class OtherConversationSummarizer:
             raise ValueError("OtherConversationSummarizer needs a non-empty donor text")
         self.other_text = other_text
 
-    def window(self, tokens: int, key: str) -> str:
-        """``tokens`` tokens of the donor text starting at a position derived from ``key``."""
-        chars = min(len(self.other_text), 4 * tokens)
-        span = max(1, len(self.other_text) - chars + 1)
-        start = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], 16) % span
-        return truncate_to_tokens(self.other_text[start:], tokens).strip()
-
     def summarize(self, request: SummaryRequest) -> SummaryResult:
-        return _result(self.window(control_tokens(request), request.source_text), request)
+        return _result(text_window(self.other_text, control_tokens(request), request.source_text), request)
 
 
 CONTROL_SUMMARIZERS = {
