@@ -50,12 +50,13 @@ class ContextView(NamedTuple):
     pointers: str
 
 
-def conversation_texts(conversation: Conversation) -> list[tuple[int, str]]:
-    """``(index, text)`` of every message of a conversation, oldest first (system rows skipped)."""
+def conversation_texts(conversation: Conversation, roles: Sequence[str] | None = None) -> list[tuple[int, str]]:
+    """``(index, text)`` of the messages of a conversation, oldest first (system rows skipped;
+    ``roles`` keeps only those roles, e.g. ``("user", "assistant")``)."""
     if conversation.entries:
         return [(e.line, runtime_text(e.message)) for e in conversation.entries
-                if e.message is not None and e.message.get("role") != "system"]
-    return [(m.seq, message_text(m)) for m in conversation.stored_messages if m.role != "system"]
+                if e.message is not None and e.message.get("role") != "system" and (roles is None or e.message.get("role") in roles)]
+    return [(m.seq, message_text(m)) for m in conversation.stored_messages if m.role != "system" and (roles is None or m.role in roles)]
 
 
 def context_view(items: Sequence[Any]) -> ContextView:

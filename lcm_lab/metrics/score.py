@@ -23,6 +23,7 @@ from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
+from lcm_lab.metrics.decisions import decision_scores
 from lcm_lab.metrics.doctor import diagnose, doctor_scores, rows_from_dag
 from lcm_lab.metrics.fact_headline import fact_headline_scores
 from lcm_lab.metrics.locomo import locomo_qa_scores
@@ -76,6 +77,7 @@ def score_replay(
     scores += budget_scores(replay.turns, replay.token_budget, rid)
     scores += summary_fact_scores(dag, rid, base)
     scores += fact_headline_scores(replay, rid, donor_text=donor_text)
+    scores += decision_scores(replay, rid, donor_text=donor_text)
     scores += context_fact_scores(replay, rid, mode=mode, turns=context_turns, base=base, progress=_progress(progress, "fact retention"))
     scores += doctor_scores(diagnose(rows_from_dag(dag)), rid)
     if qa_items:
