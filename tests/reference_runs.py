@@ -51,7 +51,10 @@ def conversation_for(run_id: str, directory: Path) -> Conversation:
 
 
 def config_for(trace: dict[str, Any]) -> LcmConfig:
-    return LcmConfig.from_plugin_config(trace["plugin_config"])
+    """The plugin config plus the harness's compaction mode (``inline`` in the earlier sets; unset = deferred)."""
+    mode = trace["harness_config"].get("proactiveThresholdCompactionMode")
+    extra = {"proactiveThresholdCompactionMode": mode} if mode else {}
+    return LcmConfig.from_plugin_config({**trace["plugin_config"], **extra})
 
 
 def summarizer_for(run_id: str) -> Summarizer:

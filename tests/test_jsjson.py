@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lcm_lab.engine.jsjson import UNDEFINED, js_number, js_parse, js_stringify
 
@@ -66,3 +70,33 @@ def test_trim_uses_javascript_whitespace() -> None:
 
     assert js_trim("\u3000 a \ufeff\n") == "a"
     assert js_trim("\x1fa\x85") == "\x1fa\x85"
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(alphabet=st.characters(blacklist_categories=()), max_size=12),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(alphabet="0123456789ab:,.e-", max_size=4), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(max_size=5), _json_values, max_size=5) | st.lists(_json_values, max_size=5))
+def test_c_encoder_fast_path_matches_the_exact_writer(value: object) -> None:
+    from lcm_lab.engine.jsjson import _write
+
+    exact: list[str] = []
+    _write(value, exact)
+    assert js_stringify(value) == "".join(exact)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"b":1,"2":2,"a":{"10":0,"1":1}}', '{"\\u0031":1,"a":2}', '{"a":1,"a":2,"b":3}', '{"x" : 1, "3" : 2}', "[1.0, -0, 5e-06]"],
+)
+def test_parse_fast_path_keeps_javascript_key_order(text: str) -> None:
+    from lcm_lab.engine.jsjson import _object_pairs
+
+    exact = json.loads(text, object_pairs_hook=_object_pairs)
+    assert js_parse(text) == exact
+    assert js_stringify(js_parse(text)) == js_stringify(exact)

@@ -61,8 +61,11 @@ def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
         raise SystemExit(f"lcm-lab replay: {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(doc, dict):
         raise SystemExit(f"lcm-lab replay: {path}: expected a JSON object of plugin config keys")
-    if doc.get("trace_format") == "lcref-trace-v1":  # a reference trace: use the run's plugin config
-        doc = doc.get("plugin_config", {})
+    if doc.get("trace_format") == "lcref-trace-v1":
+        # A reference trace: the run's plugin config, plus the compaction mode its harness forced
+        # (earlier sets force inline; the deferred set leaves the plugin default).
+        mode = (doc.get("harness_config") or {}).get("proactiveThresholdCompactionMode")
+        doc = {**doc.get("plugin_config", {}), **({"proactiveThresholdCompactionMode": mode} if mode else {})}
     elif "plugins" in doc:
         entry = doc.get("plugins", {}).get("entries", {}).get("lossless-claw", {})
         doc = entry.get("config", {}) if isinstance(entry, dict) else {}
@@ -152,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{run_id or '(not saved)'}  {conversation.session_id}: {len(result.turns)} turns, "
             f"{sum(len(t.calls) for t in result.turns)} summarizer calls, {len(result.summaries)} summaries, "
-            f"{last.tokens_after if last else 0} stored tokens at the end"
+            f"{last.final_tokens if last else 0} stored tokens at the end ({result.compaction_mode} compaction)"
         )
         if args.trace_out or args.check:
             data = Path(args.input).read_bytes()

@@ -3,9 +3,9 @@
 ``assemble`` is the plugin's bare ``ContextAssembler.assemble`` (steps 1-6): resolve every
 context item into a runtime message, protect the fresh tail, fill the rest of the budget
 (everything, newest-first chronological, or prompt-aware), strip tool calls whose results
-were evicted, drop empty messages and repair tool call/result pairing. ``clamp_to_budget`` is
-the engine's final clamp by serialized size (step 7), which the lab uses for its
-"what the model sees" view; the reference traces record the bare assembler only.
+were evicted, drop empty messages and repair tool call/result pairing. What the model receives
+is the engine-level assembly around it (step 7, :mod:`lcm_lab.engine.sent`), priced with
+``estimate_serialized_message_tokens``.
 
 Context items are addressed by position: ``context[i]`` has ordinal ``i`` (the plugin's
 ordinals are contiguous after every compaction; only their order matters for assembly).
@@ -40,7 +40,6 @@ from lcm_lab.engine.types import AssembledItem, Assembly, ContextItem, StoredMes
 
 __all__ = [
     "assemble",
-    "clamp_to_budget",
     "estimate_serialized_message_tokens",
     "relevance_score",
     "summary_xml",
@@ -128,14 +127,25 @@ def resolve_summary(summary: Summary, ordinal: int, timezone: str) -> _Resolved:
     )
 
 
+ResolveCache = dict[tuple[str, int | str], "_Resolved | None"]
+
+
 def _resolve_all(
     messages: Mapping[int, StoredMessage],
     summaries: Mapping[str, Summary],
     context: Sequence[ContextItem],
     timezone: str,
+    cache: ResolveCache | None = None,
 ) -> list[_Resolved]:
     resolved: list[_Resolved] = []
     for ordinal, item in enumerate(context):
+        key = (item.kind, item.ref)
+        if cache is not None and key in cache:
+            cached = cache[key]
+            if cached is not None:
+                resolved.append(_Resolved(ordinal, cached.kind, cached.ref, cached.message, cached.tokens,
+                                          cached.text, cached.source_is_user))  # fmt: skip
+            continue
         # Like the plugin, an item whose row is gone is skipped rather than fatal.
         if item.kind == "message":
             stored = messages.get(int(item.ref))
@@ -143,6 +153,8 @@ def _resolve_all(
         else:
             found = summaries.get(str(item.ref))
             entry = resolve_summary(found, ordinal, timezone) if found is not None else None
+        if cache is not None:
+            cache[key] = entry
         if entry is not None:
             resolved.append(entry)
     return resolved
@@ -289,6 +301,7 @@ def assemble(
     timezone: str = "UTC",
     prompt: str | None = None,
     prompt_aware_eviction: bool = False,
+    cache: ResolveCache | None = None,
 ) -> Assembly:
     """Build the model context from the engine state under ``token_budget`` (spec §6 steps 1-6).
 
@@ -297,8 +310,9 @@ def assemble(
     tokens) is always kept; older items are kept whole if they fit, else chosen newest-first
     until one does not fit (``chronological``), or, with ``prompt_aware_eviction`` and a
     prompt containing a searchable term, by relevance to the prompt (``prompt-aware``).
+    ``cache`` (one per message/summary set) keeps resolved items between calls.
     """
-    resolved = _resolve_all(messages, summaries, context, timezone)
+    resolved = _resolve_all(messages, summaries, context, timezone, cache)
     stats = {
         "rawMessageCount": sum(1 for r in resolved if r.kind == "message"),
         "summaryCount": sum(1 for r in resolved if r.kind == "summary"),
@@ -400,7 +414,6 @@ OPAQUE_BINARY_PART_TOKENS = 1600
 _OPAQUE_MIN_UTF16 = 4096
 _OPAQUE_FIELD_KEYS = frozenset({"data", "image", "imageData", "image_data", "base64", "bytes", "source"})
 _BASE64_HEAD = re.compile(r"[A-Za-z0-9+/=\r\n]+")
-CLAMP_SAFETY_RATIO = 0.9
 
 
 def _is_opaque_binary(key: str, value: str) -> bool:
@@ -422,11 +435,11 @@ def estimate_serialized_message_tokens(message: Mapping[str, Any]) -> int:
     """Tokens of ``JSON.stringify(message)`` with binary payloads priced at 1,600 each.
 
     Strings of ≥ 4,096 UTF-16 units that are ``data:`` URLs, or base64-looking values under
-    a binary field key (``data``, ``image``, ``source``, …), count as one opaque part; the
-    top-level ``__openclaw`` envelope is not part of the prompt and is left out.
+    a binary field key (``data``, ``image``, ``source``, …), count as one opaque part. The whole
+    message is priced, the ``__openclaw`` sender envelope included, as the engine does.
 
     >>> estimate_serialized_message_tokens({"role": "user", "content": "hi", "__openclaw": {"senderId": "x"}})
-    8
+    15
     """
     opaque = 0
 
@@ -443,40 +456,5 @@ def estimate_serialized_message_tokens(message: Mapping[str, Any]) -> int:
             return [walk(str(i), v) for i, v in enumerate(value)]
         return value
 
-    top = {k: walk(str(k), v) for k, v in message.items() if k != "__openclaw"}
+    top = {k: walk(str(k), v) for k, v in message.items()}
     return estimate_tokens(js_stringify(top)) + opaque * OPAQUE_BINARY_PART_TOKENS
-
-
-def clamp_to_budget(items: Sequence[AssembledItem], token_budget: int) -> tuple[AssembledItem, ...]:
-    """The engine's final clamp by serialized size (spec §6 step 7).
-
-    If the serialized estimate of all messages exceeds ``floor(0.9 × budget)``, keep the newest
-    suffix within that target (at least one message), drop tool results left leading the
-    suffix without their call, and re-seat the newest evicted user message if no user message
-    survived. Otherwise the items come back unchanged.
-    """
-    target = max(1, math.floor(token_budget * CLAMP_SAFETY_RATIO))
-    costs = [estimate_serialized_message_tokens(item.message) for item in items]
-    if not items or sum(costs) <= target:
-        return tuple(items)
-    start = len(items)
-    total = 0
-    while start > 0:
-        cost = costs[start - 1]
-        if start < len(items) and total + cost > target:
-            break
-        start -= 1
-        total += cost
-    kept = list(items[start:])
-    while len(kept) > 1 and _is_tool_result_role(kept[0].role):
-        kept.pop(0)
-    if not any(item.role == "user" for item in kept):
-        for index in range(start - 1, -1, -1):
-            if items[index].role == "user":
-                kept.insert(0, items[index])
-                break
-    return tuple(kept)
-
-
-def _is_tool_result_role(role: str) -> bool:
-    return role in ("toolResult", "tool")

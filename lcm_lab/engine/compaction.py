@@ -1,6 +1,6 @@
-"""Compaction exactly as lossless-claw runs it (spec §4): leaf passes, condensed passes, the full
-sweep with its two condensation loops, chained threshold sweeps, ``compactUntilUnder`` and
-``compactLeaf``.
+"""Compaction exactly as lossless-claw runs it (spec §4): leaf passes, condensed passes and the full
+sweep with its two condensation loops. The operations built on them (chained threshold sweeps,
+``compactUntilUnder``, ``compactLeaf``) are in :mod:`lcm_lab.engine.operations`.
 
 Faithful by default. Each documented quirk (spec §4.16) that the lab can switch off is guarded
 by ``fidelity == "fixed"`` and marked ``QUIRK`` in the code, so a researcher can measure what a
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.engine.fallback import MIN_FALLBACK_MAX_TOKENS, cap_summary, deterministic_fallback
+from lcm_lab.engine.operations import CompactionOperations, SweepResult
 from lcm_lab.engine.protocol import Summarizer, SummarizerAuthError, SummaryRequest, SummaryResult
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.tail import fresh_tail_start
@@ -29,7 +30,7 @@ from lcm_lab.engine.text import (
 )
 from lcm_lab.engine.timefmt import to_iso_ms
 from lcm_lab.engine.tokens import estimate_tokens
-from lcm_lab.engine.types import Level, SummarizerCall, Summary, SweepRecord
+from lcm_lab.engine.types import Level, SummarizerCall, Summary
 
 Fidelity = Literal["faithful", "fixed"]
 PassStatus = Literal["progress", "no-progress", "no-candidate", "depth-cap", "budget", "auth-failure"]
@@ -57,32 +58,6 @@ class PassOutcome:
     added_tokens: int = 0
 
 
-@dataclass
-class SweepResult:
-    action_taken: bool
-    tokens_before: int
-    tokens_after: int
-    condensed: bool = False
-    level: Level | None = None
-    created_summary_id: str | None = None
-    auth_failure: bool = False
-    stopped_at_budget: bool = False
-    passes: int = 0
-
-
-@dataclass
-class CompactResult:
-    """What ``engine.compact({compactionTarget: "threshold"})`` reports."""
-
-    ok: bool
-    compacted: bool
-    reason: str
-    tokens_before: int
-    tokens_after: int
-    rounds: int
-    sweeps: list[SweepRecord] = field(default_factory=list)
-
-
 def prompt_targets(config: LcmConfig, kind: str, aggressive: bool, input_tokens: int) -> tuple[int, int]:
     """Target tokens named in the prompt and the completion cap (spec §5.8)."""
     if kind == "condensed":
@@ -97,7 +72,7 @@ def prompt_targets(config: LcmConfig, kind: str, aggressive: bool, input_tokens:
     return target, target + 2048 if config.enable_summary_thinking else target
 
 
-class Compactor:
+class Compactor(CompactionOperations):
     """Runs compaction passes over one conversation's :class:`EngineState`.
 
     Every summarizer call and every created summary is appended to ``calls`` / ``created`` for
@@ -126,6 +101,7 @@ class Compactor:
         self.created: list[Summary] = []
         self.logs: list[str] = []
         self.turn: int | None = None
+        self.phase: str | None = None  # deferred mode: which attempt is compacting (summaries' created_by)
         self._last_model = "unknown"  # model of the latest call, recorded on the summary it produced
 
     # -- fresh tail, chunks --------------------------------------------------------------------
@@ -376,6 +352,7 @@ class Compactor:
             source_message_seqs=tuple(m.seq for m in messages),
             level=level,
             created_turn=self.turn,
+            created_by=self.phase,
             summarizer_calls=len(self.calls) - calls_before,
         )
         state.add_summary(summary, positions[0], positions[-1])
@@ -415,6 +392,7 @@ class Compactor:
             source_summary_ids=tuple(s.summary_id for s in inputs),
             level=level,
             created_turn=self.turn,
+            created_by=self.phase,
             summarizer_calls=len(self.calls) - calls_before,
         )
         removed = sum(max(0, s.token_count) for s in inputs)
@@ -574,119 +552,3 @@ class Compactor:
         result.action_taken = True
         result.created_summary_id = summary.summary_id
         result.level = summary.level
-
-    # -- orchestration -------------------------------------------------------------------------------
-    def compact_threshold(
-        self, token_budget: int, *, fresh_tail_count: int | None = None, leaf_chunk_tokens: int | None = None
-    ) -> CompactResult:
-        """``engine.compact`` with a threshold target: chained full sweeps (§4.14, README §1.2).
-
-        ``fresh_tail_count``/``leaf_chunk_tokens`` are per-call overrides (from
-        ``contextThresholdOverrides`` rules); the threshold fraction comes from ``self.config``.
-        """
-        threshold = self.config.threshold_tokens(token_budget)
-        started = self.clock()
-        records: list[SweepRecord] = []
-        results: list[SweepResult] = []
-        while True:
-            stored_before = self.state.stored_tokens()
-            sweep = self.full_sweep(token_budget, fresh_tail_count=fresh_tail_count, leaf_chunk_tokens=leaf_chunk_tokens)
-            results.append(sweep)
-            records.append(_sweep_record(sweep, stored_before, fresh_tail_count, leaf_chunk_tokens))
-            if not sweep.action_taken or sweep.tokens_after <= threshold:
-                break
-            if len(results) >= 2 and not sweep.tokens_after < results[-2].tokens_after:
-                break
-            if len(results) >= self.config.max_sweep_iterations:
-                break
-            if self.clock() - started >= self.config.compact_until_under_deadline_ms:
-                break
-        acted = any(r.action_taken for r in results)
-        after = results[-1].tokens_after
-        if not acted:
-            return CompactResult(False, False, "live context still exceeds target", results[0].tokens_before, after, 0, records)
-        ok = after <= threshold
-        reason = "compacted" if ok else "compacted but still over target"
-        return CompactResult(ok, True, reason, results[0].tokens_before, after, len(results), records)
-
-    def compact_until_under(
-        self, token_budget: int, target_tokens: int | None = None, current_tokens: int | None = None
-    ) -> tuple[bool, int, int]:
-        """Forced sweeps until at most ``target`` tokens (§4.12): (success, rounds, final tokens)."""
-        target = math.floor(target_tokens) if target_tokens and target_tokens > 0 else token_budget
-        live = math.floor(current_tokens) if current_tokens and current_tokens > 0 else 0
-        last = max(self.state.stored_tokens(), live)
-        if last < target or (self.fixed and last == target):  # QUIRK 4: equality still compacts
-            return True, 0, last
-        started = self.clock()
-        operation_deadline = started + self.config.compact_until_under_deadline_ms
-        for round_number in range(1, self.config.max_rounds + 1):
-            if round_number > 1 and self.clock() >= operation_deadline:
-                return last <= target, round_number - 1, last
-            sweep = self.full_sweep(token_budget, force=True, operation_deadline_ms=operation_deadline)
-            if sweep.auth_failure:
-                return False, round_number, sweep.tokens_after
-            if sweep.tokens_after <= target:
-                return True, round_number, sweep.tokens_after
-            if not sweep.action_taken or sweep.tokens_after >= last:
-                return False, round_number, sweep.tokens_after
-            last = sweep.tokens_after
-        return last <= target, self.config.max_rounds, last
-
-    def compact_leaf(self, token_budget: int, force: bool = False) -> SweepResult:
-        """One leaf pass (plus shallow condensation), as ``compactLeaf`` (§4.13)."""
-        before = self.state.stored_tokens()
-        threshold = self.config.threshold_tokens(token_budget)
-        leaf_trigger = self.raw_tokens_outside_tail() >= self.config.leaf_chunk_tokens
-        if not force and before <= threshold and not leaf_trigger:
-            return SweepResult(False, before, before)
-        chunk = self.select_leaf_chunk()
-        if not chunk:
-            return SweepResult(False, before, before)
-        outcome = self.leaf_pass(chunk, self.prior_summary_context(chunk[0], None))
-        if outcome.summary is None:
-            return SweepResult(False, before, before, auth_failure=not outcome.skipped)
-        result = SweepResult(False, before, max(0, before - outcome.removed_tokens + outcome.added_tokens), passes=1)
-        self._note(result, outcome.summary)
-        running = result.tokens_after
-        max_depth = math.inf if self.config.sweep_max_depth < 0 else self.config.sweep_max_depth
-        depth = 0
-        while depth < max_depth:
-            chunk_positions, tokens, meaningful = self.select_chunk_at_depth(depth, self.tail_start())
-            if meaningful < self.fanout(depth, False) or tokens < self.config.condensed_min_chunk_tokens():
-                break
-            pass_before = running
-            condensed = self.condensed_pass(chunk_positions, depth)
-            if condensed.summary is None:
-                break
-            running = max(0, pass_before - condensed.removed_tokens + condensed.added_tokens)
-            self._note(result, condensed.summary)
-            result.condensed = True
-            result.passes += 1
-            if running >= pass_before:
-                break
-            depth += 1
-        result.tokens_after = running
-        return result
-
-
-def _sweep_record(
-    sweep: SweepResult, stored_before: int, fresh_tail_count: int | None = None, leaf_chunk_tokens: int | None = None
-) -> SweepRecord:
-    return SweepRecord(
-        force=False,
-        stop_at_tokens=None,
-        stored_before=stored_before,
-        action_taken=sweep.action_taken,
-        tokens_before=sweep.tokens_before,
-        tokens_after=sweep.tokens_after,
-        condensed=sweep.condensed,
-        level=sweep.level,
-        auth_failure=sweep.auth_failure,
-        stopped_at_budget=sweep.stopped_at_budget,
-        created_summary_id=sweep.created_summary_id,
-        passes=sweep.passes,
-        fresh_tail_count=fresh_tail_count,
-        leaf_chunk_tokens=leaf_chunk_tokens,
-    )
-

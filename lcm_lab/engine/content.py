@@ -103,7 +103,7 @@ _PART_TYPES = {
 
 def prop(value: Any, key: str) -> Any:
     """``value?.[key]``: the member, or UNDEFINED for missing keys and non-objects."""
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # the type test skips a slow ABC check
         return value.get(key, UNDEFINED)
     return UNDEFINED
 
@@ -119,10 +119,11 @@ def safe_boolean(value: Any) -> bool | None:
 
 def first_string(record: Any, keys: Sequence[str]) -> str | None:
     """``safeString(r.a) ?? safeString(r.b) ?? …`` (an empty string stops the chain)."""
-    for key in keys:
-        found = safe_string(prop(record, key))
-        if found is not None:
-            return found
+    if type(record) is dict or isinstance(record, Mapping):
+        for key in keys:
+            found = record.get(key)
+            if isinstance(found, str):
+                return found
     return None
 
 

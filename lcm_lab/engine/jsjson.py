@@ -137,9 +137,60 @@ def js_stringify(value: Any) -> str:
     """
     if value is UNDEFINED:
         raise ValueError("JSON.stringify(undefined) has no JSON text")
+    if isinstance(value, dict | list):
+        fast = _c_stringify(value)
+        if fast is not None:
+            return fast
     parts: list[str] = []
     _write(value, parts)
     return "".join(parts)
+
+
+# Output of Python's C encoder that may differ from JavaScript's: floats with a ``.0`` or in
+# exponent form, integers beyond 2**53, integer-like object keys (JavaScript moves them first),
+# lone surrogates. Each pattern leads with a literal so the C scanner skips ahead; a match inside
+# a string value is a harmless false alarm (the exact writer runs).
+_DIFFERING_FORMS = tuple(
+    re.compile(p)
+    for p in (
+        r"\.0[,}\]]",  # 1.0 (JavaScript: 1)
+        r"e[+-]\d",  # 1e-07, 1e+16 (JavaScript: 1e-7, 10000000000000000)
+        r":-?\d{16}",  # integers beyond 2**53 (JavaScript rounds them to a double)
+        r",-?\d{16}",
+        r"\[-?\d{16}",
+        r'"\d+":',  # integer-like keys (JavaScript orders them first)
+    )
+)
+_INDEX_KEY_SPACED = re.compile(r'"\d+"\s*:')
+
+
+def _js_would_differ(text: str) -> bool:
+    if any(p.search(text) for p in _DIFFERING_FORMS):
+        return True
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return True
+    return False
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _refuse(value: Any) -> Any:
+    raise _NotPlain
+
+
+def _c_stringify(value: dict[Any, Any] | list[Any]) -> str | None:
+    """The C encoder's output when it is provably what ``JSON.stringify`` writes, else ``None``."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_refuse)
+    except (_NotPlain, ValueError, TypeError):
+        return None  # UNDEFINED, a non-dict mapping, NaN/Infinity, non-string keys: the exact path
+    return None if _js_would_differ(text) else text
 
 
 def _write(value: Any, out: list[str]) -> None:
@@ -198,4 +249,8 @@ def js_parse(text: str) -> Any:
     Integral numbers stay ``int``; other numbers become ``float`` (as JavaScript would hold
     them). Raises ``ValueError`` on invalid JSON, as ``JSON.parse`` throws.
     """
+    if "\\u" not in text and not _INDEX_KEY_SPACED.search(text):
+        # No integer-like key anywhere: Python's own dict order (first position, last value for a
+        # repeated key) is already JavaScript's, and the C decoder needs no per-object hook.
+        return json.loads(text)
     return json.loads(text, object_pairs_hook=_object_pairs)

@@ -40,8 +40,11 @@ def js_trim_end(text: str) -> str:
     return text.rstrip(JS_WHITESPACE)
 
 
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
 def _is_plain(text: str) -> bool:
-    return not text or max(text) <= "\uffff"
+    return text.isascii() or not _ASTRAL.search(text)
 
 
 def utf16_len(text: str) -> int:

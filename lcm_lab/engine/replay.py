@@ -18,18 +18,24 @@ Three starting points:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from typing import Any
 
+from lcm_lab.engine.assembly import ResolveCache
 from lcm_lab.engine.assembly import assemble as assemble_context
 from lcm_lab.engine.compaction import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.deferred import FORCED_EMERGENCY_ATTEMPTS, DeferredCompaction
+from lcm_lab.engine.host import HostView, debt_pending_after, host_view_of_entries, host_view_of_stored
 from lcm_lab.engine.ingest import is_persistable, to_stored_message
 from lcm_lab.engine.protocol import Summarizer
+from lcm_lab.engine.sent import engine_assemble, memoized_cost
 from lcm_lab.engine.state import EngineState
+from lcm_lab.engine.timefmt import parse_utc
 from lcm_lab.engine.turns import split_turns
 from lcm_lab.engine.types import (
+    AssembledItem,
     Assembly,
     ContextItem,
     Conversation,
@@ -64,11 +70,21 @@ class Replay:
     def final_context(self) -> tuple[ContextItem, ...]:
         return self.context_at(-1)
 
+    @property
+    def compaction_mode(self) -> str:
+        """``deferred`` (the plugin's default) or ``inline``."""
+        return self.config.proactive_threshold_compaction_mode
+
+    @property
+    def final_tokens(self) -> int:
+        """Stored tokens after the last turn (after its drains in deferred mode)."""
+        return self.turns[-1].final_tokens if self.turns else 0
+
     def context_at(self, turn: int = -1) -> tuple[ContextItem, ...]:
-        """Context items after ``turn`` (negative indexes count from the end)."""
+        """Context items at the end of ``turn``, after its drains (negative indexes count from the end)."""
         if not self.turns:
             return ()
-        return self.turns[turn].context_after
+        return self.turns[turn].final_context
 
     @cached_property
     def messages_by_seq(self) -> Mapping[int, StoredMessage]:
@@ -82,38 +98,106 @@ class Replay:
         return self.summaries_by_id[summary_id]
 
     def assemble(self, turn: int = -1, budget: int | None = None, prompt: str | None = None) -> Assembly:
-        """What the model would see after ``turn`` at ``budget`` tokens (default: the run budget).
+        """The plugin's *bare* assembler after ``turn`` at ``budget`` tokens (default: the run budget).
 
-        This is the plugin's bare assembler (what the reference traces record); pass a
-        ``prompt`` to use prompt-aware eviction when the config enables it.
+        A diagnostic: what the model receives is :meth:`sent`. Pass a ``prompt`` to use
+        prompt-aware eviction when the config enables it.
         """
-        context = self.context_at(turn)
+        return self._bare(self.context_at(turn), self.token_budget if budget is None else budget, prompt)
+
+    def _bare(self, context: Sequence[ContextItem], budget: int, prompt: str | None = None) -> Assembly:
         return assemble_context(
             self.messages_by_seq,
             self.summaries_by_id,
             context,
-            token_budget=self.token_budget if budget is None else budget,
+            token_budget=budget,
             fresh_tail_count=int(self.meta.get("fresh_tail_count", self.config.fresh_tail_count)),
             fresh_tail_max_tokens=self.config.fresh_tail_max_tokens,
             timezone=self.config.timezone,
             prompt=prompt,
             prompt_aware_eviction=self.config.prompt_aware_eviction and prompt is not None,
+            cache=self._resolve_cache,
         )
+
+    @cached_property
+    def _resolve_cache(self) -> ResolveCache:
+        return {}
+
+    @cached_property
+    def _serialized_cost(self) -> Callable[[AssembledItem], int]:
+        return memoized_cost()
+
+    @cached_property
+    def _host_view(self) -> HostView:
+        if self.conversation.entries:
+            groups = [t.entries for t in _transcript_turns(self.conversation, bool(self.meta.get("single_turn")))]
+            return host_view_of_entries(groups)
+        if self.meta.get("from_recorded"):
+            return host_view_of_stored([self.conversation.stored_messages])
+        groups_stored = _stored_turns(self.conversation.stored_messages, bool(self.meta.get("single_turn")))
+        return host_view_of_stored([t.stored for t in groups_stored])
+
+    @cached_property
+    def _debt_pending_after(self) -> tuple[bool, ...]:
+        return debt_pending_after(self.turns, self.compaction_mode)
 
     def sent(self, turn: int | None = None, budget: int | None = None) -> SentContext:
         """What the model receives: at the start of ``turn`` (per-turn call), or after the run (``None``).
 
-        Every view and context-based score reads this, never :meth:`assemble` (a diagnostic).
-        PLACEHOLDER until issue 15 lands the engine-level assembly: wraps the bare assembler.
+        The engine-level ``assemble`` (spec §6 step 7, :mod:`lcm_lab.engine.sent`): live-message
+        fallbacks, degraded contexts while compaction debt is pending, prefill strip and the
+        serialized clamp around the bare assembler. ``turn=k`` is the call at the start of turn
+        k (the state after turn k−1 and, in deferred mode, after its emergency drain; the host
+        appends ``prompt``, turn k's user message); ``None`` is the end-of-run call (no prompt,
+        no drain). Every view and context-based score reads this, never :meth:`assemble`.
+        Computed on demand, so replays stay fast.
         """
         budget = self.token_budget if budget is None else budget
-        if turn is not None and turn < 0:
-            turn += len(self.turns)
-        state_turn = -1 if turn is None else turn - 1
-        if state_turn < 0 and turn is not None:
-            return SentContext(budget, 0, "live-fallback:no-conversation", False, (), turn=turn)
-        bare = self.assemble(state_turn, budget)
-        return SentContext(budget, bare.estimated_tokens, "bare", False, bare.items, bare=bare, turn=turn)
+        n = len(self.turns)
+        k = n if turn is None else (turn + n if turn < 0 else turn)
+        if not 0 <= k <= n or (turn is not None and k == n):
+            raise IndexError(f"turn {turn} is outside this replay's {n} turns")
+        view = self._host_view
+        from_recorded = bool(self.meta.get("from_recorded"))
+        if k == 0 and not from_recorded:
+            context: tuple[ContextItem, ...] = ()
+            stored, pending = 0, False
+        elif k == 0:
+            context = self.conversation.context_items
+            stored, pending = sum(self._item_tokens(i) for i in context), False
+        else:
+            context = self.turns[k - 1].final_context
+            stored, pending = self.turns[k - 1].final_tokens, self._debt_pending_after[k - 1]
+        drain = self.turns[k].emergency_drain if turn is not None and budget == self.token_budget else None
+        degraded_path = None
+        if drain is not None:
+            # Deferred mode: the emergency drain ran inside this call and decided its path; a
+            # different budget sees the pre-drain state with the drain only recorded.
+            degraded_path = self.turns[k].start_degraded_path
+            context, stored, pending = drain.context_after, drain.tokens_after, False
+        sent = engine_assemble(
+            live=view.live[: view.live_before[k]],
+            budget=budget,
+            bare=None if k == 0 and not from_recorded else partial(self._bare, context, budget),
+            context_items=len(context),
+            has_summary=any(item.kind == "summary" for item in context),
+            stored_tokens=stored,
+            debt_pending=pending,
+            degraded_path=degraded_path,
+            prompt=view.prompts[k] if turn is not None else None,
+            turn=None if turn is None else k,
+            cost=self._serialized_cost,
+        )
+        if drain is not None:
+            sent = replace(sent, emergency_drain_reached=True, emergency_drain=drain)
+        return sent
+
+    def _item_tokens(self, item: ContextItem) -> int:
+        if item.kind == "message":
+            message = self.messages_by_seq.get(int(item.ref))
+            return message.token_count if message is not None else 0
+        found = self.summaries_by_id.get(str(item.ref))
+        return found.token_count if found is not None else 0
 
 
 @dataclass(frozen=True)
@@ -205,12 +289,20 @@ def replay(
     compactor = Compactor(
         state, config, summarizer, session_id=conversation.session_id, fidelity=fidelity, clock=SimulatedClock()
     )
+    deferred = DeferredCompaction(compactor, overrides) if config.proactive_threshold_compaction_mode == "deferred" else None
+    clock = _TranscriptClock()
     records: list[TurnRecord] = []
     for turn_input in turn_inputs:
         if turn_input.index in new_session_before:
             # ``/new``: raw messages and shallow summaries leave the context (§4.14).
             state.prune_for_new_session(config.new_session_retain_depth)
-        record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads, overrides)
+        if deferred is None:
+            record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads, overrides)
+        else:
+            conversation_exists = bool(records) or from_recorded
+            record = _run_deferred_turn(
+                deferred, turn_input, token_budget, intercept_large_payloads, clock, conversation_exists
+            )
         records.append(record)
         if on_turn is not None:
             on_turn(record)
@@ -258,6 +350,109 @@ def _ingest(compactor: Compactor, turn_input: _TurnInput, intercept: bool) -> tu
         state.large_files.extend(result.large_files)
         seqs.append(result.stored.seq)
     return seqs, persistable
+
+
+class _TranscriptClock:
+    """Transcript time in epoch ms that never goes backwards (reference-runs-deferred README §2)."""
+
+    def __init__(self) -> None:
+        self.now_ms: int | None = None
+
+    def at(self, moment_ms: int | None) -> int:
+        if moment_ms is not None:
+            self.now_ms = moment_ms if self.now_ms is None else max(self.now_ms, moment_ms)
+        return self.now_ms or 0
+
+
+def _message_time_ms(message: Mapping[str, Any], envelope: str | None) -> int | None:
+    stamp = message.get("timestamp")
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return int(stamp)
+    text = envelope if envelope else (stamp if isinstance(stamp, str) else None)
+    if not text:
+        return None
+    try:
+        return round(parse_utc(text).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def _turn_times(turn_input: _TurnInput) -> tuple[int | None, int | None]:
+    """Timestamps of the turn's first and last message (None when the input has none)."""
+    if turn_input.stored:
+        times = [_message_time_ms({}, m.created_at) for m in turn_input.stored]
+    else:
+        times = [_message_time_ms(e.message, e.timestamp) for e in turn_input.entries if e.message is not None]
+    known = [t for t in times if t is not None]
+    return (known[0], known[-1]) if known else (None, None)
+
+
+def _run_deferred_turn(
+    deferred: DeferredCompaction,
+    turn_input: _TurnInput,
+    token_budget: int,
+    intercept: bool,
+    clock: _TranscriptClock,
+    conversation_exists: bool,
+) -> TurnRecord:
+    """One turn in deferred mode: assemble (with its emergency drain), afterTurn, post-turn drain, maintain."""
+    compactor = deferred.compactor
+    state = compactor.state
+    compactor.turn = turn_input.index
+    calls_before, created_before = len(compactor.calls), len(compactor.created)
+    compactor.logs.clear()
+    first, last = _turn_times(turn_input)
+    assemble_now = clock.at(first)
+    emergency = None
+    degraded_path = None
+    stored_at_assemble = state.stored_tokens()
+    if conversation_exists and deferred.pending and stored_at_assemble > token_budget:
+        emergency = deferred.attempt(
+            "emergency_drain", token_budget, assemble_now,
+            force=deferred.retry_attempts < FORCED_EMERGENCY_ATTEMPTS, force_sweeps=True,
+            observed_tokens=stored_at_assemble,
+        )  # fmt: skip
+        degraded_path = deferred.emergency_path(emergency, token_budget) if emergency is not None else None
+    turn_now = clock.at(last)
+    seqs, persistable = _ingest(compactor, turn_input, intercept)
+    stored = state.stored_tokens()
+    threshold = compactor.config.threshold_tokens(token_budget)
+    should = stored > threshold
+    if should:
+        deferred.record(token_budget)
+    debt_before = deferred.snapshot(turn_now)
+    tokens_after, context_after = stored, tuple(state.context)
+    drain = deferred.attempt("drain", token_budget, turn_now) if should else None
+    maintain = deferred.attempt("host_maintain", token_budget, turn_now)
+    attempts = [a for a in (emergency, drain, maintain) if a is not None]
+    return TurnRecord(
+        turn=turn_input.index,
+        lines=turn_input.lines,
+        input_messages=turn_input.input_messages,
+        input_persistable_messages=persistable,
+        ingested_seqs=tuple(seqs),
+        stored_tokens_before=stored,
+        threshold=threshold,
+        should_compact=should,
+        compacted=any(a.compact_result and a.compact_result["compacted"] for a in attempts),
+        sweeps=tuple(sweep for a in attempts for sweep in a.sweeps),
+        calls=tuple(compactor.calls[calls_before:]),
+        created_summary_ids=tuple(s.summary_id for s in compactor.created[created_before:]),
+        tokens_after=tokens_after,
+        context_after=context_after,
+        logs=tuple(compactor.logs),
+        clock_ms=(assemble_now, turn_now),
+        time_ms=(first, last) if first is not None and last is not None else None,
+        start_degraded_path=degraded_path,
+        emergency_drain=emergency,
+        debt_recorded=should,
+        debt_before=debt_before,
+        drain=drain,
+        host_maintain=maintain,
+        debt_after=deferred.snapshot(turn_now),
+        tokens_end=state.stored_tokens(),
+        context_end=tuple(state.context),
+    )
 
 
 def _run_turn(

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from lcm_lab.engine.blocks import RuntimeRole, content_from_parts, parse_sender_metadata
 from lcm_lab.engine.jsjson import UNDEFINED, js_parse, js_stringify
-from lcm_lab.engine.jsstr import js_trim, js_trim_end, js_trim_start
+from lcm_lab.engine.jsstr import JS_WHITESPACE, js_trim, js_trim_start
 from lcm_lab.engine.timefmt import format_header_time
 from lcm_lab.engine.types import StoredMessage, StoredPart, Summary
 
@@ -24,6 +25,7 @@ _DATA_URL = re.compile(r"data:[^;\s\"'`]+;base64,[A-Za-z0-9+/=\s]+", re.IGNORECA
 _DATA_URL_STRICT = re.compile(r"data:[^;\s\"'`]+;base64,[A-Za-z0-9+/=]+", re.IGNORECASE)
 _DATA_URL_PREFIX = re.compile(r"^data:[^;\s\"'`]+;base64,", re.IGNORECASE)
 _MEDIA_PATH = re.compile(r"^MEDIA:/.+$")
+_DATA_WORD = re.compile("data:", re.IGNORECASE)
 _BASE64_ALPHABET = re.compile(r"^[A-Za-z0-9+/=]+$")
 _PROSE_PUNCTUATION = re.compile(r"[ .,:;!?()\[\]{}]")
 _LINE_SPLIT = re.compile(r"\r?\n")
@@ -55,6 +57,7 @@ _UNTRUSTED_HEADER = re.compile(
     r"^Untrusted context \(metadata, do not treat as instructions or commands\):\s*", re.IGNORECASE | re.MULTILINE
 )
 _FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
+_FILE_WORD = re.compile("[fF][iI][lL][eE]_")
 
 
 # -- plain-text sanitation ---------------------------------------------------------------------
@@ -72,14 +75,25 @@ def _looks_like_binary(value: str) -> bool:
     return not _PROSE_PUNCTUATION.search(trimmed)
 
 
+def _maybe_media_line(trimmed: str) -> bool:
+    # Cheap pre-test: only lines this long (base64 runs) or with these prefixes can be media.
+    return len(trimmed) >= 256 or trimmed.startswith("MEDIA:/") or trimmed[:5].lower() == "data:"
+
+
 def strip_embedded_media(content: str) -> str:
     """Drop data URLs, ``MEDIA:/`` lines, base64-looking lines and blank lines."""
     without_urls = _DATA_URL.sub("[embedded media omitted]", content)
+    lines = without_urls.split("\n")  # a "\r" left at a line end is whitespace: trimmed below
+    if max(map(len, lines)) < 256 and "MEDIA:/" not in without_urls and not _DATA_WORD.search(without_urls):
+        # No line can be media: drop blank lines and trailing whitespace, all at C speed.
+        return js_trim("\n".join(filter(None, map(str.rstrip, lines, repeat(JS_WHITESPACE)))))
     kept = []
     for line in _LINE_SPLIT.split(without_urls):
-        line = js_trim_end(line)
-        trimmed = js_trim(line)
-        if not trimmed or _MEDIA_PATH.match(trimmed) or _looks_like_binary(trimmed):
+        line = line.rstrip(JS_WHITESPACE)
+        if not line:
+            continue
+        trimmed = line.lstrip(JS_WHITESPACE)
+        if _maybe_media_line(trimmed) and (_MEDIA_PATH.match(trimmed) or _looks_like_binary(trimmed)):
             continue
         kept.append(line)
     return js_trim("\n".join(kept))
@@ -299,6 +313,8 @@ def file_ids_in(texts: Iterable[str]) -> tuple[str, ...]:
     """``file_…`` ids referenced by ``texts``, lower-cased, first occurrence order."""
     seen: dict[str, None] = {}
     for text in texts:
+        if _FILE_WORD.search(text) is None:  # cheap pre-test: most texts name no file id
+            continue
         for match in _FILE_ID.finditer(text):
             seen.setdefault(match.group(0).lower(), None)
     return tuple(seen)

@@ -76,6 +76,7 @@ def zone_label(moment: datetime, timezone: str) -> str:
     return f"GMT{sign}{hours}" + (f":{rest:02d}" if rest else "")
 
 
+@lru_cache(maxsize=4096)  # pure; a conversation repeats few distinct times per summary source
 def format_header_time(value: str, timezone: str) -> str:
     """``YYYY-MM-DD HH:MM <TZ>`` as used in leaf and condensed source headers.
 

@@ -93,6 +93,7 @@ class Summary:
     source_summary_ids: tuple[str, ...] = ()  # condensed: summary_parents.parent_summary_id
     level: Level | None = None  # escalation level when known (replays); not stored by the plugin
     created_turn: int | None = None
+    created_by: str | None = None  # deferred mode: drain | emergency_drain | host_maintain
     summarizer_calls: int = 0  # calls that produced it (replays): 1 normal, 2 after escalation
 
 
@@ -197,10 +198,24 @@ class SentContext:
     prompt: AssembledItem | None = None
     bare: Assembly | None = None
     turn: int | None = None  # per-turn call at the start of this turn; None = end-of-run call
+    serialized_before: int | None = None  # the clamp's input size when it fired
+    evicted: int = 0  # messages the clamp evicted
+    emergency_drain_reached: bool = False  # debt pending and stored tokens over the budget
+    live_messages_in: int = 0  # live messages the host passed
+    emergency_drain: DrainAttempt | None = None  # deferred mode: the drain this call ran first
 
     @property
     def degraded(self) -> bool:
         return self.path.startswith("degraded:")
+
+    @property
+    def has_summaries(self) -> bool:
+        return any(item.kind == "summary" for item in self.items)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Serialized estimate of the whole model input: the output plus the host's prompt."""
+        return self.estimated_tokens + (self.prompt.tokens if self.prompt is not None else 0)
 
     @property
     def messages(self) -> tuple[Mapping[str, Any], ...]:
@@ -274,3 +289,77 @@ class TurnRecord:
     logs: tuple[str, ...] = ()
     spend_backoff_would_open: bool = False
     compact_result: Mapping[str, Any] | None = None  # engine.compact's report (ok, reason, rounds, ...)
+    # Deferred mode (and the debt inline mode leaves behind): the per-turn assemble at the start
+    # of this turn, the post-turn drain and host maintenance, and the state they leave.
+    clock_ms: tuple[int, int] | None = None  # [assemble now, afterTurn/drain/maintain now]
+    time_ms: tuple[int, int] | None = None  # [first, last] message timestamp of the turn
+    start_degraded_path: str | None = None  # the degraded path the emergency drain decided, if any
+    emergency_drain: DrainAttempt | None = None
+    debt_recorded: bool = False
+    debt_before: DebtSnapshot | None = None  # after afterTurn
+    drain: DrainAttempt | None = None
+    host_maintain: DrainAttempt | None = None
+    debt_after: DebtSnapshot | None = None  # after drain and maintain
+    tokens_end: int | None = None  # after drain and maintain (None: same as tokens_after)
+    context_end: tuple[ContextItem, ...] | None = None
+
+    @property
+    def final_tokens(self) -> int:
+        """Stored tokens at the end of the turn (after any drain): what the next turn starts from."""
+        return self.tokens_after if self.tokens_end is None else self.tokens_end
+
+    @property
+    def final_context(self) -> tuple[ContextItem, ...]:
+        return self.context_after if self.context_end is None else self.context_end
+
+
+@dataclass(frozen=True)
+class DebtSnapshot:
+    """The ``conversation_compaction_maintenance`` row at one instant (deferred mode)."""
+
+    pending: bool
+    token_budget: int | None
+    context_threshold: float
+    retry_attempts: int
+    next_attempt_after_ms: int | None
+    last_finished_at_ms: int | None
+    last_failure: str | None
+    now_ms: int
+    reason: str = "threshold"
+
+    @property
+    def backoff_active(self) -> bool:
+        return self.next_attempt_after_ms is not None and self.next_attempt_after_ms > self.now_ms
+
+    @property
+    def retry_delay_ms(self) -> int | None:
+        if self.next_attempt_after_ms is None or self.last_finished_at_ms is None:
+            return None
+        return self.next_attempt_after_ms - self.last_finished_at_ms
+
+
+@dataclass(frozen=True)
+class DrainAttempt:
+    """One deferred-compaction attempt: post-turn drain, host maintenance or emergency drain."""
+
+    phase: Literal["drain", "host_maintain", "emergency_drain"]
+    outcome: Literal["compacted", "exhausted", "compacted-still-over-target", "skipped-backoff"]
+    force: bool
+    token_budget: int
+    current_token_count: int | None
+    now_ms: int
+    debt_before: DebtSnapshot
+    debt_after: DebtSnapshot
+    stored_tokens: int | None = None  # evaluate's stored tokens (attempts that ran)
+    threshold: int | None = None
+    compact_result: Mapping[str, Any] | None = None
+    sweeps: tuple[SweepRecord, ...] = ()
+    calls: tuple[SummarizerCall, ...] = ()
+    created_summary_ids: tuple[str, ...] = ()
+    tokens_after: int = 0
+    context_after: tuple[ContextItem, ...] = ()
+    logs: tuple[str, ...] = ()
+
+    @property
+    def ran(self) -> bool:
+        return self.outcome != "skipped-backoff"
