@@ -14,11 +14,17 @@ import pytest
 
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
-from lcm_lab.metrics.fact_headline import conversation_texts, fact_headline_scores, truncation_text
+from lcm_lab.metrics.fact_headline import (
+    conversation_costs,
+    conversation_texts,
+    fact_headline_scores,
+    truncation_text,
+)
 from lcm_lab.metrics.retention import summary_fact_scores
 from lcm_lab.metrics.statements import split_statements
 from lcm_lab.summarizers import get_summarizer
@@ -114,10 +120,13 @@ def test_headline_is_withheld_when_the_history_fits_in_the_budget() -> None:
     assert head.details["chance"] is None and "donor" in head.details["chance_withheld"]
 
 
-def test_floor_is_the_newest_messages_that_fit() -> None:
+def test_floor_is_the_newest_messages_that_fit_priced_like_the_engine() -> None:
     texts = conversation_texts(_locomo(0))
     floor = truncation_text(texts, 200)
     assert floor.endswith(texts[-1][1]) and texts[0][1] not in floor
+    costs = conversation_costs(_locomo(0))
+    assert len(costs) == len(texts) and all(c >= estimate_tokens(t) for c, (_, t) in zip(costs, texts, strict=True))
+    assert len(truncation_text(texts, 2000, costs)) < len(truncation_text(texts, 2000))
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.fact_headline import (
     bootstrap_normalised,
     context_view,
+    conversation_costs,
     conversation_texts,
     text_window,
     truncation_text,
@@ -110,7 +111,7 @@ def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_t
     sent = run.sent(None, budget)
     view = context_view(sent.items)
     usable = view.raw + "\n" + view.stated
-    floor_text = truncation_text(texts, budget)
+    floor_text = truncation_text(texts, budget, conversation_costs(run.conversation))
     chance_text = text_window(donor_text, max(1, sent.estimated_tokens), run.conversation.session_id) if donor_text else None
     scores = []
     for metric, kinds in (("decision_retention", ("decision", "todo")), ("todo_retention", ("todo",))):

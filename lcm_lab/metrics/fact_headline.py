@@ -8,8 +8,9 @@ For one run at its token budget:
   (``run.sent()``): verbatim in a raw/live message, or *stated* in a summary (pointer lines and
   bare lists do not count, :mod:`lcm_lab.metrics.statements`);
 * **ceiling** — the full history (1 by construction: every fact was extracted from it);
-* **floor** — plain truncation: the newest raw messages that fit in the budget, fixed per
-  conversation × budget (it does not move with the method's own context size);
+* **floor** — plain truncation: the newest raw messages that fit in the budget, priced like the
+  engine prices what it sends (serialized-message estimate), fixed per conversation × budget (it
+  does not move with the method's own context size);
 * **chance** — the same check against another conversation's text of the method's context size
   (``donor_text``; withheld, not faked, when none is given);
 * value = ``(raw − floor) / (ceiling − floor)`` with a 95 % percentile bootstrap interval over
@@ -32,6 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lcm_lab.engine.assembly import estimate_serialized_message_tokens
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 from lcm_lab.engine.types import Conversation
 from lcm_lab.metrics.base import Score, message_text, runtime_text
@@ -73,16 +75,27 @@ def context_view(items: Sequence[Any]) -> ContextView:
     return ContextView("\n".join(raw), "\n".join(stated), "\n".join(pointers))
 
 
-def truncation_text(texts: Sequence[tuple[int, str]], budget: int) -> str:
-    """The newest messages whose estimated tokens fit in ``budget`` (the truncation floor).
+def conversation_costs(conversation: Conversation) -> list[int]:
+    """Tokens of each message of :func:`conversation_texts` as the engine prices what it sends
+    (the serialized-message estimate its final clamp uses), so the floor is costed like the method."""
+    if conversation.entries:
+        return [estimate_serialized_message_tokens(e.message) for e in conversation.entries
+                if e.message is not None and e.message.get("role") != "system"]
+    return [estimate_serialized_message_tokens({"role": m.role, "content": m.content})
+            for m in conversation.stored_messages if m.role != "system"]
+
+
+def truncation_text(texts: Sequence[tuple[int, str]], budget: int, costs: Sequence[int] | None = None) -> str:
+    """The newest messages whose tokens (``costs``, default the plain-text estimate) fit in
+    ``budget``: the truncation floor.
 
     >>> truncation_text([(1, "a" * 40), (2, "b" * 40), (3, "c" * 8)], 12)
     'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\\ncccccccc'
     """
+    prices = list(costs) if costs is not None else [estimate_tokens(t) for _, t in texts]
     kept: list[str] = []
     spent = 0
-    for _, text in reversed(texts):
-        cost = estimate_tokens(text)
+    for (_, text), cost in zip(reversed(texts), reversed(prices), strict=True):
         if spent + cost > budget:
             break
         kept.append(text)
@@ -159,7 +172,7 @@ def fact_outcome(run: Any, *, budget: int | None = None, donor_text: str | None 
         facts=facts,
         weights=np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float),
         method=np.maximum(raw_visible, stated),
-        floor=_present(facts, truncation_text(texts, budget)),
+        floor=_present(facts, truncation_text(texts, budget, conversation_costs(run.conversation))),
         raw_visible=raw_visible,
         stated=stated,
         pointer=pointer,
