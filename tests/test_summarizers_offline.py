@@ -181,3 +181,16 @@ def test_registry_and_cli_options() -> None:
         get_summarizer("stub-v1", model="x")
     with pytest.raises(SummarizerConfigError, match="needs a model"):
         get_summarizer("litellm")
+
+
+def test_speakers_come_from_sender_metadata_or_how_they_are_addressed() -> None:
+    meta = '[2026-03-01 10:00 UTC | user | {"name": "Ada"}]\nWe decided to move the cache to src/cache.py because the old one leaked memory badly.'
+    text = OfflineSummarizer().summarize(request(meta + "\n\n" + meta.replace("10:00", "10:05"), target=60)).text
+    assert text.startswith("On 2026-03-01, Ada decided: We decided to move the cache to src/cache.py")
+    chat = "\n\n".join(
+        f"[2026-03-0{d} 10:00 UTC | user]\nHey Bo! I finally adopted a cat named Pixel from the shelter in Lyon last week.\n\n"
+        f"[2026-03-0{d} 10:01 UTC | assistant]\nThanks, Ana! That is wonderful news about the adoption of Pixel."
+        for d in range(1, 4)
+    )
+    text = OfflineSummarizer().summarize(request(chat, target=120)).text
+    assert "Ana said: Hey Bo! I finally adopted a cat named Pixel" in text

@@ -9,8 +9,8 @@ reported what — with its specifics verbatim::
     A tool reported an error: TypeError: x is undefined.
     A tool showed code mentioning hideUserMessageSelector, SessionSelectorComponent and ui.setFocus.
 
-Speakers are named when the source addresses them (``Hey Caroline!`` in an assistant message
-names the user), otherwise by role. Pieces are ranked by what they carry (errors, decisions,
+Speakers are named by the header's sender metadata, or when the source addresses them
+(``Hey Caroline!`` in an assistant message names the user), otherwise by role. Pieces are ranked by what they carry (errors, decisions,
 TODOs, paths, commands, numbers, names, questions) per token and kept in source order until
 ``request.target_tokens`` (never more than 80 % of the source, so a non-trivial source always
 shrinks and the engine's escalation stays on its normal path). A date is written when it changes.
@@ -28,6 +28,7 @@ expansion would recover. Same input, same output.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -151,6 +152,7 @@ def _parse(source: str) -> tuple[list[_Unit], list[str]]:
     units: list[_Unit] = []
     inherited: list[str] = []
     role, date = "", None
+    block_speakers = speakers
     code: list[str] = []
 
     def flush_code() -> None:
@@ -167,6 +169,8 @@ def _parse(source: str) -> tuple[list[_Unit], list[str]]:
         if leaf or condensed:
             flush_code()
             role = (leaf.group("role") or "") if leaf else ""
+            sender = _sender_name(leaf.group("sender")) if leaf else None
+            block_speakers = {**speakers, role: sender} if sender else speakers
             date = (leaf.group("at") if leaf else condensed.group("start"))[:10]  # type: ignore[union-attr]
             continue
         if not line or _MARKER.match(line):
@@ -180,7 +184,7 @@ def _parse(source: str) -> tuple[list[_Unit], list[str]]:
         flush_code()
         for piece in _pieces(_BULLET.sub("", line)):
             if role:
-                units.append(_statement_unit(len(units), date, role, speakers, piece))
+                units.append(_statement_unit(len(units), date, role, block_speakers, piece))
             else:  # condensed input: already statements; a date prefix holds until the next one
                 match = _DATE_PREFIX.match(piece)
                 date = match.group(1) if match else date
@@ -211,6 +215,21 @@ def _speakers(lines: list[str]) -> dict[str, str]:
     if len(set(names.values())) < len(names):
         return {}  # both roles got the same name: trust neither
     return names
+
+
+def _sender_name(sender: str | None) -> str | None:
+    """The display name in a header's sender metadata (``| {"name": "Ada"}``), if any."""
+    if not sender or "{" not in sender:
+        return None
+    try:
+        meta = json.loads(sender[sender.index("{") :])
+    except json.JSONDecodeError:
+        return None
+    if isinstance(meta, dict):
+        for key in ("name", "label", "displayName", "username", "sender"):
+            if isinstance(meta.get(key), str) and meta[key].strip():
+                return meta[key].strip()[:40]
+    return None
 
 
 def _pieces(line: str) -> list[str]:
