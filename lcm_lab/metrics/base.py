@@ -119,10 +119,13 @@ def runtime_text(message: Mapping[str, Any]) -> str:
     ...     {"type": "toolCall", "id": "t1", "name": "bash", "arguments": {"command": "ls -la"}}]}).split()
     ['Listing.', '$', 'ls', '-la']
     """
+    pieces: list[str] = []
+    if isinstance(message.get("command"), str):  # a host-side shell run (pi's bashExecution)
+        pieces.append("$ " + message["command"])
+        pieces.extend(v for k in ("output", "error") if isinstance(v := message.get(k), str))
     content = message.get("content", "")
     if isinstance(content, str):
-        return content
-    pieces: list[str] = []
+        return "\n".join([*pieces, content]) if pieces else content
     for block in content if isinstance(content, list | tuple) else ():
         if isinstance(block, str):
             pieces.append(block)

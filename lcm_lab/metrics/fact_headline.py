@@ -87,7 +87,8 @@ def conversation_costs(conversation: Conversation) -> list[int]:
 
 def truncation_text(texts: Sequence[tuple[int, str]], budget: int, costs: Sequence[int] | None = None) -> str:
     """The newest messages whose tokens (``costs``, default the plain-text estimate) fit in
-    ``budget``: the truncation floor.
+    ``budget``: the truncation floor. A single message larger than the whole budget is skipped
+    (no context could show it whole) instead of ending the floor.
 
     >>> truncation_text([(1, "a" * 40), (2, "b" * 40), (3, "c" * 8)], 12)
     'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\\ncccccccc'
@@ -96,6 +97,8 @@ def truncation_text(texts: Sequence[tuple[int, str]], budget: int, costs: Sequen
     kept: list[str] = []
     spent = 0
     for (_, text), cost in zip(reversed(texts), reversed(prices), strict=True):
+        if cost > budget:
+            continue
         if spent + cost > budget:
             break
         kept.append(text)
