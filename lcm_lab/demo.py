@@ -79,7 +79,7 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
                 "summaries": len(run.replay.summaries),
                 "depth": int(values.get("dag_depth", -1)),
                 "calls": int(values.get("summarizer_calls", 0)),
-                "final_tokens": last.tokens_after,
+                "final_tokens": last.final_tokens,
                 "peak_budget": values.get("peak_budget_fraction"),
                 "facts_in_context": _final_fact_retention(run.scores, last.turn),
                 "qa_retention": values.get("qa_retention_answer_f1"),

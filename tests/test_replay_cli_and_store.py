@@ -124,5 +124,50 @@ def test_replay_continues_from_recorded_lcm_db_state(tmp_path: Path) -> None:
                     token_budget=4000, from_recorded=True)  # fmt: skip
     first = result.turns[0]
     assert first.stored_tokens_before == recorded_tokens
-    assert first.should_compact and first.tokens_after < recorded_tokens
+    assert first.should_compact and first.final_tokens < recorded_tokens  # after the post-turn drain (deferred)
     assert {s.summary_id for s in conversation.summaries} <= {s.summary_id for s in result.summaries}
+
+
+def test_saved_deferred_replay_rebuilds_the_same_model_contexts(tmp_path: Path) -> None:
+    from reference_sets import load_trace as load_set_trace
+    from reference_sets import replay_of
+
+    from lcm_lab.engine.trace import CanonicalJson, sent_record, summary_keys
+    from lcm_lab.store.replays import replay_sent_df
+
+    expected = load_set_trace("deferred", "synth-2__C2-tight")
+    result = replay_of(expected, tmp_path)
+    store = LabStore(":memory:")
+    run_id = save_replay(store, result)
+    rebuilt = load_replay(store, run_id)
+    assert rebuilt.turns == result.turns  # drains, debt snapshots and clocks round-trip
+    canonical = CanonicalJson(summary_keys(result))
+    for k in range(len(result.turns)):
+        assert sent_record(rebuilt.sent(k), canonical) == sent_record(result.sent(k), canonical)
+    assert sent_record(rebuilt.sent(None, 2000), canonical) == sent_record(result.sent(None, 2000), canonical)
+    rows = replay_sent_df(store, run_id)
+    assert len(rows) == len(result.turns) + 1 and rows["turn"].iloc[-1] == -1
+    assert list(rows["path"][:-1]) == [r["path"] for r in expected["engine_assembled_per_turn"]]
+    assert int(rows["degraded"].sum()) == expected["totals"]["deferred"]["degraded_turns"]
+    mode = store.fetch_all("SELECT compaction_mode, final_stored_tokens FROM replays WHERE run_id = ?", [run_id])
+    assert mode == [("deferred", expected["totals"]["final_stored_tokens"])]
+
+
+@pytest.mark.parametrize("reference_set", ["engine", "deferred"])
+def test_cli_checks_the_engine_level_and_deferred_fields(reference_set: str, tmp_path: Path, capsys) -> None:
+    run = "synth-1__C2-tight"
+    transcript = _gunzip(FIXTURES / "inputs" / "synth-1.jsonl.gz", tmp_path / "synth-1.jsonl")
+    expected = _gunzip(FIXTURES.parent / f"reference-runs-{reference_set}" / "traces" / f"{run}.trace.json.gz",
+                       tmp_path / "expected.json")  # fmt: skip
+    out = tmp_path / "trace.json"
+    status = main(["replay", str(transcript), "--config", str(expected), "--token-budget", "8000",
+                   "--tight-budget", "2000", "--summarizer", "stub-v1", "--trace-out", str(out),
+                   "--check", str(expected), "--no-save", "--db", str(tmp_path / "lab.duckdb")])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    mode = "inline" if reference_set == "engine" else "deferred"
+    assert f"({mode} compaction)" in printed and "identical to" in printed
+    trace = json.loads(out.read_text())
+    assert len(trace["engine_assembled_per_turn"]) == trace["turn_count"] == 34
+    assert len(trace["engine_assembled"]) == 2 and trace["engine_assembled"][1]["tokenBudget"] == 2000
+    assert ("drain" in trace["turns"][0]) == (reference_set == "deferred")

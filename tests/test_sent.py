@@ -129,3 +129,37 @@ def test_fallback_order_no_conversation_no_items_coverage_empty_and_user_less_ou
     normal = engine_assemble(bare=lambda: _bare((_summary_item(),)), context_items=1, has_summary=True, **common)
     assert normal.path == "assembled" and not normal.clamped and normal.has_summaries
     assert normal.estimated_tokens == estimate_serialized_message_tokens(_summary_item().message)
+
+
+def test_prompts_naming_identifiers_are_flagged_for_the_unmodelled_prompt_recall() -> None:
+    prompt = _live("user", "why does RETRY_LIMIT differ from MAX_RETRIES_PER_CALL? ignore OPENAI_API_KEY", 9)
+    prompt = AssembledItem("user", "prompt", 9, prompt.message, prompt.tokens)
+    sent = engine_assemble(live=LIVE, budget=100_000, bare=lambda: _bare((_summary_item(),)), context_items=1,
+                           has_summary=True, stored_tokens=10, debt_pending=False, prompt=prompt, turn=3)  # fmt: skip
+    assert sent.prompt_recall_identifiers == ("RETRY_LIMIT", "MAX_RETRIES_PER_CALL")
+    assert sent.prompt is prompt and sent.messages[-1] is prompt.message
+    assert sent.prompt_tokens == sent.estimated_tokens + prompt.tokens
+
+
+def test_replay_sent_indexes_turns_like_the_host() -> None:
+    from lcm_lab.engine.config import LcmConfig
+    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.types import Conversation, InputEntry
+    from lcm_lab.summarizers.stub import StubV1Summarizer
+
+    chat = Conversation("demo", entries=(
+        InputEntry(2, "message", {"role": "user", "content": "hello " * 400, "timestamp": 0}),
+        InputEntry(3, "message", {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "timestamp": 1000}),
+        InputEntry(4, "message", {"role": "user", "content": "and now?", "timestamp": 2000}),
+    ))  # fmt: skip
+    run = replay(chat, LcmConfig(fresh_tail_count=1), StubV1Summarizer(), token_budget=500)
+    first = run.sent(0)
+    assert first.path == "live-fallback:no-conversation" and first.items == () and first.prompt is not None
+    assert first.prompt.ref == 2 and run.sent(-1) is run.sent(1)  # cached per (turn, budget)
+    second = run.sent(1)
+    assert second.prompt is not None and second.prompt.ref == 4
+    assert second.bare is not None and [i.ref for i in second.bare.items] == [1, 2]  # turn 0's two messages
+    assert run.turns[1].clock_ms == (2000, 2000) and run.turns[0].clock_ms == (0, 1000)
+    with pytest.raises(IndexError, match="outside"):
+        run.sent(2)
+    assert run.sent().turn is None and run.sent().prompt is None

@@ -29,7 +29,7 @@ def test_categories_add_up_to_the_stored_tokens_after_each_turn(run: str) -> Non
     assert info.turns == tuple(t.turn for t in replay.turns)
     for i, t in enumerate(replay.turns):
         summaries = sum(v[i] for v in info.summary_tokens_by_depth.values())
-        assert summaries + info.fresh_tail_tokens[i] + info.evictable_tokens[i] == t.tokens_after
+        assert summaries + info.fresh_tail_tokens[i] + info.evictable_tokens[i] == t.final_tokens
     assert info.sweep_turns == tuple(t.turn for t in replay.turns if t.sweeps)
     assert info.sweep_y == tuple(t.stored_tokens_before for t in replay.turns if t.sweeps)
     assert set(info.summary_tokens_by_depth) == {s.depth for s in replay.summaries}
@@ -75,9 +75,15 @@ def test_budget_df_and_figure() -> None:
     replay = hand_replay()
     df = budget_df(replay)
     assert list(df.columns) == ["turn", "summaries_d0", "fresh_tail", "evictable", "tokens_after", "stored_before",
-                                "threshold", "budget", "swept"]
+                                "threshold", "budget", "swept", "sent_tokens", "bare_tokens", "sent_path", "clamped",
+                                "degraded"]  # fmt: skip
+    # Turn 1 starts from turn 0's two messages: 12 stored-estimate tokens, 63 serialized (over the
+    # 53 budget, so the clamp fires; it keeps the assistant reply and re-seats the user message).
     assert df.to_dict("records")[1] == {"turn": 1, "summaries_d0": 6, "fresh_tail": 30, "evictable": 0, "tokens_after": 36,
-                                        "stored_before": 60, "threshold": 40, "budget": 53, "swept": False}
+                                        "stored_before": 60, "threshold": 40, "budget": 53, "swept": False,
+                                        "sent_tokens": 63, "bare_tokens": 12, "sent_path": "assembled", "clamped": True,
+                                        "degraded": False}  # fmt: skip
+    assert df["sent_path"][0] == "live-fallback:no-conversation"
     fig = plot_budget_timeline(replay, marker_turn=1)
     names = [t.name for t in fig.data]
     assert names[:3] == ["summaries depth 0", "evictable messages", "fresh tail"]
@@ -112,23 +118,43 @@ def test_context_from_assembly() -> None:
             AssembledItem("toolResult", "synthetic", None, {"role": "toolResult", "content": []}, 2),
         ),
     )
-    info = context_info(hand_replay(assembly), -1, source="assembly")
+    info = context_info(hand_replay(assembly), -1, source="bare")
     assert [r.category for r in info.rows] == ["summary depth 0", "assistant", "synthetic"]
     assert [r.cumulative for r in info.rows] == [12, 19, 21]
     assert info.rows[0].preview == "&lt;summary&gt;s&lt;/summary&gt;"
-    assert info.token_budget == 50 and "assembled" in info.title
-    fig = plot_context_at(hand_replay(assembly), source="assembly")
+    assert info.token_budget == 50 and "bare assembly" in info.title
+    fig = plot_context_at(hand_replay(assembly), source="bare")
     assert [t.type for t in fig.data] == ["bar", "bar", "bar", "scatter"]
     with pytest.raises(ValueError, match="unknown source"):
         context_info(hand_replay(), source="model")  # type: ignore[arg-type]
 
 
-def test_default_context_is_the_assembly_of_a_real_replay() -> None:
+def test_default_context_is_what_the_engine_sent() -> None:
     from report_data import planted_replay
 
     run = planted_replay()
-    info = context_info(run)
-    assembly = run.assemble(-1)
-    assert info.source == "assembly" and len(info.rows) == len(assembly.items)
-    assert info.total_tokens == sum(i.tokens for i in assembly.items)
-    assert {r.kind for r in info.rows} >= {"summary", "message"}
+    info = context_info(run)  # after the run
+    sent = run.sent()
+    assert info.source == "sent" and info.turn is None and info.path == sent.path
+    assert [(r.kind, r.ref) for r in info.rows] == [(i.kind, i.ref) for i in sent.items]
+    assert info.total_tokens == sent.estimated_tokens  # the engine's serialized estimate, row by row
+    # Deferred compaction left debt pending near the budget: the model got the raw live history.
+    assert sent.path.startswith("degraded:") and {r.kind for r in info.rows} == {"live"}
+    assert {r.kind for r in context_info(run, 5).rows} >= {"summary", "message", "prompt"}
+    at_turn = context_info(run, 3)
+    per_turn = run.sent(3)
+    assert at_turn.rows[-1].kind == "prompt" and at_turn.rows[-1].ref == per_turn.prompt.ref  # type: ignore[union-attr]
+    assert at_turn.total_tokens == per_turn.prompt_tokens
+    assert "start of turn 3" in at_turn.title
+
+
+def test_budget_timeline_marks_clamped_degraded_and_compaction_turns() -> None:
+    replay = trace_replay("before-compaction__C2-tight")
+    info = budget_info(replay)
+    sent = [replay.sent(t.turn) for t in replay.turns]
+    assert info.sent_tokens == tuple(s.estimated_tokens for s in sent)
+    assert info.degraded_turns == tuple(t.turn for t, s in zip(replay.turns, sent, strict=True) if s.degraded)
+    assert info.degraded_turns  # this run has pending compaction debt near the budget
+    assert info.clamped_turns == tuple(t.turn for t, s in zip(replay.turns, sent, strict=True) if s.clamped)
+    names = {t.name for t in plot_budget_timeline(replay).data}
+    assert {"sent to the model", "bare assembly (diagnostic)", "degraded (no summaries)", "budget"} <= names

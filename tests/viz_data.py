@@ -38,7 +38,8 @@ def trace_replay(run: str) -> Replay:
     """A ``Replay`` holding exactly what the reference trace ``run`` recorded."""
     data = json.loads(gzip.decompress((TRACES / f"{run}.trace.json.gz").read_bytes()))
     ids = {s["key"]: s["summary_id"] for s in data["summaries"]}
-    config = LcmConfig.from_plugin_config(data["plugin_config"])
+    # The reference runs compacted inline (their harness_config); the plugin's default is deferred.
+    config = LcmConfig.from_plugin_config({**data["plugin_config"], "proactiveThresholdCompactionMode": "inline"})
     messages = tuple(
         StoredMessage(
             seq=m["seq"],
@@ -101,6 +102,7 @@ def trace_replay(run: str) -> Replay:
             created_summary_ids=tuple(ids[c["key"]] for c in t["created_summaries"]),
             tokens_after=t["tokens_after"],
             context_after=tuple(_item(p, ids) for p in t["context_after"]),
+            compact_result=t["compact"][0] if t["compact"] else None,
         )
         for t in data["turns"]
     )

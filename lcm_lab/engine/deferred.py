@@ -136,11 +136,9 @@ class DeferredCompaction:
         compactor = self.compactor
         state = compactor.state
         before = row.snapshot(now_ms)
-        common = {"phase": phase, "force": force, "token_budget": token_budget,
-                  "current_token_count": observed_tokens, "now_ms": now_ms, "debt_before": before}  # fmt: skip
         if row.backoff_active(now_ms) and not force:
             return DrainAttempt(
-                **common, outcome="skipped-backoff", debt_after=before,  # type: ignore[arg-type]
+                phase, "skipped-backoff", force, token_budget, observed_tokens, now_ms, before, before,
                 tokens_after=state.stored_tokens(), context_after=tuple(state.context),
             )  # fmt: skip
         logs_start = len(compactor.logs)
@@ -184,9 +182,14 @@ class DeferredCompaction:
             )
         logs = tuple(line for line in compactor.logs[logs_start:] if line.startswith(("warn", "error")))
         return DrainAttempt(
-            **common,  # type: ignore[arg-type]
-            outcome=outcome,
-            debt_after=row.snapshot(now_ms),
+            phase,
+            outcome,
+            force,
+            token_budget,
+            observed_tokens,
+            now_ms,
+            before,
+            row.snapshot(now_ms),
             stored_tokens=stored,
             threshold=threshold,
             compact_result={

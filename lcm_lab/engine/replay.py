@@ -157,6 +157,16 @@ class Replay:
         k = n if turn is None else (turn + n if turn < 0 else turn)
         if not 0 <= k <= n or (turn is not None and k == n):
             raise IndexError(f"turn {turn} is outside this replay's {n} turns")
+        key = (None if turn is None else k, budget)
+        if key not in self._sent_cache:
+            self._sent_cache[key] = self._engine_assemble(k, None if turn is None else k, budget)
+        return self._sent_cache[key]
+
+    @cached_property
+    def _sent_cache(self) -> dict[tuple[int | None, int], SentContext]:
+        return {}
+
+    def _engine_assemble(self, k: int, turn: int | None, budget: int) -> SentContext:
         view = self._host_view
         from_recorded = bool(self.meta.get("from_recorded"))
         if k == 0 and not from_recorded:

@@ -15,6 +15,7 @@ input line; their ``message`` is the host's message object, untouched.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,10 +31,13 @@ __all__ = [
     "engine_assemble",
     "is_substantive_assistant",
     "memoized_cost",
+    "prompt_recall_identifiers",
     "prompt_text",
     "strip_prefill",
 ]
 
+_RECALL_IDENTIFIER = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_SECRET_LIKE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL")
 CLAMP_SAFETY_RATIO = 0.9  # the clamp keeps a suffix within floor(0.9 × budget)
 NEAR_BUDGET_RATIO = 0.75  # pending debt above floor(0.75 × budget) degrades (fixed, not contextThreshold)
 _REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
@@ -92,6 +96,23 @@ def prompt_text(message: Mapping[str, Any]) -> str | None:
             str(b.get("text", "")) for b in content if isinstance(b, Mapping) and b.get("type") == "text"
         )
     return None
+
+
+def prompt_recall_identifiers(prompt: str) -> tuple[str, ...]:
+    """Identifiers in a prompt that make the engine's prompt recall search its index (up to 4).
+
+    Prompt recall (a ``<lossless_claw_prompt_recall>`` message of FTS snippets prepended when it
+    fits) is not modelled by the lab: calls whose prompt yields identifiers here are flagged on
+    :attr:`SentContext.prompt_recall_identifiers` instead of silently assumed recall-free.
+
+    >>> prompt_recall_identifiers("Where is MAX_RETRIES set? Not API_KEY. MAX_RETRIES again")
+    ('MAX_RETRIES',)
+    """
+    found: list[str] = []
+    for name in _RECALL_IDENTIFIER.findall(prompt):
+        if name not in found and not _SECRET_LIKE.search(name):
+            found.append(name)
+    return tuple(found[:4])
 
 
 def is_substantive_assistant(message: Mapping[str, Any]) -> bool:
@@ -202,6 +223,7 @@ def engine_assemble(
     """
     keep = prompt is not None
     end_call = turn is None
+    recall = prompt_recall_identifiers(prompt_text(prompt.message) or "") if prompt is not None else ()
 
     def result(path: str, items: Sequence[AssembledItem], *, clamped: bool = False, tokens: int | None = None,
                bare_assembly: Assembly | None = None, before: int | None = None,
@@ -210,7 +232,7 @@ def engine_assemble(
         return SentContext(
             budget, estimated, path, clamped, tuple(items), prompt=prompt, bare=bare_assembly, turn=turn,
             serialized_before=before, emergency_drain_reached=drain_reached, live_messages_in=len(live),
-            evicted=evicted if before is not None else 0,
+            evicted=evicted if before is not None else 0, prompt_recall_identifiers=recall,
         )  # fmt: skip
 
     def bounded(path: str, bare_assembly: Assembly | None) -> SentContext:

@@ -188,6 +188,9 @@ class SentContext:
     user message the host appends after it on per-turn calls (``None`` on the end-of-run call).
     ``estimated_tokens`` is the engine's serialized estimate of ``items``; ``bare`` is the bare
     assembler at the same state and budget (a diagnostic: views and scores use ``items``).
+    ``path`` names the branch that produced it (reference-runs-engine README §2); ``clamped``
+    says the serialized clamp fired; ``emergency_drain`` is the deferred drain this call ran first.
+    See docs/model-context.md.
     """
 
     token_budget: int
@@ -203,6 +206,8 @@ class SentContext:
     emergency_drain_reached: bool = False  # debt pending and stored tokens over the budget
     live_messages_in: int = 0  # live messages the host passed
     emergency_drain: DrainAttempt | None = None  # deferred mode: the drain this call ran first
+    # Identifiers in the prompt that would make the engine's prompt recall search (not modelled).
+    prompt_recall_identifiers: tuple[str, ...] = ()
 
     @property
     def degraded(self) -> bool:

@@ -18,6 +18,7 @@ import jinja2
 from markupsafe import Markup
 
 from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.types import SentContext
 from lcm_lab.report._template import PAGE
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
@@ -74,6 +75,8 @@ def _stats_rows(stats: ReplayStats) -> list[tuple[str, str]]:
         ("peak stored tokens", f"{stats.peak_stored_tokens:,}"),
         ("final context tokens", f"{stats.final_tokens:,} / {stats.token_budget:,}"),
         ("compression (message tokens / final)", f"{stats.compression:.1f}×" if stats.compression else "–"),
+        ("turns with a clamped model context", f"{stats.clamped_turns:,}"),
+        ("turns with a degraded model context (no summaries)", f"{stats.degraded_turns:,}"),
     ]
 
 
@@ -87,10 +90,20 @@ def _config_changes(config: LcmConfig) -> list[tuple[str, str, str]]:
     return changes
 
 
+def _sent_note(sent: SentContext) -> str:
+    """What the engine sent after the run, in one line (path, clamp, serialized estimate vs the bare assembler)."""
+    note = f"{sent.path}{', clamped' if sent.clamped else ''}: {sent.estimated_tokens:,} tokens of {sent.token_budget:,}"
+    note += f" (serialized estimate); {len(sent.items)} messages"
+    if sent.bare is not None:
+        note += f"; the bare assembler alone: {len(sent.bare.items)} messages, {sent.bare.estimated_tokens:,} stored-estimate tokens"
+    return note
+
+
 def _run_section(replay: Replay, label: str, anchor: str, max_summaries: int) -> dict[str, Any]:
     stats = replay_stats(replay)
-    context = context_info(replay, -1, source="assembly") if replay.turns else None
-    assembly = replay.assemble(-1) if replay.turns else None
+    # What the model receives after the run (the engine-level assembly), not the bare assembler.
+    context = context_info(replay, None, source="sent") if replay.turns else None
+    sent = replay.sent() if replay.turns else None
     by_id = {s.summary_id: s for s in replay.summaries}
     coverage = _coverage(replay.summaries, by_id)
     listed = sorted(replay.summaries, key=lambda s: (-s.depth, s.created_turn or 0))[:max_summaries]
@@ -108,14 +121,11 @@ def _run_section(replay: Replay, label: str, anchor: str, max_summaries: int) ->
         "dag_figure": _figure_html(plot_dag(replay, color_by="depth", max_nodes=WEBGL_ABOVE, title=f"{label}: summary DAG"))
         if replay.summaries else None,
         "context_figure": _figure_html(_context_figure(context)) if context else Markup(""),
-        "context_note": (
-            f"{assembly.selection_mode} selection, {assembly.estimated_tokens:,} estimated tokens of"
-            f" {assembly.token_budget:,}; {len(assembly.items)} messages" if assembly else "no context"
-        ),
+        "context_note": _sent_note(sent) if sent else "no context",
         "context_rows": [
             {"position": i, "kind": item.kind, "ref": "" if item.ref is None else item.ref, "role": item.role,
-             "tokens": item.tokens, "text": _clip(_text_of(item.message))}
-            for i, item in enumerate(assembly.items if assembly else ())
+             "tokens": row.tokens, "text": _clip(_text_of(item.message))}
+            for i, (item, row) in enumerate(zip(sent.items if sent else (), context.rows if context else (), strict=False))
         ],
         "summary_rows": [
             {"summary_id": s.summary_id, "kind": s.kind, "depth": s.depth, "level": s.level or "",

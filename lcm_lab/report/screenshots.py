@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = {
             "dag": plot_dag(tight, color_by="depth"),
             "budget_timeline": plot_budget_timeline(tight),
-            "context_at_turn": plot_context_at(tight, -1, source="assembly"),
+            "context_at_turn": plot_context_at(tight, None, source="sent"),
         }
         for name, fig in figures.items():
             fig.update_layout(width=1400)

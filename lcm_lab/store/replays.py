@@ -21,6 +21,8 @@ from lcm_lab.engine.replay import Replay
 from lcm_lab.engine.types import (
     ContextItem,
     Conversation,
+    DebtSnapshot,
+    DrainAttempt,
     InputEntry,
     LargeFile,
     StoredMessage,
@@ -37,7 +39,7 @@ _TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
         Replay, LcmConfig, Conversation, InputEntry, StoredMessage, StoredPart, Summary, ContextItem,
-        LargeFile, TurnRecord, SweepRecord, SummarizerCall,
+        LargeFile, TurnRecord, SweepRecord, SummarizerCall, DebtSnapshot, DrainAttempt,
     )
 }  # fmt: skip
 
@@ -101,16 +103,17 @@ def save_replay(store: LabStore, replay: Replay, *, label: str | None = None, co
     with store.transaction():
         store.execute(
             "INSERT INTO replays (run_id, label, conversation_id, session_id, source, summarizer, fidelity, token_budget,"
-            " config, turns, messages, summaries, summarizer_calls, final_stored_tokens, payload)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " config, turns, messages, summaries, summarizer_calls, final_stored_tokens, payload, compaction_mode)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id, label, conversation_id, replay.conversation.session_id, replay.conversation.source,
                 replay.summarizer, replay.fidelity, replay.token_budget, json.dumps(_encode(replay.config)),
                 len(replay.turns), len(replay.messages), len(replay.summaries), calls,
-                replay.turns[-1].tokens_after if replay.turns else 0, payload,
+                replay.final_tokens, payload, replay.compaction_mode,
             ],
         )  # fmt: skip
         _insert_frame(store, "replay_turns", _turn_rows(run_id, replay))
+        _insert_frame(store, "replay_sent", _sent_rows(run_id, replay))
         _insert_frame(store, "replay_summaries", _summary_rows(run_id, replay))
         _insert_frame(store, "replay_summary_sources", _source_rows(run_id, replay))
         _insert_frame(store, "replay_calls", _call_rows(run_id, replay))
@@ -145,10 +148,38 @@ def _turn_rows(run_id: str, replay: Replay) -> list[dict[str, Any]]:
             "summarizer_calls": len(t.calls),
             "summaries_created": len(t.created_summary_ids),
             "tokens_after": t.tokens_after,
-            "context_items": len(t.context_after),
+            "tokens_end": t.final_tokens,
+            "context_items": len(t.final_context),
         }
         for t in replay.turns
     ]
+
+
+def _sent_rows(run_id: str, replay: Replay) -> list[dict[str, Any]]:
+    """One row per engine-level assemble call at the run budget (per turn, and the end of the run as turn -1)."""
+    calls = [replay.sent(t.turn) for t in replay.turns] + ([replay.sent()] if replay.turns else [])
+    return [
+        {
+            "run_id": run_id,
+            "turn": -1 if sent.turn is None else sent.turn,
+            "token_budget": sent.token_budget,
+            "path": sent.path,
+            "clamped": sent.clamped,
+            "degraded": sent.degraded,
+            "estimated_tokens": sent.estimated_tokens,
+            "prompt_tokens": None if sent.prompt is None else sent.prompt.tokens,
+            "bare_tokens": None if sent.bare is None else sent.bare.estimated_tokens,
+            "messages": len(sent.items),
+            "summaries": sum(1 for item in sent.items if item.kind == "summary"),
+            "emergency_drain": None if sent.emergency_drain is None else sent.emergency_drain.outcome,
+        }
+        for sent in calls
+    ]
+
+
+def replay_sent_df(store: LabStore, run_id: str) -> pd.DataFrame:
+    """What the model received in a saved run, per call (``turn = -1``: after the run)."""
+    return store.fetch_df("SELECT * EXCLUDE (run_id) FROM replay_sent WHERE run_id = ? ORDER BY turn = -1, turn", [run_id])
 
 
 def _summary_rows(run_id: str, replay: Replay) -> list[dict[str, Any]]:

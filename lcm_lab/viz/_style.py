@@ -25,6 +25,7 @@ ROLE_COLORS: dict[str, str] = {
     "toolResult": "#9D755D",
     "system": "#BAB0AC",
     "synthetic": "#BAB0AC",
+    "prompt": "#4C78A8",  # the user message the host appends after the engine's output
 }
 CONTINUOUS_SCALE = "Viridis"
 

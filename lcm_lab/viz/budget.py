@@ -1,8 +1,11 @@
-"""Token budget timeline: where the context's tokens go, turn by turn.
+"""Token budget timeline: what the model receives and where the stored context's tokens go, turn by turn.
 
-Per turn (after compaction) the stored context splits into summaries by depth, the fresh tail
-(the newest raw messages, protected) and evictable raw messages; lines show the budget, the
-compaction threshold and the stored tokens before compaction, markers show where sweeps ran.
+The bold line is what the engine sent the model at the start of each turn (``Replay.sent``, its
+serialized estimate); the thin dotted line is the bare assembler's estimate at the same state
+(a diagnostic: the plugin never sends it as is). Markers flag turns whose context was clamped,
+degraded (raw live history, no summaries, while compaction debt was pending) and turns where
+compaction ran (inline sweeps, or deferred drains). Stacked areas split the stored context after
+each turn (after its drains) into summaries by depth, the fresh tail and evictable messages.
 ``plot_budget_timeline(replay)`` is ``_budget_figure(budget_info(replay))``.
 """
 
@@ -42,6 +45,11 @@ class BudgetInfo(NamedTuple):
     sweep_hover: tuple[str, ...]
     marker_turn: int | None
     title: str
+    sent_tokens: tuple[int, ...] = ()  # the engine's serialized estimate of what it sent at the turn's start
+    bare_tokens: tuple[int | None, ...] = ()  # the bare assembler's estimate at the same state (None: no state yet)
+    paths: tuple[str, ...] = ()
+    clamped_turns: tuple[int, ...] = ()
+    degraded_turns: tuple[int, ...] = ()
 
 
 def split_context(
@@ -86,9 +94,10 @@ def budget_info(replay: Any, marker_turn: int | None = None, title: str | None =
     summaries = {s.summary_id: s for s in replay.summaries}
     config = replay.config
     splits = [
-        split_context(t.context_after, messages, summaries, config.fresh_tail_count, config.fresh_tail_max_tokens)
+        split_context(t.final_context, messages, summaries, config.fresh_tail_count, config.fresh_tail_max_tokens)
         for t in turns
     ]
+    sent = [replay.sent(t.turn) for t in turns]
     depths = sorted({d for sp in splits for d in sp.summary_tokens_by_depth})
     sweep_turns: list[int] = []
     sweep_y: list[int] = []
@@ -97,11 +106,13 @@ def budget_info(replay: Any, marker_turn: int | None = None, title: str | None =
         if not t.sweeps:
             continue
         acted = [w for w in t.sweeps if w.action_taken]
+        drains = [a for a in (t.emergency_drain, t.drain) if a is not None and a.ran]
         sweep_turns.append(t.turn)
         sweep_y.append(t.stored_tokens_before)
         sweep_hover.append(
             f"turn {t.turn}: {len(t.sweeps)} sweep(s), {len(acted)} acted<br>"
-            f"stored {t.stored_tokens_before:,} → {t.tokens_after:,} tokens (threshold {t.threshold:,})<br>"
+            + "".join(f"{a.phase.replace('_', ' ')}: {a.outcome}<br>" for a in drains)
+            + f"stored {t.stored_tokens_before:,} → {t.final_tokens:,} tokens (threshold {t.threshold:,})<br>"
             f"{len(t.created_summary_ids)} summaries created"
             + ("<br>condensed" if any(w.condensed for w in acted) else "")
         )
@@ -112,14 +123,20 @@ def budget_info(replay: Any, marker_turn: int | None = None, title: str | None =
         fresh_tail_tokens=tuple(sp.fresh_tail_tokens for sp in splits),
         evictable_tokens=tuple(sp.evictable_tokens for sp in splits),
         stored_before=tuple(t.stored_tokens_before for t in turns),
-        tokens_after=tuple(t.tokens_after for t in turns),
+        tokens_after=tuple(t.final_tokens for t in turns),
         threshold=tuple(t.threshold for t in turns),
         token_budget=int(replay.token_budget),
         sweep_turns=tuple(sweep_turns),
         sweep_y=tuple(sweep_y),
         sweep_hover=tuple(sweep_hover),
         marker_turn=marker_turn,
-        title=title or f"{label}: context tokens per turn (budget {int(replay.token_budget):,})",
+        title=title or f"{label}: context tokens per turn (budget {int(replay.token_budget):,}, "
+        f"{replay.compaction_mode} compaction)",
+        sent_tokens=tuple(x.estimated_tokens for x in sent),
+        bare_tokens=tuple(None if x.bare is None else x.bare.estimated_tokens for x in sent),
+        paths=tuple(x.path for x in sent),
+        clamped_turns=tuple(t.turn for t, x in zip(turns, sent, strict=True) if x.clamped),
+        degraded_turns=tuple(t.turn for t, x in zip(turns, sent, strict=True) if x.degraded),
     )
 
 
@@ -139,6 +156,11 @@ def budget_df(replay: Any) -> pd.DataFrame:
         "threshold": info.threshold,
         "budget": [info.token_budget] * len(info.turns),
         "swept": [t in set(info.sweep_turns) for t in info.turns],
+        "sent_tokens": info.sent_tokens,
+        "bare_tokens": info.bare_tokens,
+        "sent_path": info.paths,
+        "clamped": [t in set(info.clamped_turns) for t in info.turns],
+        "degraded": [t in set(info.degraded_turns) for t in info.turns],
     }
     return pd.DataFrame(columns)
 
@@ -169,9 +191,25 @@ def _budget_figure(info: BudgetInfo) -> go.Figure:
     fig.add_trace(
         go.Scatter(x=[x[0], x[-1]], y=[info.token_budget] * 2, name="budget", mode="lines", line={"color": "#000", "width": 2})
     )
+    fig.add_trace(
+        go.Scatter(x=x, y=list(info.sent_tokens), name="sent to the model", mode="lines+markers",
+                   line={"color": "#4C78A8", "width": 2.5}, marker={"size": 4}, line_shape="hv",
+                   hovertext=[f"sent {v:,} tokens ({p})" for v, p in zip(info.sent_tokens, info.paths, strict=True)],
+                   hoverinfo="text")
+    )
+    fig.add_trace(
+        go.Scatter(x=x, y=list(info.bare_tokens), name="bare assembly (diagnostic)", mode="lines",
+                   line={"color": "#4C78A8", "width": 1, "dash": "dot"}, line_shape="hv")
+    )
+    by_turn = dict(zip(info.turns, info.sent_tokens, strict=True))
+    for name, marked, symbol, color in (("clamped", info.clamped_turns, "x", "#F58518"),
+                                        ("degraded (no summaries)", info.degraded_turns, "circle-open", "#E45756")):
+        if marked:
+            fig.add_trace(go.Scatter(x=list(marked), y=[by_turn[t] for t in marked], name=name, mode="markers",
+                                     marker={"symbol": symbol, "size": 10, "color": color, "line": {"width": 2}}))
     if info.sweep_turns:
         fig.add_trace(
-            go.Scatter(x=list(info.sweep_turns), y=list(info.sweep_y), name="sweeps", mode="markers",
+            go.Scatter(x=list(info.sweep_turns), y=list(info.sweep_y), name="compaction (sweeps / drains)", mode="markers",
                        marker={"symbol": "triangle-down", "size": 9, "color": "#E45756"},
                        hovertext=list(info.sweep_hover), hoverinfo="text")
         )
@@ -204,7 +242,7 @@ def budget_comparison_info(replays: Any, labels: Any = None) -> BudgetComparison
     return BudgetComparisonInfo(
         labels=tuple(str(n) for n in names),
         turns=tuple(tuple(t.turn for t in r.turns) for r in replays),
-        tokens_after=tuple(tuple(t.tokens_after for t in r.turns) for r in replays),
+        tokens_after=tuple(tuple(t.final_tokens for t in r.turns) for r in replays),
         budgets=tuple(int(r.token_budget) for r in replays),
         thresholds=tuple(r.turns[-1].threshold if r.turns else 0 for r in replays),
     )
@@ -237,7 +275,9 @@ def plot_budget_comparison(replays: Any, labels: Any = None) -> go.Figure:
 
 
 def plot_budget_timeline(replay: Any, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
-    """Stacked context tokens per turn with budget, threshold and sweep markers.
+    """What the model receives per turn against the budget, over the stacked stored context.
+
+    Clamped, degraded and compaction turns are marked.
 
     ``marker_turn`` draws a vertical line (the scrubber's current turn).
     """

@@ -1,8 +1,11 @@
-"""What the model sees at turn t, item by item, with tokens.
+"""What the model receives at turn t, item by item, with tokens.
 
-With ``source="assembly"`` the items are the assembler's output (``Replay.assemble``: summaries
-rendered as messages, evictions applied, synthetic tool results); with ``source="stored"`` they
-are the stored context items after the turn (``Replay.context_at``), before assembly.
+With the default ``source="sent"`` the items are what the engine hands the model
+(``Replay.sent``: the engine-level assembly, i.e. the bare assembler's output after the final
+clamp, or a live/degraded fallback), followed by the user message the host appends; tokens are
+the engine's serialized estimate. ``turn=k`` is the model call that starts turn k; ``None`` the
+call after the run. ``source="bare"`` shows the bare assembler after the turn (a diagnostic: the
+plugin never sends it as is) and ``source="stored"`` the stored context items after the turn.
 ``plot_context_at(replay, t)`` is ``_context_figure(context_info(replay, t))``.
 """
 
@@ -10,16 +13,19 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from lcm_lab.engine.sent import serialized_cost
+from lcm_lab.engine.types import AssembledItem
 from lcm_lab.viz._style import ROLE_COLORS, depth_color, preview_html
 
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-ContextSource = Literal["assembly", "stored"]
+ContextSource = Literal["sent", "bare", "stored"]
+_SOURCES = ("sent", "bare", "stored")
 
 
 class ContextRow(NamedTuple):
@@ -35,11 +41,14 @@ class ContextRow(NamedTuple):
 
 class ContextInfo(NamedTuple):
     rows: tuple[ContextRow, ...]
-    turn: int
+    turn: int | None  # None: after the run
     token_budget: int
     total_tokens: int
     source: ContextSource
     title: str
+    path: str | None = None  # sent: which branch of the engine's assemble produced it
+    clamped: bool = False
+    degraded: bool = False
 
 
 def _text_of(message: Mapping[str, Any]) -> str:
@@ -55,42 +64,64 @@ def _text_of(message: Mapping[str, Any]) -> str:
     return json.dumps(content, default=str)
 
 
+def _row_category(item: AssembledItem, summaries: Mapping[str, Any]) -> str:
+    if item.kind == "summary" and item.ref in summaries:
+        return f"summary depth {summaries[item.ref].depth}"
+    return item.kind if item.kind in ("synthetic", "prompt") else item.role
+
+
+def _item_rows(items: Sequence[AssembledItem], summaries: Mapping[str, Any], costs: Sequence[int],
+               preview_chars: int) -> list[ContextRow]:  # fmt: skip
+    rows: list[ContextRow] = []
+    total = 0
+    for i, (item, tokens) in enumerate(zip(items, costs, strict=True)):
+        total += tokens
+        rows.append(ContextRow(i, item.kind, item.ref, item.role, tokens, total, _row_category(item, summaries),
+                               preview_html(_text_of(item.message), limit=preview_chars)))  # fmt: skip
+    return rows
+
+
 def context_info(
     replay: Any,
-    turn: int = -1,
-    source: ContextSource = "assembly",
+    turn: int | None = None,
+    source: ContextSource = "sent",
     budget: int | None = None,
     prompt: str | None = None,
     preview_chars: int = 160,
 ) -> ContextInfo:
-    """Items of the context after ``turn`` (negative counts from the end) with their tokens.
+    """Items of the context at ``turn`` (negative counts from the end; ``None``: after the run) with tokens.
 
-    The default ``source="assembly"`` is what the model receives (``Replay.assemble``);
-    ``"stored"`` lists the stored context items before assembly.
+    The default ``source="sent"`` is what the model receives (``Replay.sent``): at the start of
+    turn ``turn``, with the host's appended user message as the last row. ``"bare"`` is the bare
+    assembler after the turn (diagnostic; ``prompt`` feeds its prompt-aware eviction) and
+    ``"stored"`` the stored context items after the turn.
     """
     if not replay.turns:
         raise ValueError("the replay has no turns")
-    turn_index = replay.turns[turn].turn
+    if source not in _SOURCES:
+        raise ValueError(f"unknown source {source!r}; use one of {', '.join(_SOURCES)}")
+    turn_index = None if turn is None else replay.turns[turn].turn
     summaries = {s.summary_id: s for s in replay.summaries}
     messages = {m.seq: m for m in replay.messages}
     rows: list[ContextRow] = []
-    total = 0
-    if source == "assembly":
-        assembly = replay.assemble(turn, budget, prompt)
+    path = None
+    clamped = degraded = False
+    if source == "sent":
+        sent = replay.sent(turn_index, budget)
+        items = [*sent.items, *([sent.prompt] if sent.prompt is not None else [])]
+        rows = _item_rows(items, summaries, [serialized_cost(i) for i in items], preview_chars)
+        token_budget, path, clamped, degraded = sent.token_budget, sent.path, sent.clamped, sent.degraded
+        when = "after the run" if turn_index is None else f"start of turn {turn_index}"
+        what = f"sent to the model ({when}; {path}{', clamped' if clamped else ''})"
+    elif source == "bare":
+        assembly = replay.assemble(-1 if turn is None else turn, budget, prompt)
         token_budget = assembly.token_budget
-        for i, item in enumerate(assembly.items):
-            total += item.tokens
-            if item.kind == "summary" and item.ref in summaries:
-                category = f"summary depth {summaries[item.ref].depth}"
-            else:
-                category = item.kind if item.kind == "synthetic" else item.role
-            rows.append(
-                ContextRow(i, item.kind, item.ref, item.role, item.tokens, total, category,
-                           preview_html(_text_of(item.message), limit=preview_chars))
-            )
-    elif source == "stored":
+        rows = _item_rows(assembly.items, summaries, [i.tokens for i in assembly.items], preview_chars)
+        what = "bare assembly (diagnostic)"
+    else:
         token_budget = budget or int(replay.token_budget)
-        for i, ci in enumerate(replay.context_at(turn)):
+        total = 0
+        for i, ci in enumerate(replay.context_at(-1 if turn is None else turn)):
             if ci.kind == "summary":
                 s = summaries[ci.ref]
                 tokens, role, category, text = s.token_count, "summary", f"summary depth {s.depth}", s.content
@@ -99,20 +130,23 @@ def context_info(
                 tokens, role, category, text = m.token_count, m.role, m.role, m.content
             total += tokens
             rows.append(ContextRow(i, ci.kind, ci.ref, role, tokens, total, category, preview_html(text, limit=preview_chars)))
-    else:
-        raise ValueError(f"unknown source {source!r}; use 'assembly' or 'stored'")
-    what = "assembled for the model" if source == "assembly" else "stored context"
+        what = "stored context"
+    total = rows[-1].cumulative if rows else 0
+    label = "End of run" if turn_index is None else f"Turn {turn_index}"
     return ContextInfo(
         rows=tuple(rows),
         turn=turn_index,
         token_budget=token_budget,
         total_tokens=total,
         source=source,
-        title=f"Turn {turn_index}: {what}, {len(rows)} items, {total:,} / {token_budget:,} tokens",
+        title=f"{label}: {what}, {len(rows)} items, {total:,} / {token_budget:,} tokens",
+        path=path,
+        clamped=clamped,
+        degraded=degraded,
     )
 
 
-def context_df(replay: Any, turn: int = -1, source: ContextSource = "assembly") -> pd.DataFrame:
+def context_df(replay: Any, turn: int | None = None, source: ContextSource = "sent") -> pd.DataFrame:
     """The context at ``turn`` as a table (one row per item; ``preview`` is HTML-escaped)."""
     import pandas as pd
 
@@ -162,9 +196,10 @@ def _context_figure(info: ContextInfo) -> go.Figure:
 
 
 def plot_context_at(
-    replay: Any, turn: int = -1, source: ContextSource = "assembly", budget: int | None = None, prompt: str | None = None
+    replay: Any, turn: int | None = None, source: ContextSource = "sent", budget: int | None = None,
+    prompt: str | None = None,
 ) -> go.Figure:
-    """Bar per context item (tokens) with the running total against the budget."""
+    """Bar per item of what the model receives (tokens) with the running total against the budget."""
     return _context_figure(context_info(replay, turn, source, budget, prompt))
 
 
@@ -174,9 +209,14 @@ def turn_caption(replay: Any, turn: int = -1) -> str:
     parts = [f"<b>turn {t.turn}</b>", f"{len(t.ingested_seqs)} messages ingested",
              f"stored {t.stored_tokens_before:,} tokens (threshold {t.threshold:,})"]
     if t.sweeps:
-        parts.append(f"{len(t.sweeps)} sweep(s) → {t.tokens_after:,} tokens, {len(t.created_summary_ids)} summaries created")
+        parts.append(f"{len(t.sweeps)} sweep(s) → {t.final_tokens:,} tokens, {len(t.created_summary_ids)} summaries created")
     else:
         parts.append("no compaction")
+    drains = [a for a in (t.emergency_drain, t.drain) if a is not None]
+    if drains:
+        parts.append(", ".join(f"{a.phase.replace('_', ' ')}: {a.outcome}" for a in drains))
+    sent = replay.sent(t.turn)
+    parts.append(f"model received {sent.estimated_tokens:,} tokens ({sent.path}{', clamped' if sent.clamped else ''})")
     created = sum(1 for s in replay.summaries if s.created_turn is not None and s.created_turn <= t.turn)
     parts.append(f"{created} summaries so far")
     return " · ".join(parts)

@@ -23,6 +23,8 @@ class ReplayStats(NamedTuple):
     final_tokens: int
     token_budget: int
     compression: float | None  # message tokens / final context tokens
+    clamped_turns: int = 0  # turns whose model context the engine clamped
+    degraded_turns: int = 0  # turns whose model context was the raw live history (no summaries)
 
 
 def replay_stats(replay: Any) -> ReplayStats:
@@ -36,7 +38,7 @@ def replay_stats(replay: Any) -> ReplayStats:
     """
     depths = Counter(s.depth for s in replay.summaries)
     message_tokens = sum(m.token_count for m in replay.messages)
-    final = replay.turns[-1].tokens_after if replay.turns else 0
+    final = replay.turns[-1].final_tokens if replay.turns else 0
     return ReplayStats(
         turns=len(replay.turns),
         messages=len(replay.messages),
@@ -54,6 +56,8 @@ def replay_stats(replay: Any) -> ReplayStats:
         final_tokens=final,
         token_budget=int(replay.token_budget),
         compression=(message_tokens / final) if final else None,
+        clamped_turns=sum(1 for t in replay.turns if replay.sent(t.turn).clamped),
+        degraded_turns=sum(1 for t in replay.turns if replay.sent(t.turn).degraded),
     )
 
 
@@ -64,4 +68,5 @@ def stats_line(stats: ReplayStats) -> str:
     return (
         f"{stats.turns} turns · {stats.messages} messages ({stats.message_tokens:,} tokens) · "
         f"summaries {stats.summaries} ({by_depth}) · final context {stats.final_tokens:,} / {stats.token_budget:,} tokens{ratio}"
+        f" · model context clamped on {stats.clamped_turns}, degraded on {stats.degraded_turns} turns"
     )

@@ -13,9 +13,13 @@ from lcm_lab.widgets._figure import figure_widget, replace_figure
 
 
 class ReplayScrubber(widgets.VBox):
-    """Scrub or play through a replay's turns: DAG so far, budget timeline marker, context at the turn."""
+    """Scrub or play through a replay's turns: DAG so far, budget timeline marker, what the model received.
 
-    def __init__(self, replay: Any, interval_ms: int = 400, context_source: str = "assembly") -> None:
+    The context panel shows what the engine sent the model at the start of the chosen turn
+    (``context_source="sent"``, the default); ``"bare"`` or ``"stored"`` switch to diagnostics.
+    """
+
+    def __init__(self, replay: Any, interval_ms: int = 400, context_source: str = "sent") -> None:
         if not replay.turns:
             raise ValueError("the replay has no turns to scrub through")
         self.replay = replay
