@@ -43,7 +43,7 @@ OFFLINE_MODEL = "lcm-lab-offline-v2"
 FOOTER_PREFIX = "Expand for details about: "
 MAX_SHARE_OF_SOURCE = 0.8
 SENTENCE_SPLIT_TOKENS = 48  # lines longer than this are split into sentences
-MAX_UNIT_TOKENS = 80  # longer sentences (logs, dumps) are clipped
+MAX_UNIT_TOKENS = 48  # longer sentences (logs, dumps) are clipped
 DATE_COST = 5  # tokens of an "On 2024-03-01, " prefix
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
