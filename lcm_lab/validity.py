@@ -26,7 +26,7 @@ from lcm_lab.summarizers.controls import (
     ControlRun,
     EntityListSummarizer,
     FixedTextSummarizer,
-    OtherTextSummarizer,
+    OtherConversationSummarizer,
 )
 from lcm_lab.summarizers.offline import OfflineSummarizer
 
@@ -46,7 +46,7 @@ def control_run(name: str, conversation: LoadedConversation, other: LoadedConver
         "fixed-text": FixedTextSummarizer,
         "entity-list": EntityListSummarizer,
         "offline": OfflineSummarizer,
-        "other-conversation": lambda: OtherTextSummarizer(raw_texts(other.conversation)),
+        "other-conversation": lambda: OtherConversationSummarizer("\n".join(raw_texts(other.conversation))),
     }
     if name not in summarizers:
         raise ValueError(f"unknown control {name!r}; choose one of {', '.join(CONTROLS)}")

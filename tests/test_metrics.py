@@ -115,12 +115,13 @@ def test_shape_scores_on_hand_dag() -> None:
 def test_summary_fact_retention_on_hand_dag() -> None:
     dag = _hand_dag()
     scores = summary_fact_scores(dag, "r")
-    per = {s.scope_id: s for s in scores if s.scope == "summary"}
-    # sum_a sources: path, error, version, number_unit -> all but "40 ms" kept
+    per = {s.scope_id: s for s in scores if s.scope == "summary" and s.metric == "fact_retention"}
+    # sum_a sources: path, error, version, number_unit -> all but "40 ms" kept (weights 3, 3, 2 of 10)
     assert per["sum_a"].details["facts"] == 4
-    assert per["sum_a"].value == pytest.approx(3 / 4)
+    assert per["sum_a"].value == pytest.approx(8 / 10) and per["sum_a"].details["unweighted"] == pytest.approx(3 / 4)
     assert "40 ms" in per["sum_a"].details["lost_sample"]
-    assert per["sum_c"].value == pytest.approx(1 / 5)  # only the path survives condensation
+    assert per["sum_c"].value == pytest.approx(3 / 13)  # only the path (weight 3 of 13) survives condensation
+    assert set(by(scores, "summary", "fact_pointer_rate").values()) == {0.0}
     assert by(scores, "fact_type", "summary_fact_retention")["url"] == 0.0
 
 

@@ -141,7 +141,7 @@ def test_default_context_is_what_the_engine_sent() -> None:
     assert info.total_tokens == sent.estimated_tokens  # the engine's serialized estimate, row by row
     # Deferred compaction left debt pending near the budget: the model got the raw live history.
     assert sent.path.startswith("degraded:") and {r.kind for r in info.rows} == {"live"}
-    assert {r.kind for r in context_info(run, 5).rows} >= {"summary", "message", "prompt"}
+    assert {r.kind for r in context_info(run, 4).rows} >= {"summary", "message", "prompt"}
     at_turn = context_info(run, 3)
     per_turn = run.sent(3)
     assert at_turn.rows[-1].kind == "prompt" and at_turn.rows[-1].ref == per_turn.prompt.ref  # type: ignore[union-attr]

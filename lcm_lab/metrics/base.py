@@ -99,6 +99,47 @@ def message_text(message: StoredMessage) -> str:
     return "\n".join(pieces)
 
 
+def _tool_call_text(args: Any) -> list[str]:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return [args]
+    if isinstance(args, Mapping) and isinstance(args.get("command"), str):
+        return ["$ " + args["command"], *_strings_in({k: v for k, v in args.items() if k != "command"})]
+    return _strings_in(args)
+
+
+def runtime_text(message: Mapping[str, Any]) -> str:
+    """What a reader sees of a runtime message (a transcript entry or an item the model receives):
+    text blocks, tool results, and tool-call arguments (a ``command`` as ``$ <command>``, like
+    :func:`message_text`); thinking blocks, signatures, ids and images are left out.
+
+    >>> runtime_text({"role": "assistant", "content": [{"type": "text", "text": "Listing."},
+    ...     {"type": "toolCall", "id": "t1", "name": "bash", "arguments": {"command": "ls -la"}}]}).split()
+    ['Listing.', '$', 'ls', '-la']
+    """
+    pieces: list[str] = []
+    if isinstance(message.get("command"), str):  # a host-side shell run (pi's bashExecution)
+        pieces.append("$ " + message["command"])
+        pieces.extend(v for k in ("output", "error") if isinstance(v := message.get(k), str))
+    content = message.get("content", "")
+    if isinstance(content, str):
+        return "\n".join([*pieces, content]) if pieces else content
+    for block in content if isinstance(content, list | tuple) else ():
+        if isinstance(block, str):
+            pieces.append(block)
+        elif isinstance(block, Mapping):
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                pieces.append(block["text"])
+            elif kind in ("toolCall", "tool_use", "toolUse"):
+                pieces.extend(_tool_call_text(block.get("arguments", block.get("input", {}))))
+            elif kind in ("toolResult", "tool_result"):
+                pieces.extend(_strings_in(block.get("content", "")))
+    return "\n".join(pieces)
+
+
 def assembled_message_text(message: Mapping[str, Any]) -> str:
     """All text in one assembled runtime message (strings at any depth of its content)."""
     return "\n".join(_strings_in(message.get("content", "")))

@@ -7,8 +7,15 @@ fact?" quickly (token postings, then a boundary-aware check) so retention can be
 summary and per turn without an LLM.
 
 Fact types, in the order they claim text (an earlier type wins an overlapping span, so the path
-inside a URL is not counted again): ``url``, ``command``, ``error``, ``datetime``, ``money``,
-``version``, ``number_unit``, ``path``, ``hash``, ``identifier``, ``name``.
+inside a URL is not counted again): ``url``, ``command``, ``error``, ``path``, ``datetime``, ``money``,
+``version``, ``number_unit``, ``hash``, ``identifier``, ``name`` (a path claims first, so the version
+inside ``pkg@1.1.3/index.js`` is not a second fact).
+
+What counts as a hard fact is written down with the hand-labelled set that measures the
+extractor (``tests/fixtures/fact-labels.md``): specifics a continuing reader needs verbatim —
+paths, commands, identifiers, error messages, numbers with units, dates, versions, URLs, proper
+names. Not facts: capitalised sentence/list/comment openers, headings, UI label strings, CSS
+fragments, slash-joined alternatives (``and/or``, ``Print/JSON``).
 
 >>> [(f.kind, f.text) for f in extract_facts("Run `pytest -x tests/` then open https://x.org/a.")]
 [('command', 'pytest -x tests/'), ('url', 'https://x.org/a')]
@@ -24,15 +31,31 @@ FACT_TYPES: tuple[str, ...] = (
     "url",
     "command",
     "error",
+    "path",
     "datetime",
     "money",
     "version",
     "number_unit",
-    "path",
     "hash",
     "identifier",
     "name",
 )
+
+# How much a fact of each type counts in weighted retention (spec/evaluation.md §5.1: paths and
+# ids over numbers over names): what an agent cannot continue without weighs most.
+FACT_WEIGHTS: dict[str, float] = {
+    "url": 3.0,
+    "command": 3.0,
+    "error": 3.0,
+    "path": 3.0,
+    "hash": 3.0,
+    "identifier": 3.0,
+    "datetime": 2.0,
+    "money": 2.0,
+    "version": 2.0,
+    "number_unit": 2.0,
+    "name": 1.0,
+}
 
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -47,7 +70,8 @@ _COMMANDS = (
 _UNITS = (
     "ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
     "[KMGT]i?B|kb|mb|gb|tb|bytes?|bits?|tokens?|px|pt|em|rem|°[CF]|km|m|cm|mm|mi|kg|g|lbs?|"
-    "lines?|files?|tests?|requests?|rps|qps|fps|Hz|kHz|MHz|GHz|cores?|threads?|x|%"
+    "lines?|files?|tests?|requests?|rps|qps|fps|Hz|kHz|MHz|GHz|cores?|threads?|x|%|"
+    "characters?|chars|words?|messages?|items?|errors?|warnings?|commits?|steps?"
 )
 
 _PATTERNS: dict[str, re.Pattern[str]] = {
@@ -65,7 +89,8 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         rf"|\b\d{{1,2}} (?:{_MONTHS})\.?,? \d{{4}}"
         rf"|\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b"
         rf"|\b(?:{_MONTHS}) \d{{4}}\b"
-        r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?(?![\d:])"
+        r"|(?<![:\w])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s?[ap]\.?m\.?)?(?![\d:])"
+        r"|\b(?:[Nn]ext|[Ll]ast|[Tt]his) (?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
         r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
     ),
     "money": re.compile(
@@ -73,11 +98,12 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|JPY|dollars|euros|cents)\b"
     ),
     "version": re.compile(r"\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?\b|\bv\d+(?:\.\d+)?\b"),
-    "number_unit": re.compile(rf"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:{_UNITS})(?![\w])"),
+    "number_unit": re.compile(rf"(?<![\w.\[-])\d+(?:[.,]\d+)?(?:\s?[-–]\s?\d+(?:[.,]\d+)?)?\s?(?:{_UNITS})(?![\w-])"),
     "path": re.compile(
         r"(?<![\w/.:-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+/?"
-        r"|(?<![\w/.-])[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|txt|yaml|yml|toml|rs|go|sh|db|"
-        r"sql|csv|tsv|html|css|c|h|cc|cpp|hpp|java|kt|rb|php|lock|log|cfg|ini|env|xml|ipynb|png|jpg|pdf|gz|zip)\b"
+        r"|(?<![\w.-])/?[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|txt|yaml|yml|toml|rs|go|sh|db|"
+        r"sql|csv|tsv|html|css|c|h|cc|cpp|hpp|java|kt|rb|php|lock|log|cfg|ini|env|xml|ipynb|png|jpg|svg|gif|webp|pdf|gz|zip)\b"
+        r"|(?<![\w/.-])[\w.-]{2,}/(?=[\s,;:)]|$)"
     ),
     "hash": re.compile(
         r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
@@ -92,7 +118,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
         r"|\b[A-Z]{2,}[0-9]+[A-Z0-9]*\b"  # SOC2, ES2022
         r"|#[A-Za-z][\w-]+"  # channels, tags
     ),
-    "name": re.compile(r"\b[A-Z][a-z][A-Za-z'’-]*(?:\s+(?:[A-Z][a-z][A-Za-z'’-]*|de|van|von|da|del|of))*(?<!\s(?:de|of))\b"),
+    "name": re.compile(r"\b(?:[A-Z]\.){1,3} ?[A-Z][a-z]+\b|\b[A-Z][a-z][A-Za-z'’-]*(?:\s+(?:[A-Z][a-z][A-Za-z'’-]*|de|van|von|da|del|of))*(?<!\s(?:de|of))\b"),
 }
 
 # Capitalised words that are not names (sentence openers, pronouns, calendar words, ...).
@@ -107,10 +133,27 @@ _NOT_NAMES = frozenset(
     definitely hmm really right totally true wait done next first second third last note todo
     monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday
     january february march april june july august september october november december
-    user assistant tool system summary error warning info debug true false null none""".split()
+    user assistant tool system summary error warning info debug true false null none
+    create add use make build run check set get install fix update remove delete write read
+    implement integrate ensure include verify return show try""".split()
 )
 
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|[\"“(]\s*)$")
+# Extensionless two-part relative paths are usually alternatives ("and/or", "output/render")
+# unless they start in a conventional source directory or are quoted (an import specifier).
+_DIR_ROOTS = frozenset(
+    """src lib libs packages package apps app bin tests test spec docs doc scripts config configs
+    components types modes core dist build public assets datasets reports notebooks node_modules
+    benchmarks examples fixtures tools utils internal cmd pkg vendor""".split()
+)
+# Attribute and method names that every program of a framework uses: not specific facts.
+_GENERIC_IDENTIFIERS = frozenset({"classname", "htmlfor", "innerhtml", "textcontent", "onclick", "onchange", "onsubmit"})
+_HEX_COLOUR = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
+
+_SENTENCE_START = re.compile(r"(?:[.!?:;]\s+|[\"“('`>]\s*)$")
+# What may precede a sentence on its line: indentation, bullets, numbering, checkboxes, comment
+# leaders, quote marks, bold markers, line-number gutters (``12→``).
+_LINE_LEADER = re.compile(r"[\s\-*+#>/|\[\]xX\d.)→\"“'`(]*")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
 
 
 @dataclass(frozen=True)
@@ -158,17 +201,47 @@ def _trim_name(surface: str, start: int) -> tuple[int, str]:
     return start + words[0].start(), surface[words[0].start() : words[-1].end()]
 
 
+def _line_before(source: str, start: int) -> str:
+    return source[source.rfind("\n", 0, start) + 1 : start]
+
+
+def _at_sentence_start(source: str, start: int) -> bool:
+    before = _line_before(source, start)
+    return _LINE_LEADER.fullmatch(before) is not None or _SENTENCE_START.search(before[-4:]) is not None
+
+
 def _is_name(text: str, start: int, source: str) -> bool:
     words = text.split()
     if all(w.lower().strip("'’") in _NOT_NAMES for w in words):
         return False
+    if _HEADING.match(_line_before(source, start)):
+        return False  # headings name topics ("Code Duplication Issues"), not facts
     if len(words) == 1:
         if len(text) < 3:
             return False
         # A single capitalised word at a sentence start is usually just a sentence start.
-        if _SENTENCE_START.search(source[max(0, start - 3) : start]) or start == 0:
+        if _at_sentence_start(source, start):
             return False
     return True
+
+
+def _is_path(surface: str, start: int, end: int, source: str) -> bool:
+    if "/" not in surface and "." not in surface:
+        return False
+    if re.fullmatch(r"[\d/.]+", surface):
+        return False  # dates like 5/6/2023 and plain numbers
+    parts = surface.split("/")
+    if len(parts) == 2 and all(parts) and not surface.startswith((".", "~")) and "." not in parts[1]:
+        quoted = source[start - 1 : start] in ("'", '"', "`") and source[end : end + 1] in ("'", '"', "`")
+        return quoted or parts[0].lower() in _DIR_ROOTS
+    return True
+
+
+def _is_identifier(surface: str, start: int, end: int, source: str) -> bool:
+    if surface.lower() in _GENERIC_IDENTIFIERS or _HEX_COLOUR.fullmatch(surface):
+        return False
+    # A word inside a path-like token (``esm/module_job:271``) is a fragment of it.
+    return source[start - 1 : start] != "/" and source[end : end + 1] != "/"
 
 
 def extract_facts(text: str, seq: int | None = None, kinds: Sequence[str] = FACT_TYPES) -> list[Fact]:
@@ -194,10 +267,10 @@ def extract_facts(text: str, seq: int | None = None, kinds: Sequence[str] = FACT
             surface = surface.strip()
             if not surface or _overlaps((start, end), taken):
                 continue
-            if kind == "path" and "/" not in surface and "." not in surface:
+            if kind == "path" and not _is_path(surface, start, end, text):
                 continue
-            if kind == "path" and re.fullmatch(r"[\d/.]+", surface):
-                continue  # dates like 5/6/2023 and plain numbers
+            if kind == "identifier" and not _is_identifier(surface, start, end, text):
+                continue
             if kind == "name" and not _is_name(surface, start, text):
                 continue
             taken.append((start, end))

@@ -22,7 +22,7 @@ from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.metrics.base import Score, age_bucket, mean, message_text
 from lcm_lab.metrics.dag import Dag
 from lcm_lab.metrics.facts import Fact, TextIndex, fact_key
-from lcm_lab.metrics.retention import ContextMode, shown_refs
+from lcm_lab.metrics.retention import ContextMode, shown_refs, shown_view
 
 NEEDLE_KINDS: tuple[str, ...] = ("identifier", "path", "number_unit", "decision")
 _WORDS = ("amber", "basalt", "cobalt", "dorado", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kestrel", "lumen")
@@ -162,7 +162,6 @@ def needle_scores(
     """
     dag = Dag.from_replay(replay)
     index = TextIndex((m.seq, message_text(m)) for m in dag.messages)
-    summaries = TextIndex((s.summary_id, s.content) for s in dag.summaries)
     facts = {n.needle_id: Fact(n.kind, n.key, fact_key(n.kind, n.key)) for n in needles}
     seq_of: dict[str, int] = {}
     for needle in needles:
@@ -176,12 +175,14 @@ def needle_scores(
     final: dict[str, tuple[bool, str | None, str]] = {}
     for turn in chosen:
         seqs, sids = shown_refs(replay, turn, mode, budget)
+        shown = shown_view(replay, turn, mode, budget)
+        view = TextIndex([("raw", shown.raw), ("summary", shown.stated)])  # summaries count when stated
         for needle in needles:
             if needle.turn > turn:
                 continue
             fact = facts[needle.needle_id]
-            raw = bool(index.containing(fact) & seqs)
-            in_summary = bool(summaries.containing(fact) & sids)
+            hits = view.containing(fact)
+            raw, in_summary = "raw" in hits, "summary" in hits
             present = raw or in_summary
             by_age[age_bucket(turn - needle.turn)].append(float(present))
             if turn == last:

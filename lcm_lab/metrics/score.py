@@ -23,8 +23,10 @@ from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
+from lcm_lab.metrics.decisions import decision_scores
 from lcm_lab.metrics.doctor import diagnose, doctor_scores, rows_from_dag
-from lcm_lab.metrics.locomo import qa_retention_scores
+from lcm_lab.metrics.fact_headline import fact_headline_scores
+from lcm_lab.metrics.locomo import qa_retention_scores, raw_texts
 from lcm_lab.metrics.needles import Needle, needle_scores
 from lcm_lab.metrics.retention import (
     ContextMode,
@@ -58,22 +60,28 @@ def score_replay(
     context_turns: Sequence[int] | None = None,
     progress: bool = False,
     chance_conversation: Conversation | None = None,
+    donor_text: str | None = None,
 ) -> list[Score]:
     """All offline scores of a replay: shape, budget, fact retention (summaries and context per
     turn), doctor findings, plus LoCoMo QA retention when ``qa_items`` are given and needle
     survival when the replayed conversation was planted with ``needles``. ``chance_conversation``
-    (another conversation) gives ``qa_retention`` its chance control.
+    (another conversation) gives ``qa_retention`` and ``fact_retention`` their chance control
+    (``donor_text``: another conversation's text for the fact headline, default: that conversation's).
 
     ``context_turns`` restricts the per-turn context metrics to some turns (the last turn is
     always included); ``mode`` chooses the assembled (default) or stored context.
     """
+    if donor_text is None and chance_conversation is not None:
+        donor_text = "\n".join(raw_texts(chance_conversation))
     if hasattr(replay, "strategy"):  # a StrategyRun (lcm_lab.strategies); an lcm run carries its Replay
         if replay.replay is None:
             # Same headline definitions as LCM runs: they read only what the model receives.
             from lcm_lab.metrics.strategies import strategy_scores
 
             rid = run_id or replay.run_id or f"{replay.strategy}-run"
-            return strategy_scores(replay, run_id=rid, qa_items=qa_items, chance_conversation=chance_conversation)
+            return strategy_scores(
+                replay, run_id=rid, qa_items=qa_items, chance_conversation=chance_conversation, donor_text=donor_text
+            )
         replay = replay.replay
     rid = run_id or replay.run_id or "replay"
     dag = Dag.from_replay(replay)
@@ -82,6 +90,8 @@ def score_replay(
     scores += summary_shape_scores(dag, rid)
     scores += budget_scores(replay.turns, replay.token_budget, rid)
     scores += summary_fact_scores(dag, rid, base)
+    scores += fact_headline_scores(replay, rid, donor_text=donor_text)
+    scores += decision_scores(replay, rid, donor_text=donor_text)
     scores += context_fact_scores(replay, rid, mode=mode, turns=context_turns, base=base, progress=_progress(progress, "fact retention"))
     scores += doctor_scores(diagnose(rows_from_dag(dag)), rid)
     if qa_items:

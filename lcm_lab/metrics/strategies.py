@@ -27,9 +27,10 @@ import numpy as np
 from lcm_lab.engine.types import SentContext
 from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score, age_bucket, assembled_message_text, mean, message_text
+from lcm_lab.metrics.fact_headline import fact_headline_scores
 from lcm_lab.metrics.facts import Fact, TextIndex, extract_facts
 from lcm_lab.metrics.headline import headline
-from lcm_lab.metrics.locomo import answer_tokens, qa_retention_scores
+from lcm_lab.metrics.locomo import answer_tokens, qa_retention_scores, raw_texts
 
 
 def sent_text(sent: SentContext) -> str:  # noqa: D401
@@ -194,11 +195,13 @@ def strategy_scores(
     seed: int = 0,
     base: MessageBase | None = None,
     chance_conversation: Any = None,
+    donor_text: str | None = None,
 ) -> list[Score]:
     """Context, call, fact and (with ``qa_items``) LoCoMo QA scores of any strategy's run.
 
-    ``qa_retention`` is the one definition every run gets (:func:`qa_retention_scores`);
-    ``chance_conversation`` (another conversation) gives it its chance control.
+    ``qa_retention`` and ``fact_retention`` have one definition for every run
+    (:func:`qa_retention_scores`, :func:`fact_headline_scores`); ``chance_conversation`` and
+    ``donor_text`` (another conversation, its text) give them their chance controls.
     """
     run = _as_run(run)
     base = base or message_base(run.messages)
@@ -225,6 +228,9 @@ def strategy_scores(
         )
     )
     scores += _fact_scores(run, rid, base, extra_texts, contexts, extra, seed)
+    if donor_text is None and chance_conversation is not None:
+        donor_text = "\n".join(raw_texts(chance_conversation))
+    scores += fact_headline_scores(run, rid, donor_text=donor_text, seed=seed)
     if qa_items:
         scores += qa_retention_scores(run, qa_items, rid, chance_conversation=chance_conversation)
     return scores
@@ -251,7 +257,9 @@ def _fact_scores(
         rows.append(row)  # type: ignore[arg-type]
         by_age[age_bucket(last - turn_of.get(fact.seq or 0, last))].append(row[0])
         by_type[fact.kind].append(row[0])
-    scores = [_headline(rid, "fact_retention", rows, "fact", extra, seed)]
+    # The equal-token control (floor = truncation to the strategy's own tokens) is a diagnostic;
+    # the fact_retention headline is metrics.fact_headline's, like every other run's.
+    scores = [_headline(rid, "fact_retention_equal_tokens", rows, "fact", extra, seed)]
     for bucket, values in by_age.items():
         scores.append(
             Score(

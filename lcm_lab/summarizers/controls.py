@@ -1,28 +1,39 @@
-"""Control summarizers and control runs: strategies a trustworthy metric must *not* reward.
+"""Control summarizers: deliberately useless summaries that a trustworthy metric must not reward.
 
-Injected into the normal replay like any summarizer, so the metrics see nothing special:
+Each one answers the engine's :class:`~lcm_lab.engine.protocol.SummaryRequest` with text of the
+size the offline summarizer would write (:func:`control_tokens`: the target, never more than
+80 % of the source), so a control costs the same context as a real summary:
 
-* :class:`FixedTextSummarizer` (``control-fixed``) — the same sentence for every call;
-* :class:`EntityListSummarizer` (``control-entities``) — a bare list of every name, number and
-  date of the source (dates of the message headers written out as ``8 May 2023``): every
-  candidate answer, none of their relations to anything;
-* :class:`OtherTextSummarizer` (``control-other``) — text of *another* conversation of the size
-  the call asks for.
+* :class:`FixedTextSummarizer` — the same neutral sentence repeated, whatever the source;
+* :class:`BareListSummarizer` — the hard facts of the source (names, numbers, dates, paths …)
+  as a comma-separated list, with no statement relating them;
+* :class:`OtherConversationSummarizer` — a window of *another* conversation's text;
+* :class:`PointerOnlySummarizer` — only an ``Expand for details about:`` footer naming the
+  source's facts;
+* :class:`EntityListSummarizer` — every capitalised word, number and message date of the source
+  (dates written out as ``8 May 2023``): every candidate *answer* of a QA set, none of their
+  relations to a question.
 
 :class:`ControlRun` is a run without summaries (plain truncation to the budget, or the full
 history): it has only what a context-based score may read — ``sent``, ``conversation``,
 ``token_budget`` and ``turns`` — so it also tests that contract.
 
+They are deterministic (the other-conversation window is chosen by a hash of the source) and
+model-free. The metric-validity report and the adversarial tests run them through the real
+engine.
+
 >>> from lcm_lab.engine.protocol import SummaryRequest
->>> req = SummaryRequest("[2023-05-08 14:12 UTC | user]\\nCaroline met Mel in Boston at 5 pm.", "leaf", 0, False, None, 50, 100)
->>> EntityListSummarizer().summarize(req).text
-'8 May 2023, Caroline, Mel, Boston, 5'
->>> FixedTextSummarizer().summarize(req).text
-'The conversation continued.'
+>>> src = "[2024-03-01 10:00 UTC | user]\\nWe asked Alice to move src/app.py on 3 May 2023.\\n" * 4
+>>> req = SummaryRequest(src, "leaf", 0, False, None, 40, 2088)
+>>> PointerOnlySummarizer().summarize(req).text
+'Expand for details about: Alice, src/app.py, 3 May 2023'
+>>> BareListSummarizer().summarize(req).text
+'Alice, src/app.py, 3 May 2023'
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,23 +41,105 @@ from datetime import date
 from typing import Any
 
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
-from lcm_lab.engine.tokens import estimate_tokens
+from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext
+from lcm_lab.metrics.fact_headline import text_window
+from lcm_lab.metrics.facts import extract_facts
 from lcm_lab.metrics.qa_reader import reader_text
+from lcm_lab.prompts.render import CONDENSED_HEADER, LEAF_HEADER
+
+CONTROL_MODEL = "lcm-lab-control"
+POINTER_PREFIX = "Expand for details about: "
+MAX_SHARE_OF_SOURCE = 0.8
+FIXED_SENTENCE = "Earlier parts of the conversation were discussed here."
+
+
+def control_tokens(request: SummaryRequest) -> int:
+    """Token size of a control summary: the target, at most 80 % of the source, at least 1."""
+    source_tokens = estimate_tokens(request.source_text)
+    return max(1, min(request.target_tokens, math.floor(source_tokens * MAX_SHARE_OF_SOURCE)))
+
+
+def _body_text(source: str) -> str:
+    """The source without its ``[timestamp | role]`` / ``[start - end]`` header lines."""
+    lines = [ln for ln in source.splitlines() if not (LEAF_HEADER.fullmatch(ln.strip()) or CONDENSED_HEADER.fullmatch(ln.strip()))]
+    return "\n".join(lines)
+
+
+def _fit_items(prefix: str, items: Sequence[str], max_tokens: int) -> str:
+    """``prefix`` + as many items as fit in ``max_tokens`` (comma-separated; ``(none)`` for no
+    items, so the engine never sees an empty summary and falls back to the raw source)."""
+    items = list(items) or ["(none)"]
+    line = prefix
+    for i, item in enumerate(items):
+        candidate = line + (", " if i else "") + item
+        if estimate_tokens(candidate) > max_tokens:
+            break
+        line = candidate
+    return line if line != prefix else truncate_to_tokens(prefix + items[0], max_tokens)
+
+
+def _result(text: str, request: SummaryRequest) -> SummaryResult:
+    return SummaryResult(text=text, model=CONTROL_MODEL, input_tokens=estimate_tokens(request.source_text),
+                         output_tokens=estimate_tokens(text), cost_usd=0.0)
+
+
+class FixedTextSummarizer:
+    """The same content-free sentence, repeated to the control size."""
+
+    name = "control-fixed"
+
+    def __init__(self, sentence: str = FIXED_SENTENCE) -> None:
+        self.sentence = sentence
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        size = control_tokens(request)
+        reps = max(1, size // max(1, estimate_tokens(self.sentence + " ")))
+        return _result(truncate_to_tokens(" ".join([self.sentence] * reps), size), request)
+
+
+class BareListSummarizer:
+    """Every hard fact of the source as one comma-separated list (entities without statements)."""
+
+    name = "control-bare-list"
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        facts = [f.text for f in extract_facts(_body_text(request.source_text))]
+        return _result(_fit_items("", facts, control_tokens(request)), request)
+
+
+class PointerOnlySummarizer:
+    """Only an ``Expand for details about:`` footer naming the source's facts."""
+
+    name = "control-pointer-only"
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        facts = [f.text for f in extract_facts(_body_text(request.source_text))]
+        return _result(_fit_items(POINTER_PREFIX, facts, control_tokens(request)), request)
+
+
+class OtherConversationSummarizer:
+    """A window of another conversation's text, of the control size.
+
+    ``other_text`` is the donor (e.g. the rendered messages of a different LoCoMo conversation);
+    the window start is chosen by a hash of the source, so the control is deterministic and
+    different sources get different windows.
+    """
+
+    name = "control-other-conversation"
+
+    def __init__(self, other_text: str) -> None:
+        if not other_text.strip():
+            raise ValueError("OtherConversationSummarizer needs a non-empty donor text")
+        self.other_text = other_text
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return _result(text_window(self.other_text, control_tokens(request), request.source_text), request)
+
 
 _HEADER_DATE = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})[^\]]*\]")
 _ENTITY = re.compile(r"\b(?:[A-Z][a-zA-Z'-]+|\d+(?:[.,:]\d+)*)\b")
 _PERSISTED_ROLES = frozenset({"user", "assistant", "toolResult", "tool"})
-FIXED_TEXT = "The conversation continued."
-
-
-class FixedTextSummarizer:
-    """``control-fixed``: one fixed sentence, whatever the source."""
-
-    name = "control-fixed"
-
-    def summarize(self, request: SummaryRequest) -> SummaryResult:
-        return SummaryResult(text=FIXED_TEXT, model=self.name)
 
 
 def source_entities(text: str) -> list[str]:
@@ -65,38 +158,22 @@ def source_entities(text: str) -> list[str]:
 
 
 class EntityListSummarizer:
-    """``control-entities``: a bare comma-separated list of the source's names, numbers and dates."""
+    """Every candidate answer of the source (names, numbers, dates) as one list, of the control size."""
 
     name = "control-entities"
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         entities = [e for e in source_entities(request.source_text) if e != "UTC"]
-        return SummaryResult(text=", ".join(entities) or FIXED_TEXT, model=self.name)
+        return _result(_fit_items("", entities, control_tokens(request)), request)
 
 
-class OtherTextSummarizer:
-    """``control-other``: consecutive text of another conversation, ``target_tokens`` long per call.
-
-    Deterministic for a deterministic replay (calls consume the other text in order, wrapping).
-    """
-
-    name = "control-other"
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        self._texts = [t for t in texts if t.strip()]
-        if not self._texts:
-            raise ValueError("OtherTextSummarizer needs some text of another conversation")
-        self._next = 0
-
-    def summarize(self, request: SummaryRequest) -> SummaryResult:
-        out: list[str] = []
-        used = 0
-        while used < request.target_tokens:
-            text = self._texts[self._next % len(self._texts)]
-            self._next += 1
-            out.append(text)
-            used += estimate_tokens(text)
-        return SummaryResult(text="\n".join(out), model=self.name)
+CONTROL_SUMMARIZERS = {
+    "control-fixed": FixedTextSummarizer,
+    "control-bare-list": BareListSummarizer,
+    "control-pointer-only": PointerOnlySummarizer,
+    "control-other-conversation": OtherConversationSummarizer,
+    "control-entities": EntityListSummarizer,
+}
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,29 @@
-"""``offline``: a deterministic extractive summarizer that needs no model.
+"""``offline``: a deterministic, model-free summarizer that writes statements, not inventories.
 
-It keeps the most informative lines or sentences of the source — decisions, errors, file
-paths, commands, numbers, names, TODOs, questions — in their original order under their
-``[YYYY-MM-DD HH:MM UTC | role]`` (leaf) or ``[start - end]`` (condensed) headers, fits them into
+Every kept piece of the source becomes one attributed sentence — who said, asked, decided, ran or
+reported what — with its specifics verbatim::
+
+    On 2023-05-08, Caroline said: I went to a LGBTQ support group yesterday.
+    The user asked: can you rename the column in src/app.py?
+    The assistant ran `npm test`.
+    A tool reported an error: TypeError: x is undefined.
+    A tool showed code mentioning hideUserMessageSelector, SessionSelectorComponent and ui.setFocus.
+
+Speakers are named by the header's sender metadata, or when the source addresses them
+(``Hey Caroline!`` in an assistant message names the user), otherwise by role. Pieces are ranked by what they carry (errors, decisions,
+TODOs, paths, commands, numbers, names, questions) per token and kept in source order until
 ``request.target_tokens`` (never more than 80 % of the source, so a non-trivial source always
-shrinks and the engine's escalation stays on its normal path), lists the file paths it saw,
-and ends with ``Expand for details about: …`` naming what it dropped. Same input, same output.
+shrinks and the engine's escalation stays on its normal path). A date is written when it changes.
+Condensed passes keep the best statements of their input summaries. A short ``Expand for details
+about:`` footer (at most ``max_footer_items`` topics, only when something was dropped) says what
+expansion would recover. Same input, same output.
 
 >>> from lcm_lab.engine.protocol import SummaryRequest
 >>> src = "\\n\\n".join(f"[2024-03-0{d} 10:00 UTC | user]\\nok thanks\\nThe build of api/server.py failed with error E{d}42."
 ...                    for d in range(1, 8))
 >>> out = OfflineSummarizer().summarize(SummaryRequest(src, "leaf", 0, False, None, 60, 2108)).text
->>> "api/server.py" in out, out.splitlines()[-1].startswith("Expand for details about:")
-(True, True)
+>>> out.splitlines()[0]
+'On 2024-03-01, the user said: The build of api/server.py failed with error E142.'
 """
 
 from __future__ import annotations
@@ -20,181 +31,194 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
+from lcm_lab.metrics.facts import extract_facts
 from lcm_lab.prompts.render import CONDENSED_HEADER, LEAF_HEADER
 
-OFFLINE_MODEL = "lcm-lab-offline-v1"
+OFFLINE_MODEL = "lcm-lab-offline-v2"
 FOOTER_PREFIX = "Expand for details about: "
 MAX_SHARE_OF_SOURCE = 0.8
 SENTENCE_SPLIT_TOKENS = 48  # lines longer than this are split into sentences
-MAX_UNIT_TOKENS = 96  # longer sentences (code dumps, logs) are clipped
+MAX_UNIT_TOKENS = 48  # longer sentences (logs, dumps) are clipped
+DATE_COST = 5  # tokens of an "On 2024-03-01, " prefix
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
-_PATH = re.compile(
-    r"(?<![\w/])(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?"
-    r"|(?<![\w/.-])[\w.-]+/[\w./-]*[\w-]\.[A-Za-z0-9]{1,6}\b"
-    r"|\b[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|json|jsonl|md|go|rs|toml|ya?ml|sh|txt|sql|db|csv|html|css|c|h|cpp|java|rb|lock|ini|cfg|env|log)\b"
+_DATE_PREFIX = re.compile(r"^On (\d{4}-\d{2}-\d{2}), ")
+_BULLET = re.compile(r"^(?:[-*+>]\s+|\d+[.)]\s+|#{1,6}\s+|\[[ xX]\]\s+)+")
+_CODE_LINE = re.compile(
+    r"^(?:\d+→|import |export |from \S+ import|const |let |var |function |class |def |private |public |protected |"
+    r"return\b|if \(|for \(|while \(|else\b|try\b|catch\b|await |async |@\w|</?\w[^>]*>$|[}{\])]|//|/\*|\*)|[;{}(,]\s*$"
 )
-_URL = re.compile(r"https?://[^\s)>\]]+")
-_CODE = re.compile(r"`([^`\n]{2,80})`")
-_COMMAND = re.compile(
-    r"^(?:\$ |> )|\b(?:git|npm|pnpm|yarn|pip|python3?|make|docker|kubectl|cargo|go|node|curl|ssh|sudo|pytest|uv|brew|apt(?:-get)?|openclaw)\s+[\w-]"
-)
-_NUMBER = re.compile(r"(?<![\w.])[$€£]?\d[\d,.:/%-]*\b")
-_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-zA-Z]+(?: [A-Z][a-zA-Z]+)*")
 _ERROR = re.compile(
     r"\b(?:error|errors|exception|traceback|failed|failing|fails|failure|fatal|panic|crash(?:ed|es)?|denied|refused|timeout|timed out|broken|bug|regression|cannot|can't|unable)\b",
     re.IGNORECASE,
 )
+_DECIDED = re.compile(r"\b(?:decided|decide|agreed|chose|choose|going with|switch(?:ed)? to|settled on|we'll go with|let's go with|approved|rejected)\b", re.IGNORECASE)
 _DECISION = re.compile(
-    r"\b(?:decided|decide|decision|agreed|agree|chose|choose|going with|switch(?:ed)? to|settled on|plan(?:ned)? (?:is|to)|will|we'll|i'll|let's|must|should|need(?:s)? to|require[sd]?|requirement|constraint|prefer(?:red)?|approved|rejected|instead)\b",
+    r"\b(?:decided|decision|agreed|chose|going with|switch(?:ed)? to|settled on|plan(?:ned)? (?:is|to)|will|we'll|i'll|let's|must|should|need(?:s)? to|instead|prefer(?:red)?)\b",
     re.IGNORECASE,
 )
 _TODO = re.compile(r"\b(?:todo|fixme|next step|next steps|remaining|blocked|blocker|follow[- ]up|pending|open question|still need)\b", re.IGNORECASE)
 _DONE = re.compile(r"\b(?:done|fixed|merged|deployed|released|shipped|finished|completed|created|added|removed|renamed|updated|installed|passed)\b", re.IGNORECASE)
 _FILLER = re.compile(
-    r"^(?:ok(?:ay)?|k|thanks?(?: you)?(?: so much)?|thx|sure|great|cool|nice|yes|yep|yeah|no|nope|lol|haha|got it|sounds good|perfect|awesome|hi|hello|hey)[\s.!?,:)]*$",
+    r"^(?:ok(?:ay)?|k|null|thanks?(?: you)?(?: so much)?|thx|sure|great|cool|nice|yes|yep|yeah|no|nope|lol|haha|got it|sounds good|perfect|awesome|hi|hello|hey)[\s.!?,:)]*$",
     re.IGNORECASE,
 )
-_GREETING = re.compile(r"^(?:hey|hi|hello|thanks|thank you|wow|aw+|haha|lol|oh)\b", re.IGNORECASE)
+_GREETING = re.compile(r"^(?:hey|hi|hello|thanks|thank you|wow|aw+|haha|lol|oh|bye)\b", re.IGNORECASE)
 _MARKER = re.compile(r"^\[(?:Truncated from \d+ tokens|Capped(?: from \d+ tokens)?(?: to ~\d+)?|LCM fallback summary[^\]]*|Truncated for context management)\]$")
-_STOPWORDS = frozenset(
-    "a an the and or but if then so of to in on at by for with from as is are was were be been it its this that these those "
-    "i you he she we they me my your our their his her them us do does did have has had not no yes can could would should "
-    "will just about into over also very really there here what which who when where how why all any some more most".split()
+_POINTER = re.compile(r"^(?:Expand for details about|Files):\s*", re.IGNORECASE)
+# "Hey Caroline!", "Thanks, Mel." or "..., Caroline!" name the *other* speaker.
+_VOCATIVE = re.compile(
+    r"(?:^|[.!?]\s+)(?i:hey|hi|hello|thanks|thank you|wow|yeah|yes|yep|sure|cool|congrats|nice|oh|aw+|haha|bye|great|sorry|good luck|way to go|woohoo)"
+    r",?\s+([A-Z][a-z]+)\b|,\s+([A-Z][a-z]+)[!.?]"
 )
+_FIRST_PERSON_EVENT = re.compile(
+    r"\b(?:I|we)(?:'m| am| was| were| went| have| had| got| ran| made| did| started| finished| just| will|'ll|'ve| bought| joined| took| visited| chose| decided| signed| lost| won)\b"
+)
+_STOPWORDS = frozenset(
+    """a an the and or but if then so of to in on at by for with from as is are was were be been it its this that these
+    those i you he she we they me my your our their his her them us do does did have has had not no yes can could would
+    should will just about into over also very really there here what which who when where how why all any some more
+    most thanks thank hey wow great awesome cool nice sure yeah glad good love know think feel much well""".split()
+)
+_SUBJECTS = {"user": "the user", "assistant": "the assistant", "tool": "a tool", "toolResult": "a tool", "system": "the system"}
+_TOOL_ROLES = frozenset({"tool", "toolResult"})
 
 
 @dataclass
 class _Unit:
-    block: int
     order: int
-    text: str
-    tokens: int
+    date: str | None
+    text: str  # the rendered statement, without a date prefix
     score: float
     keys: tuple[str, ...]
 
-
-@dataclass
-class _Block:
-    header: str | None
-    units: list[_Unit] = field(default_factory=list)
-
-
-@dataclass
-class _Parsed:
-    blocks: list[_Block]
-    inherited_topics: list[str]
-    paths: list[str]
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text) + 1  # + the newline that joins it
 
 
 class OfflineSummarizer:
-    """Extractive, deterministic summaries (see the module docstring for the rules).
-
-    ``max_footer_items`` bounds the ``Expand for details about:`` list; ``list_files`` adds a
-    ``Files:`` line naming the paths in the source.
-    """
+    """Statement-writing, deterministic summaries (see the module docstring for the rules)."""
 
     name = "offline"
 
-    def __init__(self, max_footer_items: int = 8, list_files: bool = True) -> None:
+    def __init__(self, max_footer_items: int = 4) -> None:
         self.max_footer_items = max_footer_items
-        self.list_files = list_files
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
-        text = summarize_offline(request, self.max_footer_items, self.list_files)
-        return SummaryResult(
-            text=text,
-            model=OFFLINE_MODEL,
-            input_tokens=estimate_tokens(request.source_text),
-            output_tokens=estimate_tokens(text),
-            cost_usd=0.0,
-        )
+        text = summarize_offline(request, self.max_footer_items)
+        return SummaryResult(text=text, model=OFFLINE_MODEL, input_tokens=estimate_tokens(request.source_text),
+                             output_tokens=estimate_tokens(text), cost_usd=0.0)
 
 
-def summarize_offline(request: SummaryRequest, max_footer_items: int = 8, list_files: bool = True) -> str:
+def summarize_offline(request: SummaryRequest, max_footer_items: int = 4) -> str:
     """The offline summary text for ``request`` (pure function)."""
     source = request.source_text.strip()
     if not source:
         return ""
     source_tokens = estimate_tokens(source)
     budget = max(1, min(request.target_tokens, math.floor(source_tokens * MAX_SHARE_OF_SOURCE)))
-    parsed = _parse(source, request.kind)
-    seen_before = {_norm(line) for line in (request.previous_summary or "").splitlines() if line.strip()}
-    units = [u for b in parsed.blocks for u in b.units if _norm(u.text) not in seen_before]
-
-    files_line = ""
-    if list_files and parsed.paths:
-        files_line = _fit_list("Files: ", parsed.paths, max(8, min(budget // 6, 120)))
-    footer_reserve = min(max(12, budget // 5), 60)
-    body_budget = budget - footer_reserve - (estimate_tokens(files_line) + 1 if files_line else 0)
-    selected = _select(units, parsed.blocks, body_budget)
-    dropped = [u for u in units if u.order not in selected]
-
-    body = _compose(parsed.blocks, selected)
-    topics = _footer_topics(dropped, parsed.inherited_topics)
-    parts = [p for p in (files_line, body) if p]
-    used = estimate_tokens("\n".join(parts))
-    footer = _fit_list(FOOTER_PREFIX, topics or ["verbatim wording of the messages"], max(8, budget - used - 1), max_footer_items)
-    text = "\n".join([*parts, footer])
-    if estimate_tokens(text) < source_tokens and estimate_tokens(text) <= max(budget, estimate_tokens(footer) + 1):
+    units, inherited = _parse(source)
+    seen_before = {_norm(s) for s in re.split(r"\n|(?<=[.!?])\s+", request.previous_summary or "") if s.strip()}
+    units = [u for u in units if _norm(u.text) not in seen_before and _norm(_strip_subject(u.text)) not in seen_before]
+    footer_reserve = min(max(10, budget // 8), 40) if max_footer_items else 0
+    chosen = _select(units, budget - footer_reserve)
+    body = _compose([u for u in units if u.order in chosen])
+    while chosen and estimate_tokens(body) > budget - footer_reserve:  # date prefixes can overshoot
+        chosen.discard(min(chosen, key=lambda o: (units[o].score / units[o].tokens**0.6, -o)))
+        body = _compose([u for u in units if u.order in chosen])
+    dropped = sorted((u for u in units if u.order not in chosen and u.score > 0.1), key=lambda u: (-u.score, u.order))
+    topics = _dedupe([*inherited, *(k for u in dropped for k in u.keys[:2])])
+    footer = _fit_list(FOOTER_PREFIX, topics[:max_footer_items], budget - estimate_tokens(body) - 1) if topics and max_footer_items else ""
+    text = "\n".join(p for p in (body, footer) if p)
+    if text and estimate_tokens(text) < source_tokens and estimate_tokens(text) <= budget:
         return text
-    # Too small a source for a structured summary: keep its opening, still shorter than the source.
+    # Too small a source for statements: keep its opening, still shorter than the source.
     return truncate_to_tokens(source, max(1, min(budget, source_tokens - 1))).rstrip()
 
 
 # -- parsing ---------------------------------------------------------------------------------
 
 
-def _parse(source: str, kind: str) -> _Parsed:
-    blocks: list[_Block] = [_Block(None)]
+def _parse(source: str) -> tuple[list[_Unit], list[str]]:
+    """Units of a leaf or condensed source, and the topics of inherited footers."""
+    lines = source.split("\n")
+    speakers = _speakers(lines)
+    units: list[_Unit] = []
     inherited: list[str] = []
-    paths: list[str] = []
-    order = 0
-    for raw_line in source.split("\n"):
-        line = raw_line.strip()
-        if not line:
+    role, date = "", None
+    block_speakers = speakers
+    code: list[str] = []
+
+    def flush_code() -> None:
+        if code:
+            unit = _code_unit(len(units), date, role, code)
+            if unit:
+                units.append(unit)
+            code.clear()
+
+    for raw in lines:
+        line = raw.strip()
+        leaf = LEAF_HEADER.fullmatch(line)
+        condensed = CONDENSED_HEADER.fullmatch(line)
+        if leaf or condensed:
+            flush_code()
+            role = (leaf.group("role") or "") if leaf else ""
+            sender = _sender_name(leaf.group("sender")) if leaf else None
+            block_speakers = {**speakers, role: sender} if sender else speakers
+            date = (leaf.group("at") if leaf else condensed.group("start"))[:10]  # type: ignore[union-attr]
             continue
-        header = _header(line, kind)
-        if header is not None:
-            blocks.append(_Block(header))
+        if not line or _MARKER.match(line):
             continue
-        if line.startswith(FOOTER_PREFIX.strip()):
-            inherited.extend(t.strip() for t in line[len(FOOTER_PREFIX.strip()) :].split(",") if t.strip())
+        if _POINTER.match(line):
+            inherited.extend(t.strip() for t in _POINTER.sub("", line).split(",") if t.strip())
             continue
-        if _MARKER.match(line):
+        if role in _TOOL_ROLES and _CODE_LINE.search(line) or (role and _CODE_LINE.match(line) and not line[:1].isupper()):
+            code.append(line)
             continue
-        if line.startswith("Files: "):
-            paths.extend(p.strip() for p in line[7:].split(",") if p.strip())
-            continue
-        role = _role(blocks[-1].header)
-        for piece in _pieces(line):
-            unit = _make_unit(len(blocks) - 1, order, piece, role)
-            order += 1
-            blocks[-1].units.append(unit)
-            paths.extend(m.group() for m in _PATH.finditer(piece))
-    return _Parsed(blocks, _dedupe(inherited), _dedupe(paths))
+        flush_code()
+        for piece in _pieces(_BULLET.sub("", line)):
+            if role:
+                units.append(_statement_unit(len(units), date, role, block_speakers, piece))
+            else:  # condensed input: already statements; a date prefix holds until the next one
+                match = _DATE_PREFIX.match(piece)
+                date = match.group(1) if match else date
+                text = piece[match.end():] if match else piece
+                units.append(_Unit(len(units), date, text, _score(_strip_subject(text), ""), _keys(text)))
+    flush_code()
+    return units, _dedupe(inherited)
 
 
-def _header(line: str, kind: str) -> str | None:
-    match = LEAF_HEADER.fullmatch(line)
-    if match:
-        parts = [match.group("at")]
-        if match.group("role"):
-            parts.append(match.group("role"))
-        speaker = _speaker_name(match.group("sender"))
-        if speaker:
-            parts.append(speaker)
-        return "[" + " | ".join(parts) + "]"
-    if CONDENSED_HEADER.fullmatch(line):
-        return line
-    return None
+def _speakers(lines: list[str]) -> dict[str, str]:
+    """Names of the user and the assistant, from how the other one addresses them."""
+    votes: dict[str, Counter[str]] = {"user": Counter(), "assistant": Counter()}
+    role = ""
+    for line in lines:
+        header = LEAF_HEADER.fullmatch(line.strip())
+        if header:
+            role = header.group("role") or ""
+            continue
+        other = {"user": "assistant", "assistant": "user"}.get(role)
+        if other:
+            for match in _VOCATIVE.finditer(line):
+                votes[other][match.group(1) or match.group(2)] += 1
+    names: dict[str, str] = {}
+    for role_name, counter in votes.items():
+        ranked = [(n, c) for n, c in counter.most_common(2) if n.lower() not in _SUBJECTS]
+        if ranked and ranked[0][1] >= 2 and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
+            names[role_name] = ranked[0][0]
+    if len(set(names.values())) < len(names):
+        return {}  # both roles got the same name: trust neither
+    return names
 
 
-def _speaker_name(sender: str | None) -> str | None:
+def _sender_name(sender: str | None) -> str | None:
+    """The display name in a header's sender metadata (``| {"name": "Ada"}``), if any."""
     if not sender or "{" not in sender:
         return None
     try:
@@ -208,116 +232,114 @@ def _speaker_name(sender: str | None) -> str | None:
     return None
 
 
-def _role(header: str | None) -> str:
-    if header and " | " in header:
-        return header.split(" | ")[1].rstrip("]")
-    return ""
-
-
 def _pieces(line: str) -> list[str]:
-    if estimate_tokens(line) <= SENTENCE_SPLIT_TOKENS:
-        return [line]
-    pieces = [p.strip() for p in _SENTENCE.split(line) if p.strip()]
-    return [_clip(p) for p in pieces]
+    pieces = [line] if estimate_tokens(line) <= SENTENCE_SPLIT_TOKENS else [p.strip() for p in _SENTENCE.split(line) if p.strip()]
+    return [p if estimate_tokens(p) <= MAX_UNIT_TOKENS else truncate_to_tokens(p, MAX_UNIT_TOKENS - 1).rstrip() + "…" for p in pieces]
 
 
-def _clip(text: str) -> str:
-    if estimate_tokens(text) <= MAX_UNIT_TOKENS:
-        return text
-    return truncate_to_tokens(text, MAX_UNIT_TOKENS - 1).rstrip() + "…"
+def _keys(text: str) -> tuple[str, ...]:
+    return tuple(_dedupe([f.text for f in extract_facts(text) if f.kind != "command"]))
 
 
-def _make_unit(block: int, order: int, text: str, role: str) -> _Unit:
-    tokens = estimate_tokens(text) + 1  # + the newline that joins it
+def _score(text: str, role: str, speakers: frozenset[str] = frozenset()) -> float:
+    """Information of a piece: errors, decisions, TODOs, facts (speaker names excluded), content
+    words, first-person events; greetings and pieces with under two content words score ~0."""
     if _FILLER.match(text):
-        return _Unit(block, order, text, tokens, 0.05, ())
-    paths = [m.group() for m in _PATH.finditer(text)]
-    urls = _URL.findall(text)
-    code = _CODE.findall(text)
-    names = [n for n in _NAME.findall(text) if n.split()[0].lower() not in _STOPWORDS]
-    numbers = _NUMBER.findall(text)
-    score = 1.0
+        return 0.0
+    words = [w.strip(".,;:!?\"'()[]").lower() for w in text.split()]
+    content = [w for w in words if len(w) > 3 and w not in _STOPWORDS and w.capitalize() not in speakers]
+    if len(content) < 2:
+        return 0.05
+    facts = [f for f in extract_facts(text) if f.text not in speakers]
+    score = 1.0 + 0.3 * min(5, len(content))
+    score += 1.5 if _FIRST_PERSON_EVENT.search(text) else 0.0
     score += 3.0 if _ERROR.search(text) else 0.0
     score += 2.5 if _DECISION.search(text) else 0.0
     score += 3.0 if _TODO.search(text) else 0.0
     score += 1.5 if _DONE.search(text) else 0.0
-    score += 2.5 * min(2, len(paths)) + 1.0 * min(1, len(urls))
-    score += 2.0 if (code or _COMMAND.search(text)) else 0.0
-    score += 0.8 * min(3, len(numbers)) + 0.8 * min(3, len(names))
+    score += 2.0 * min(3, sum(f.kind in ("path", "url", "command", "error", "identifier", "hash") for f in facts))
+    score += 1.2 * min(3, sum(f.kind in ("name", "datetime", "number_unit", "money", "version") for f in facts))
     score += 1.0 if text.endswith("?") else 0.0
-    score += 0.5 if role == "user" else 0.0
-    if tokens < 5 or _GREETING.match(text):
-        score *= 0.5
-    keys = tuple(_dedupe([*paths, *urls, *code, *names]))
-    if not keys:
-        keys = (_topic_phrase(text),) if _topic_phrase(text) else ()
-    return _Unit(block, order, text, tokens, score, keys)
+    score += {"user": 1.5, "assistant": 0.8}.get(role, 0.0)
+    if estimate_tokens(text) < 5 or _GREETING.match(text):
+        score *= 0.4
+    return score * (0.7 if role in _TOOL_ROLES else 1.0)
 
 
-def _topic_phrase(text: str) -> str:
-    words = [w.strip(".,;:!?\"'()[]") for w in text.split()]
-    content = [w for w in words if len(w) > 3 and w.lower() not in _STOPWORDS and w.isascii() and w.isalpha()]
-    return " ".join(content[:3]).lower()
+def _statement_unit(order: int, date: str | None, role: str, speakers: dict[str, str], piece: str) -> _Unit:
+    subject = speakers.get(role) or _SUBJECTS.get(role, "someone")
+    if piece.startswith("$ "):
+        text = f"{subject} ran `{piece[2:].strip()}`."
+    elif role in _TOOL_ROLES:
+        text = f"{subject} reported{' an error' if _ERROR.search(piece) else ''}: {piece}"
+    elif piece.endswith("?"):
+        text = f"{subject} asked: {piece}"
+    elif _TODO.search(piece):
+        text = f"{subject} noted as still open: {piece}"
+    elif _DECIDED.search(piece):
+        text = f"{subject} decided: {piece}"
+    else:
+        text = f"{subject} said: {piece}"
+    names = frozenset(speakers.values())
+    return _Unit(order, date, text, _score(piece, role, names), tuple(k for k in _keys(piece) if k not in names))
+
+
+def _code_unit(order: int, date: str | None, role: str, lines: list[str]) -> _Unit | None:
+    names = _dedupe([f.text for f in extract_facts("\n".join(lines), kinds=("path", "identifier", "error", "url"))])[:4]
+    if not names:
+        return None
+    listed = ", ".join(f"`{n}`" for n in names[:-1]) + (f" and `{names[-1]}`" if len(names) > 1 else f"`{names[0]}`")
+    subject = _SUBJECTS.get(role, "someone") if role in _TOOL_ROLES else (_SUBJECTS.get(role) or "someone")
+    text = f"{subject} showed code with {listed}."
+    return _Unit(order, date, text, 1.0 + 0.6 * len(names), tuple(names))
+
+
+def _strip_subject(text: str) -> str:
+    return re.sub(r"^[\w ]+? (?:said|asked|decided|reported(?: an error)?|noted as still open): ", "", text)
 
 
 # -- selection and output --------------------------------------------------------------------
 
 
-def _select(units: list[_Unit], blocks: list[_Block], budget: int) -> set[int]:
-    """Greedy by information density; a block's header is paid for by its first chosen unit."""
-    header_cost = {i: (estimate_tokens(b.header) + 1 if b.header else 0) for i, b in enumerate(blocks)}
-    first_in_block = {b.units[0].order for b in blocks if b.units}
-    seen: set[str] = set()
-
-    def density(unit: _Unit) -> float:
-        bonus = 0.6 if unit.order in first_in_block else 0.0
-        return (unit.score + bonus) / (unit.tokens**0.6)
-
+def _select(units: list[_Unit], budget: int) -> set[int]:
+    """Greedy by information per token, each piece once; a date costs a few tokens."""
     chosen: set[int] = set()
-    opened: set[int] = set()
+    dates: set[str | None] = set()
+    seen: set[str] = set()
     spent = 0
-    for unit in sorted(units, key=lambda u: (-density(u), u.order)):
-        norm = _norm(unit.text)
-        if unit.score <= 0.05 or norm in seen:
+    for unit in sorted(units, key=lambda u: (-u.score / u.tokens**0.6, u.order)):
+        norm = _norm(_strip_subject(unit.text))
+        if unit.score <= 0.1 or norm in seen:
             continue
-        cost = unit.tokens + (header_cost[unit.block] if unit.block not in opened else 0)
+        cost = unit.tokens + (DATE_COST if unit.date not in dates else 0)
         if spent + cost > budget:
             continue
         chosen.add(unit.order)
-        opened.add(unit.block)
+        dates.add(unit.date)
         seen.add(norm)
         spent += cost
     return chosen
 
 
-def _compose(blocks: list[_Block], selected: set[int]) -> str:
+def _compose(units: list[_Unit]) -> str:
     lines: list[str] = []
-    for block in blocks:
-        picked = [u.text for u in block.units if u.order in selected]
-        if not picked:
-            continue
-        if block.header:
-            lines.append(block.header)
-        lines.extend(picked)
+    last_date: str | None = None
+    for unit in units:
+        text = unit.text[:1].upper() + unit.text[1:]
+        if unit.date and unit.date != last_date:
+            opener = unit.text.split(" ", 1)[0]
+            text = f"On {unit.date}, {opener.lower() if opener in ('A', 'The') else opener}{unit.text[len(opener):]}"
+            last_date = unit.date
+        lines.append(text)
     return "\n".join(lines)
 
 
-def _footer_topics(dropped: list[_Unit], inherited: list[str]) -> list[str]:
-    ranked = sorted((u for u in dropped if u.score > 0.05), key=lambda u: (-u.score, u.order))
-    topics: list[str] = []
-    for unit in ranked:
-        topics.extend(unit.keys[:2])
-    return _dedupe([*inherited[:4], *topics, *inherited[4:]])
-
-
-def _fit_list(prefix: str, items: list[str], max_tokens: int, max_items: int | None = None) -> str:
-    chosen = items[: max_items or len(items)]
-    while chosen:
-        line = prefix + ", ".join(chosen)
+def _fit_list(prefix: str, items: list[str], max_tokens: int) -> str:
+    for i in range(len(items), 0, -1):
+        line = prefix + ", ".join(items[:i])
         if estimate_tokens(line) <= max_tokens:
             return line
-        chosen = chosen[:-1]
-    return prefix.rstrip() + " " + truncate_to_tokens(items[0], max(1, max_tokens - estimate_tokens(prefix))) if items else ""
+    return ""
 
 
 def _norm(text: str) -> str:
@@ -328,8 +350,7 @@ def _dedupe(items: list[str]) -> list[str]:
     seen: set[str] = set()
     out: list[str] = []
     for item in items:
-        key = item.lower()
-        if item and key not in seen:
-            seen.add(key)
+        if item and item.lower() not in seen:
+            seen.add(item.lower())
             out.append(item)
     return out
