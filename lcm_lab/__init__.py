@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from lcm_lab import testing, viz, widgets
+    from lcm_lab import sweeps, testing, viz, widgets
     from lcm_lab.cost.scores import cost_scores, price_replay, validate_transcript
     from lcm_lab.engine.config import LcmConfig
     from lcm_lab.engine.replay import Replay, replay
@@ -107,6 +107,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "strategy_scores",
     "sweep",
     "sweep_df",
+    "sweeps",
     "testing",
     "validate_transcript",
     "viz",

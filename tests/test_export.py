@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
@@ -67,7 +68,7 @@ def test_exported_file_opens_read_only_with_integrity_and_row_counts(run: Replay
         assert count["large_files"] == len(run.large_files)
         if has_fts5():
             hits = con.execute("SELECT count(*) FROM summaries_fts WHERE summaries_fts MATCH 'expand'").fetchone()[0]
-            assert hits == sum(1 for s in run.summaries if "expand" in s.content.lower())
+            assert hits == sum(1 for s in run.summaries if re.search(r"\bexpand\b", s.content, re.IGNORECASE))
             assert con.execute("SELECT count(*) FROM messages_fts").fetchone()[0] == len(run.messages)
 
 

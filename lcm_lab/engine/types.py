@@ -236,7 +236,7 @@ class SentContext:
 class SummarizerCall:
     """One call the engine made to its summarizer, with inputs and output."""
 
-    kind: Literal["leaf", "condensed"]
+    kind: Literal["leaf", "condensed", "observe"]
     depth: int
     aggressive: bool
     source_text: str

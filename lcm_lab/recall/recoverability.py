@@ -42,9 +42,11 @@ from lcm_lab.metrics.base import Score, assembly_refs, message_text
 from lcm_lab.metrics.dag import Dag
 from lcm_lab.metrics.facts import Fact, TextIndex, normalize
 from lcm_lab.metrics.headline import headline
-from lcm_lab.metrics.locomo import answer_tokens, best_window_f1, dialogue_seqs
+from lcm_lab.metrics.qa_reader import answer_tokens
 from lcm_lab.metrics.retention import FactBase
+from lcm_lab.metrics.statements import split_statements
 from lcm_lab.metrics.stats import bootstrap_interval
+from lcm_lab.recall.answer_match import best_window_f1, dialogue_seqs
 from lcm_lab.recall.api import Recall, recall
 from lcm_lab.recall.query import terms_of
 
@@ -325,7 +327,12 @@ def _fact_base(run: Replay, shared: FactBase | None) -> FactBase:
         return FactBase.build(Dag.from_replay(run))
     if set(shared.facts_by_seq) != {m.seq for m in run.messages if m.role != "system"}:
         raise ValueError("facts= must come from a run of the same conversation (its messages differ)")
-    return replace(shared, summary_index=TextIndex((s.summary_id, s.content) for s in run.summaries))
+    splits = {s.summary_id: split_statements(s.content) for s in run.summaries}  # stated vs pointer, as FactBase.build
+    return replace(
+        shared,
+        summary_index=TextIndex((sid, sp.stated) for sid, sp in splits.items()),
+        pointer_index=TextIndex((sid, sp.pointers) for sid, sp in splits.items()),
+    )
 
 
 def score_recoverability(

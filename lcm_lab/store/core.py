@@ -125,6 +125,11 @@ class _Connection:
         self._store = store
 
     def __getattr__(self, name: str) -> Any:
+        with self._store.hold() as raw:
+            attribute = getattr(raw, name)
+        if not callable(attribute):  # e.g. ``description`` of the last result
+            return attribute
+
         def call(*args: Any, **kwargs: Any) -> Any:
             with self._store.hold() as raw:
                 result = getattr(raw, name)(*args, **kwargs)

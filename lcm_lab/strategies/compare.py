@@ -144,7 +144,9 @@ def _fmt(value: float | None, ci: tuple[float | None, float | None] | None) -> s
 
 def _controls(row: Mapping[str, Any], metric: str) -> str:
     floor, chance = row.get(f"{metric}_floor"), row.get(f"{metric}_chance")
-    return "" if floor is None else f" (floor {floor:.3f}, chance {chance:.3f})"
+    if floor is None:
+        return ""
+    return f" (floor {floor:.3f}, chance " + ("—" if chance is None else f"{chance:.3f}") + ")"  # no chance conversation: none
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -31,7 +31,8 @@ def _quality_info(comparison: Any, metric: str, input_name: str | None) -> list[
             continue
         d = score.details
         ci = d.get("raw_ci") or (None, None)
-        points.append({"input": name, "budget": budget, "strategy": label, "tokens": d["context_tokens"], "raw": d["raw"],
+        tokens = comparison.runs[(name, budget, label)].sent().estimated_tokens  # what the model receives at the end
+        points.append({"input": name, "budget": budget, "strategy": label, "tokens": tokens, "raw": d["raw"],
                        "ci_low": ci[0], "ci_high": ci[1], "floor": d["floor"], "chance": d["chance"], "ceiling": d["ceiling"]})  # fmt: skip
     return points
 
