@@ -51,8 +51,8 @@ def test_ceiling_and_floor_controls_sit_where_they_must(rows: list[ValidityRow])
     assert all(c <= 0 for r in qa.values() for c in r.chance)  # another conversation reads below the floor
 
 
-@pytest.mark.xfail(reason="finding: the offline summarizer on main earns the same QA recall as fixed text (all of it from the raw tail); "
-                   "issue #9 deliverable 4 (branch i9facts) rewrites it", strict=False)
+@pytest.mark.xfail(reason="finding: the statement-writing offline summarizer beats the other-conversation control by "
+                   "+0.040 qa_retention at 6k (reports/metric-validity.md), short of the 0.05 margin", strict=False)
 def test_offline_beats_other_conversation(rows: list[ValidityRow]) -> None:
     qa = _qa(rows)
     assert qa["offline"].mean - qa["other-conversation"].mean >= MIN_OFFLINE_MARGIN
