@@ -109,7 +109,8 @@ COLUMNS: dict[str, str] = {
     "depth": "deepest summary in the DAG (0 = leaf only; '-' = no summaries were needed)",
     "calls": "summarizer calls, including escalations",
     "final_tokens": "tokens stored in the context after the last turn (summaries + fresh tail)",
-    "peak_budget": "largest share of the token budget the assembled context used at any turn",
+    "peak_budget": "largest stored context (summaries + raw messages, after compaction) as a share of the budget; "
+    "what the model receives is clamped by the engine (docs/model-context.md)",
     "facts_in_context": "share of the history's hard facts (paths, ids, numbers) still visible to the model at the end",
     "qa_retention": "offline proxy: LoCoMo answer recall@10 of what the model receives, placed between truncation to "
     "the budget (0) and the full history (1); '-' for runs without QA or where that scale is undefined",

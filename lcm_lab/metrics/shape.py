@@ -88,7 +88,9 @@ def summary_shape_scores(dag: Dag, run_id: str) -> list[Score]:
 def budget_scores(turns: Sequence[TurnRecord], token_budget: int, run_id: str) -> list[Score]:
     """Context size against budget and threshold, per turn and for the run, plus engine effort.
 
-    Per turn: ``context_tokens`` (stored tokens after the turn). Run: ``peak_context_tokens``,
+    Per turn: ``context_tokens`` (stored tokens at the end of the turn, after deferred drains: what
+    the next turn starts from; what the model *receives* is ``run.sent(k)``, clamped by the engine).
+    Run: ``peak_context_tokens``,
     ``mean_context_tokens``, ``peak_budget_fraction`` (peak / budget), ``mean_budget_fraction``,
     ``turns_over_threshold`` (turns that ended above the threshold despite compaction),
     ``compacting_turns``, ``sweeps``, ``summarizer_calls``, ``aggressive_call_rate``,
@@ -99,14 +101,14 @@ def budget_scores(turns: Sequence[TurnRecord], token_budget: int, run_id: str) -
     sizes: list[int] = []
     calls = [call for turn in turns for call in turn.calls]
     for turn in turns:
-        sizes.append(turn.tokens_after)
+        sizes.append(turn.final_tokens)
         scores.append(
             Score(
                 run_id,
                 "turn",
                 str(turn.turn),
                 "context_tokens",
-                float(turn.tokens_after),
+                float(turn.final_tokens),
                 {"threshold": turn.threshold, "budget": token_budget, "compacted": turn.compacted},
             )
         )
