@@ -174,3 +174,27 @@ def test_transaction_rolls_back_on_error(store: LabStore) -> None:
         add_source(store, path="/x", kind="test", status="loaded", loader_version="t")
         raise RuntimeError("stop")
     assert store.sources_df().empty
+
+
+_EXIT_WHILE_RELEASING = """
+import sys, time
+from lcm_lab.store import LabStore
+from lcm_lab.store import core
+store = LabStore(sys.argv[1], idle_seconds=0.01)
+store.fetch_all("SELECT count(*) FROM conversations")
+time.sleep(0.02)  # the idle-release thread is about to close the connection
+core._stop_reapers()
+print(sum(t.is_alive() for t in core._REAPERS))
+"""
+
+
+def test_idle_release_threads_stop_before_the_interpreter_tears_duckdb_down(tmp_path: Path) -> None:
+    # A daemon thread closing DuckDB during interpreter shutdown once aborted a CLI process (exit -6).
+    import subprocess
+    import sys
+
+    for attempt in range(3):
+        done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_RELEASING, str(tmp_path / f"lab{attempt}.duckdb")],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "0"

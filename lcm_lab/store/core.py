@@ -12,6 +12,7 @@ scores) take a :class:`LabStore` and use ``store.con`` or the small helpers belo
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import sys
@@ -47,6 +48,18 @@ LOCK_TIMEOUT_ENV = "LCM_LAB_LOCK_TIMEOUT"
 # keeps one connection); another process waits up to 30 s for it before saying who holds it.
 DEFAULT_IDLE_SECONDS = 0.25
 DEFAULT_LOCK_TIMEOUT = 30.0
+
+# Idle-release threads are daemons; one closing a DuckDB connection while the interpreter tears
+# DuckDB down aborts the process (seen as exit -6). At exit they are told to stop and joined first.
+_EXITING = threading.Event()
+_REAPERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_reapers() -> None:
+    _EXITING.set()
+    for thread in list(_REAPERS):
+        thread.join(timeout=5.0)
 
 
 def default_store_path() -> Path:
@@ -268,8 +281,7 @@ class LabStore(StoreReads):
         period = max(0.05, min(0.25, self.idle_seconds / 2))
 
         def reap() -> None:
-            while True:
-                time.sleep(period)
+            while not _EXITING.wait(period):
                 store = ref()
                 if store is None or store._closed or store._raw is None:
                     return
@@ -278,6 +290,7 @@ class LabStore(StoreReads):
                 del store
 
         self._reaper = threading.Thread(target=reap, name="lcm-lab-store-release", daemon=True)
+        _REAPERS.add(self._reaper)
         self._reaper.start()
 
     # -- plumbing ----------------------------------------------------------------------------
