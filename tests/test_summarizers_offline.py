@@ -194,3 +194,23 @@ def test_speakers_come_from_sender_metadata_or_how_they_are_addressed() -> None:
     )
     text = OfflineSummarizer().summarize(request(chat, target=120)).text
     assert "Ana said: I finally adopted a cat named Pixel" in text  # the greeting sentence is dropped
+
+
+def test_relative_times_are_resolved_against_the_message_date() -> None:
+    day = "[2023-05-25 14:00 UTC | user]\n"
+    lines = [
+        "I went to a LGBTQ support group yesterday and it was so powerful.",
+        "Wow, thanks Mel! I ran a charity race for mental health last Saturday. So fun!",
+        "I painted that lake sunrise last year, it still hangs in the hallway.",
+        "Next month I am having an LGBTQ art show with my paintings.",
+        "I moved from Sweden 4 years ago with my grandmother's necklace.",
+        "Last week I gave a talk about my transition at a local school.",
+    ]
+    chatter = "\n\n[2023-05-25 14:01 UTC | assistant]\n" + "\n".join(CHATTER * 3)
+    source = "\n\n".join(day + line + chatter for line in lines)
+    text = OfflineSummarizer().summarize(request(source, target=400)).text
+    assert "yesterday (24 May 2023)" in text
+    assert "last Saturday (20 May 2023)." in text and "Wow, thanks Mel!" not in text  # small talk dropped
+    assert "last year (2022)" in text and "Next month (June 2023)" in text and "4 years ago (2019)" in text
+    talk = next(line for line in text.splitlines() if "gave a talk" in line)
+    assert talk.startswith("On 25 May 2023, ")  # a statement naming a relative time carries its date

@@ -336,7 +336,7 @@ def _code_unit(order: int, date: str | None, role: str, lines: list[str]) -> _Un
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December")
 _WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
-_WEEKDAY = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?\.?"
+_WEEKDAY = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?"
 _RELATIVE_TIME = re.compile(
     rf"\b(?:yesterday|tomorrow|today|tonight|this (?:morning|afternoon|evening|week(?:end)?|month|year)"
     rf"|(?:last|next|past) (?:night|week(?:end)?|month|year|{_WEEKDAY})"
