@@ -5,10 +5,16 @@ lab store, replays a real coding session and a LoCoMo conversation under the plu
 and under a tight configuration with the offline summarizer, scores each replay (budget, DAG
 shape, hard-fact retention, LoCoMo QA retention against its ceiling and floor), prints a
 comparison and writes a self-contained HTML report.
+
+Both headlines get their chance control: ``qa_retention`` reads the next LoCoMo sample, and
+``fact_retention`` (with decision retention) reads a window of a *donor*: the bundled
+conversation of the same kind (coding session or LoCoMo), other than the replayed one, closest in
+size (:func:`pick_donor`); ``details["chance_donor"]`` names it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +27,7 @@ from lcm_lab.io.model import LoadedConversation, QAItem
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.load import SourceResult, format_table, load
 from lcm_lab.metrics.base import Score
+from lcm_lab.metrics.locomo import raw_texts
 from lcm_lab.metrics.score import score_replay
 from lcm_lab.store import LabStore
 from lcm_lab.store.replays import save_replay
@@ -38,6 +45,57 @@ CONVERSATIONS = (
     ("pi coding session", "pi-mono/before-compaction.jsonl", 0),
     ("LoCoMo conversation 1", "locomo/locomo10.json", 0),
 )
+# Where fact-retention chance donors come from (besides the files above).
+DONOR_SOURCES = (
+    "pi-mono/before-compaction.jsonl",
+    "pi-mono/large-session.jsonl",
+    "claude-code/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+    "lossless-claw-ref/golden-session.jsonl",
+    "locomo/locomo10.json",
+)
+
+
+@dataclass(frozen=True)
+class Donor:
+    """Another conversation's text for a chance control, and which conversation it is."""
+
+    label: str
+    text: str
+
+
+def pick_donor(chosen: LoadedConversation, candidates: Sequence[tuple[str, LoadedConversation]]) -> Donor | None:
+    """The candidate of the same kind as ``chosen`` (with LoCoMo QA or without), of another
+    session, whose raw text is closest in size (log ratio; ties by label). ``None`` without one.
+    """
+    size = max(1, _text_size(chosen))
+    kind = bool(chosen.qa_items)
+    best: tuple[float, str, str] | None = None
+    for label, other in candidates:
+        if other.conversation.session_id == chosen.conversation.session_id or bool(other.qa_items) != kind:
+            continue
+        text = "\n".join(raw_texts(other.conversation))
+        if not text.strip():
+            continue
+        key = (abs(math.log(max(1, len(text)) / size)), label, text)
+        best = key if best is None or key[:2] < best[:2] else best
+    return None if best is None else Donor(best[1], best[2])
+
+
+def _text_size(conversation: LoadedConversation) -> int:
+    return len("\n".join(raw_texts(conversation.conversation)))
+
+
+def bundled_donor_candidates(datasets: Path) -> list[tuple[str, LoadedConversation]]:
+    """Every conversation of :data:`DONOR_SOURCES` found under ``datasets``, labelled ``file#index``
+    (plus its title when it has one)."""
+    out: list[tuple[str, LoadedConversation]] = []
+    for relative in DONOR_SOURCES:
+        if not (datasets / relative).is_file():
+            continue
+        for i, loaded in enumerate(read_transcript(datasets / relative).conversations):
+            title = loaded.conversation.title
+            out.append((f"{relative}#{i}" + (f" ({title})" if title else ""), loaded))
+    return out
 
 
 @dataclass(frozen=True)
@@ -93,6 +151,7 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
                 "final_tokens": last.final_tokens,
                 "peak_budget": values.get("peak_budget_fraction"),
                 "facts_in_context": _final_fact_retention(run.scores, last.turn),
+                "fact_chance": next((s.details.get("chance") for s in run.scores if s.metric == "fact_retention" and s.scope == "run"), None),
                 "qa_retention": values.get("qa_retention"),
                 "qa_95ci": _qa_interval(run.scores),
                 "qa_chance": next((s.details.get("chance") for s in run.scores if s.metric == "qa_retention"), None),
@@ -112,6 +171,8 @@ COLUMNS: dict[str, str] = {
     "peak_budget": "largest stored context (summaries + raw messages, after compaction) as a share of the budget; "
     "what the model receives is clamped by the engine (docs/model-context.md)",
     "facts_in_context": "share of the history's hard facts (paths, ids, numbers) still visible to the model at the end",
+    "fact_chance": "chance control of fact_retention: weighted share of those facts found in a same-size window of a donor "
+    "conversation (another bundled conversation of the same kind, closest in size; named in the report)",
     "qa_retention": "offline proxy: LoCoMo answer recall@10 of what the model receives, placed between truncation to "
     "the budget (0) and the full history (1); '-' for runs without QA or where that scale is undefined",
     "qa_95ci": "95% interval of qa_retention over QA items",
@@ -159,17 +220,22 @@ def run_demo(
 
     summarizer = get_summarizer("offline")
     runs: list[DemoRun] = []
+    candidates = bundled_donor_candidates(datasets)
     for name, relative, index in CONVERSATIONS:
         source = read_transcript(datasets / relative).conversations
         chosen: LoadedConversation = source[index]
         qa: tuple[QAItem, ...] = chosen.qa_items
         other = source[(index + 1) % len(source)].conversation if qa and len(source) > 1 else None
+        donor = pick_donor(chosen, candidates)
+        if donor is not None:
+            say(f"Chance donor for {name}: {donor.label}")
         for setting, (config, budget) in SETTINGS.items():
             label = f"{name} · {setting}"
             say(f"Replaying {label} (budget {budget:,}) ...")
             result = replay(chosen.conversation, config, summarizer, token_budget=budget)
             run_id = save_replay(store, result, label=label)
-            scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress, chance_conversation=other)
+            scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress, chance_conversation=other,
+                                  donor_text=donor.text if donor else None, donor_label=donor.label if donor else None)
             write_scores(store, scores, replace_runs=True)
             runs.append(DemoRun(label, run_id, result, scores))
 

@@ -1,12 +1,18 @@
 """Metric validity: run control strategies through the normal scoring and check what they earn.
 
 Controls (:mod:`lcm_lab.summarizers.controls`): ``fixed-text``, ``entity-list`` (a bare list of the
-source's names, numbers and dates), ``other-conversation`` (another conversation's text as the
+source's names, numbers and dates), ``bare-list`` (a bare list of the source's hard facts),
+``other-conversation`` (another conversation's text as the
 summaries), ``truncation`` (no summaries, newest messages to the budget), ``offline`` (the lab's
 deterministic summarizer) and ``full-history`` (everything, no budget). Each is scored on every
 conversation; per control the headline is averaged over conversations with a bootstrap interval
 **by conversation** (the resampling unit; items are resampled inside each conversation's own
 headline interval). :func:`check_properties` turns the table into pass/fail lines.
+
+A diagnostic row per summarizing control counts the conversations whose scored context (what the
+model receives after the last turn) holds **no summary** — e.g. a ``degraded:*`` engine path,
+which sends raw messages only: there every summarizer scores the same, so a comparison of
+summarizers rests on the other conversations.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.locomo import qa_retention_scores, raw_texts
 from lcm_lab.metrics.stats import bootstrap_interval
 from lcm_lab.summarizers.controls import (
+    BareListSummarizer,
     ControlRun,
     EntityListSummarizer,
     FixedTextSummarizer,
@@ -30,8 +37,9 @@ from lcm_lab.summarizers.controls import (
 )
 from lcm_lab.summarizers.offline import OfflineSummarizer
 
-CONTROLS: tuple[str, ...] = ("fixed-text", "entity-list", "other-conversation", "truncation", "offline", "full-history")
-NO_ANSWER_CONTROLS: tuple[str, ...] = ("fixed-text", "entity-list", "other-conversation")
+CONTROLS: tuple[str, ...] = ("fixed-text", "entity-list", "bare-list", "other-conversation", "truncation", "offline", "full-history")
+NO_ANSWER_CONTROLS: tuple[str, ...] = ("fixed-text", "entity-list", "bare-list", "other-conversation")
+NO_SUMMARY_METRIC = "context without summaries (diagnostic)"
 MAX_NO_ANSWER = 0.05  # mean qa_retention a control without usable answers may reach
 MIN_OFFLINE_MARGIN = 0.05  # offline must beat the other-conversation control by this much
 DEFAULT_CONFIG = LcmConfig(fresh_tail_count=8, leaf_chunk_tokens=2000, leaf_target_tokens=400)
@@ -45,6 +53,7 @@ def control_run(name: str, conversation: LoadedConversation, other: LoadedConver
     summarizers = {
         "fixed-text": FixedTextSummarizer,
         "entity-list": EntityListSummarizer,
+        "bare-list": BareListSummarizer,
         "offline": OfflineSummarizer,
         "other-conversation": lambda: OtherConversationSummarizer("\n".join(raw_texts(other.conversation))),
     }
@@ -84,6 +93,13 @@ class ValidityRow:
     @property
     def interval(self) -> tuple[float, float]:
         return bootstrap_interval(list(self.values.values()))
+
+
+def summaries_in_context(run: Any, budget: int) -> int | None:
+    """Summaries in what the model receives after the run (``None`` for runs without summaries)."""
+    if isinstance(run, ControlRun):
+        return None
+    return sum(1 for item in run.sent(None, budget).items if item.kind == "summary")
 
 
 def _metric_values(scores: Sequence[Score], run_id: str, last_turn: int) -> dict[str, tuple[float | None, dict[str, Any]]]:
@@ -129,7 +145,11 @@ def validate(
         if sink is not None:
             sink(scores)
         label = conv.meta.get("sample_id") or conv.conversation.title or conv.conversation.session_id
-        for metric, (value, details) in _metric_values(scores, rid, len(run.turns) - 1).items():
+        values = _metric_values(scores, rid, len(run.turns) - 1)
+        held = summaries_in_context(run, budget) if is_qa else None
+        if held is not None:
+            values[NO_SUMMARY_METRIC] = (float(held == 0), {})
+        for metric, (value, details) in values.items():
             row = rows.setdefault((control, metric), ValidityRow(control, metric))
             if value is None:
                 row.withheld += 1
@@ -165,7 +185,12 @@ def check_properties(rows: Sequence[ValidityRow]) -> list[Check]:
             add(f"{control}: mean qa_retention <= {MAX_NO_ANSWER}", qa[control].mean, qa[control].mean <= MAX_NO_ANSWER)
     if "offline" in qa and "other-conversation" in qa:
         gap = qa["offline"].mean - qa["other-conversation"].mean
-        add(f"offline beats other-conversation by >= {MIN_OFFLINE_MARGIN}", gap, gap >= MIN_OFFLINE_MARGIN, "{:+.3f}")
+        bare = {r.control: r for r in rows if r.metric == NO_SUMMARY_METRIC}
+        fmt = "{:+.3f}"
+        if "offline" in bare:
+            scored = [c for c in qa["offline"].values if bare["offline"].values.get(c) == 0.0]
+            fmt += f" ({len(scored)} of {len(qa['offline'].values)} scored conversations have summaries in the offline context)"
+        add(f"offline beats other-conversation by >= {MIN_OFFLINE_MARGIN}", gap, gap >= MIN_OFFLINE_MARGIN, fmt)
     if "full-history" in qa:
         m = qa["full-history"].mean
         add("full-history sits at the ceiling (qa_retention = 1)", m, abs(m - 1) < 1e-9)
@@ -184,7 +209,9 @@ def validity_markdown(rows: Sequence[ValidityRow], checks: Sequence[Check], *, b
         "",
         f"Controls scored through the normal pipeline at a {budget}-token budget. Mean over conversations, "
         "95% bootstrap interval by conversation; `withheld` = conversations whose ceiling − floor was below "
-        "MIN_GAP. `qa_retention` is the offline BM25 answer-recall@k proxy, not a judged score.",
+        "MIN_GAP. `qa_retention` is the offline BM25 answer-recall@k proxy, not a judged score. "
+        f"`{NO_SUMMARY_METRIC}`: share of LoCoMo conversations whose scored context (after the last turn) holds no "
+        "summary at all (e.g. a degraded engine path sending raw messages only), where every summarizer scores alike.",
         "",
     ]
     if note:

@@ -99,3 +99,16 @@ def test_headlines_show_interval_and_chance(tmp_path: Path) -> None:
                            "value": [head.value], "details": [json.dumps(dict(head.details))]})
     text = write_report(planted_replay(), tmp_path / "h.html", scores=scores).read_text(encoding="utf-8")
     assert "<h3>Headlines</h3>" in text and "[0.250, 0.700]" in text and "offline proxy" in text and "qa_item" in text
+
+
+def test_headlines_name_the_chance_donor(tmp_path: Path) -> None:
+    import json
+
+    from lcm_lab.metrics.headline import headline
+
+    head = headline("planted-run", "fact_retention", raw=0.6, ceiling=1.0, floor=0.4, chance=0.05, n=30, unit="fact",
+                    ci=(0.1, 0.5), extra={"chance_donor": "pi-mono/large-session.jsonl#0"})
+    scores = pd.DataFrame({"run_id": ["planted-run"], "scope": ["run"], "scope_id": [""], "metric": ["fact_retention"],
+                           "value": [head.value], "details": [json.dumps(dict(head.details))]})
+    text = write_report(planted_replay(), tmp_path / "d.html", scores=scores).read_text(encoding="utf-8")
+    assert "chance donor: pi-mono/large-session.jsonl#0" in text

@@ -63,7 +63,7 @@ def test_states_the_specifics_with_who_and_when() -> None:
     stated = split_statements(text).stated
     for fact in ("src/engine/compaction.py", "DuckDB", "2.4.1", "Alice Moreau", "TODO"):
         assert fact in stated, fact  # in a statement, not in a list
-    assert "On 2026-03-01, the assistant said: The build failed with TypeError in src/engine/compaction.py line 212." in text
+    assert "On 1 March 2026, the assistant said: The build failed with TypeError in src/engine/compaction.py line 212." in text
     assert "noted as still open: TODO: rerun `pytest -q tests/test_ledger.py`" in text
     assert "ok thanks" not in text and "haha yes" not in text  # filler dropped
     assert not any(line.startswith("Files:") for line in text.splitlines())  # no inventory
@@ -103,7 +103,7 @@ def test_condensed_sources_keep_ranges_and_inherit_footers() -> None:
         "Expand for details about: raw timings\n[Truncated from 900 tokens]" + filler
     )
     text = OfflineSummarizer().summarize(request(source, target=512, kind="condensed", depth=1)).text
-    assert "On 2026-03-01, Chose DuckDB for the store; migration m003 adds llm_calls." in text and "14x" in text
+    assert "On 1 March 2026, Chose DuckDB for the store; migration m003 adds llm_calls." in text and "14x" in text
     footer = text.splitlines()[-1]
     assert footer.startswith(FOOTER_PREFIX) and "exact DDL" in footer and "raw timings" in footer
     assert "[Truncated from" not in text and "[2026-03-01 10:00 UTC" not in text
@@ -155,7 +155,7 @@ def test_replay_of_a_bundled_transcript_states_who_said_what() -> None:
     joined = "\n".join(s.content for s in leaves)
     assert "Caroline said: I went to a LGBTQ support group yesterday" in joined  # speaker inferred from "Hey Caroline!"
     assert "Melanie said:" in joined or "Mel said:" in joined
-    assert "On 2023-05-08, " in joined
+    assert "On 8 May 2023, " in joined
 
 
 # -- registry and CLI options -----------------------------------------------------------------
@@ -186,11 +186,31 @@ def test_registry_and_cli_options() -> None:
 def test_speakers_come_from_sender_metadata_or_how_they_are_addressed() -> None:
     meta = '[2026-03-01 10:00 UTC | user | {"name": "Ada"}]\nWe decided to move the cache to src/cache.py because the old one leaked memory badly.'
     text = OfflineSummarizer().summarize(request(meta + "\n\n" + meta.replace("10:00", "10:05"), target=60)).text
-    assert text.startswith("On 2026-03-01, Ada decided: We decided to move the cache to src/cache.py")
+    assert text.startswith("On 1 March 2026, Ada decided: We decided to move the cache to src/cache.py")
     chat = "\n\n".join(
         f"[2026-03-0{d} 10:00 UTC | user]\nHey Bo! I finally adopted a cat named Pixel from the shelter in Lyon last week.\n\n"
         f"[2026-03-0{d} 10:01 UTC | assistant]\nThanks, Ana! That is wonderful news about the adoption of Pixel."
         for d in range(1, 4)
     )
     text = OfflineSummarizer().summarize(request(chat, target=120)).text
-    assert "Ana said: Hey Bo! I finally adopted a cat named Pixel" in text
+    assert "Ana said: I finally adopted a cat named Pixel" in text  # the greeting sentence is dropped
+
+
+def test_relative_times_are_resolved_against_the_message_date() -> None:
+    day = "[2023-05-25 14:00 UTC | user]\n"
+    lines = [
+        "I went to a LGBTQ support group yesterday and it was so powerful.",
+        "Wow, thanks Mel! I ran a charity race for mental health last Saturday. So fun!",
+        "I painted that lake sunrise last year, it still hangs in the hallway.",
+        "Next month I am having an LGBTQ art show with my paintings.",
+        "I moved from Sweden 4 years ago with my grandmother's necklace.",
+        "Last week I gave a talk about my transition at a local school.",
+    ]
+    chatter = "\n\n[2023-05-25 14:01 UTC | assistant]\n" + "\n".join(CHATTER * 3)
+    source = "\n\n".join(day + line + chatter for line in lines)
+    text = OfflineSummarizer().summarize(request(source, target=400)).text
+    assert "yesterday (24 May 2023)" in text
+    assert "last Saturday (20 May 2023)." in text and "Wow, thanks Mel!" not in text  # small talk dropped
+    assert "last year (2022)" in text and "Next month (June 2023)" in text and "4 years ago (2019)" in text
+    talk = next(line for line in text.splitlines() if "gave a talk" in line)
+    assert talk.startswith("On 25 May 2023, ")  # a statement naming a relative time carries its date

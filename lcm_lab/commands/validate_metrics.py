@@ -35,6 +35,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--budget", type=int, action="append", default=None, metavar="TOKENS", help="token budget (repeatable; default 6000 and 32000)")
     parser.add_argument("--controls", default=None, metavar="A,B", help="only these controls (default: all)")
     parser.add_argument("--no-coding", action="store_true", help="skip the bundled coding sessions")
+    parser.add_argument("--plugin-config", default=None, metavar="JSON",
+                        help="plugin settings over the validity configuration, e.g. '{\"condensedTargetTokens\": 300}'")
     parser.add_argument("--json", action="store_true", help="print the table and checks as JSON only")
     parser.set_defaults(func=run)
 
@@ -42,14 +44,29 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
+    from lcm_lab.engine.config import LcmConfig
     from lcm_lab.io.transcripts import read_transcript
-    from lcm_lab.validity import CONTROLS, check_properties, validate, validity_markdown
+    from lcm_lab.validity import CONTROLS, DEFAULT_CONFIG, check_properties, validate, validity_markdown
 
     controls = tuple(args.controls.split(",")) if args.controls else CONTROLS
     unknown = [c for c in controls if c not in CONTROLS]
     if unknown:
         raise SystemExit(f"unknown control(s) {', '.join(unknown)}; choose from {', '.join(CONTROLS)}")
 
+    config = DEFAULT_CONFIG
+    if args.plugin_config:
+        import dataclasses
+
+        try:
+            overrides = json.loads(args.plugin_config)
+            if not isinstance(overrides, dict):
+                raise ValueError("expected a JSON object of plugin settings")
+            changed = LcmConfig.from_plugin_config(overrides)
+        except (ValueError, TypeError) as exc:
+            raise SystemExit(f"--plugin-config: {exc}") from None
+        defaults = LcmConfig()
+        config = dataclasses.replace(DEFAULT_CONFIG, **{f.name: getattr(changed, f.name) for f in dataclasses.fields(LcmConfig)
+                                                        if getattr(changed, f.name) != getattr(defaults, f.name)})
     locomo = list(read_transcript(args.locomo).conversations)[: args.conversations]
     coding = [] if args.no_coding else [c for path in CODING if path.is_file() for c in read_transcript(path).conversations]
     sink = None
@@ -66,11 +83,13 @@ def run(args: argparse.Namespace) -> int:
     payload: list[dict[str, Any]] = []
     failed = False
     for budget in args.budget or [6000, 32000]:
-        rows = validate(locomo, budget=budget, coding=coding, sink=sink, controls=controls,
+        rows = validate(locomo, budget=budget, coding=coding, sink=sink, controls=controls, config=config,
                         progress=lambda jobs, b=budget: tqdm(list(jobs), desc=f"controls @ {b}", leave=False, disable=args.json))
         checks = check_properties(rows)
         failed |= any(c.passed is False for c in checks)
         note = f"LoCoMo conversations: {len(locomo)}; coding sessions (fact retention only): {len(coding)}."
+        if args.plugin_config:
+            note += f" Plugin settings over the validity configuration: `{args.plugin_config}`."
         sections.append(validity_markdown(rows, checks, budget=budget, note=note))
         payload.append({
             "budget": budget,

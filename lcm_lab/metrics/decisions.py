@@ -103,7 +103,8 @@ def retained(decision: Decision, text: str) -> bool:
     return hits >= RETAINED_SHARE * len(decision.terms)
 
 
-def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None, seed: int = 0) -> list[Score]:
+def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None, seed: int = 0,
+                    donor_label: str | None = None) -> list[Score]:
     """``decision_retention`` and ``todo_retention`` (run scope) with floor, ceiling, chance, CI."""
     budget = run.token_budget if budget is None else budget
     texts = conversation_texts(run.conversation)
@@ -128,6 +129,8 @@ def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_t
                  "lost_sample": [d.sentence[:120] for d, m in zip(items, method, strict=True) if not m][:5]}
         if chance is None:
             extra["chance_withheld"] = "no donor conversation given (pass donor_text)"
+        elif donor_label:
+            extra["chance_donor"] = donor_label
         scores.append(headline(run_id, metric, raw=float(method.mean()), ceiling=1.0, floor=float(floor.mean()), chance=chance,
                                n=len(items), unit="decision", ci=ci, extra=extra))
     return scores

@@ -184,8 +184,10 @@ def fact_outcome(run: Any, *, budget: int | None = None, donor_text: str | None 
     )
 
 
-def fact_headline_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None, seed: int = 0) -> list[Score]:
-    """``fact_retention`` (run headline), ``compacted_fact_retention`` and ``fact_pointer_rate`` (run)."""
+def fact_headline_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None, seed: int = 0,
+                         donor_label: str | None = None) -> list[Score]:
+    """``fact_retention`` (run headline), ``compacted_fact_retention`` and ``fact_pointer_rate`` (run);
+    ``donor_label`` names the conversation ``donor_text`` came from (``details["chance_donor"]``)."""
     out = fact_outcome(run, budget=budget, donor_text=donor_text)
     n = len(out.facts)
     if n == 0:
@@ -205,6 +207,8 @@ def fact_headline_scores(run: Any, run_id: str, *, budget: int | None = None, do
     }
     if chance is None:
         extra["chance_withheld"] = "no donor conversation given (pass donor_text)"
+    elif donor_label:
+        extra["chance_donor"] = donor_label
     scores = [headline(run_id, "fact_retention", raw=raw, ceiling=1.0, floor=floor, chance=chance, n=n, unit="fact", ci=ci, extra=extra)]
     compacted = out.raw_visible == 0
     nc = int(compacted.sum())

@@ -61,18 +61,21 @@ def score_replay(
     progress: bool = False,
     chance_conversation: Conversation | None = None,
     donor_text: str | None = None,
+    donor_label: str | None = None,
 ) -> list[Score]:
     """All offline scores of a replay: shape, budget, fact retention (summaries and context per
     turn), doctor findings, plus LoCoMo QA retention when ``qa_items`` are given and needle
     survival when the replayed conversation was planted with ``needles``. ``chance_conversation``
     (another conversation) gives ``qa_retention`` and ``fact_retention`` their chance control
-    (``donor_text``: another conversation's text for the fact headline, default: that conversation's).
+    (``donor_text``: another conversation's text for the fact headline, default: that conversation's;
+    ``donor_label`` names it in the headlines' ``details["chance_donor"]``).
 
     ``context_turns`` restricts the per-turn context metrics to some turns (the last turn is
     always included); ``mode`` chooses the assembled (default) or stored context.
     """
     if donor_text is None and chance_conversation is not None:
         donor_text = "\n".join(raw_texts(chance_conversation))
+        donor_label = donor_label or chance_conversation.title or chance_conversation.session_id
     if hasattr(replay, "strategy"):  # a StrategyRun (lcm_lab.strategies); an lcm run carries its Replay
         if replay.replay is None:
             # Same headline definitions as LCM runs: they read only what the model receives.
@@ -90,8 +93,8 @@ def score_replay(
     scores += summary_shape_scores(dag, rid)
     scores += budget_scores(replay.turns, replay.token_budget, rid)
     scores += summary_fact_scores(dag, rid, base)
-    scores += fact_headline_scores(replay, rid, donor_text=donor_text)
-    scores += decision_scores(replay, rid, donor_text=donor_text)
+    scores += fact_headline_scores(replay, rid, donor_text=donor_text, donor_label=donor_label)
+    scores += decision_scores(replay, rid, donor_text=donor_text, donor_label=donor_label)
     scores += context_fact_scores(replay, rid, mode=mode, turns=context_turns, base=base, progress=_progress(progress, "fact retention"))
     scores += doctor_scores(diagnose(rows_from_dag(dag)), rid)
     if qa_items:

@@ -216,6 +216,10 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
         lo, hi = details.get("ci_low"), details.get("ci_high")
         ci = "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
         note = details.get("withheld") or ("offline proxy" if details.get("proxy") else "")
+        if details.get("chance_donor") and not details.get("withheld"):
+            note = "; ".join(n for n in (note, f"chance donor: {details['chance_donor']}") if n)
+        elif details.get("chance_withheld") and not details.get("withheld"):
+            note = "; ".join(n for n in (note, "chance withheld: no donor") if n)
         rows.append([str(rec.get("run_id", "")), str(rec["metric"]), _format_cell(rec.get("value")), ci,
                      *(_format_cell(details.get(k)) for k in ("raw", "ceiling", "floor", "chance", "n", "unit")), str(note)])
     return rows

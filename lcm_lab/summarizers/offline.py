@@ -1,29 +1,34 @@
 """``offline``: a deterministic, model-free summarizer that writes statements, not inventories.
 
-Every kept piece of the source becomes one attributed sentence — who said, asked, decided, ran or
-reported what — with its specifics verbatim::
+Every kept sentence of the source becomes part of an attributed statement — who said, asked,
+decided, ran or reported what, and when — with its specifics verbatim::
 
-    On 2023-05-08, Caroline said: I went to a LGBTQ support group yesterday.
+    On 8 May 2023, Caroline said: I went to a LGBTQ support group yesterday (7 May 2023).
     The user asked: can you rename the column in src/app.py?
     The assistant ran `npm test`.
     A tool reported an error: TypeError: x is undefined.
     A tool showed code mentioning hideUserMessageSelector, SessionSelectorComponent and ui.setFocus.
 
 Speakers are named by the header's sender metadata, or when the source addresses them
-(``Hey Caroline!`` in an assistant message names the user), otherwise by role. Pieces are ranked by what they carry (errors, decisions,
-TODOs, paths, commands, numbers, names, questions) per token and kept in source order until
-``request.target_tokens`` (never more than 80 % of the source, so a non-trivial source always
-shrinks and the engine's escalation stays on its normal path). A date is written when it changes.
-Condensed passes keep the best statements of their input summaries. A short ``Expand for details
-about:`` footer (at most ``max_footer_items`` topics, only when something was dropped) says what
-expansion would recover. Same input, same output.
+(``Hey Caroline!`` in an assistant message names the user), otherwise by role. Chat lines are cut
+into sentences and each sentence is ranked by what it carries (errors, decisions, TODOs, paths,
+commands, numbers, names, first-person events, when it happened) per token, so greetings and
+small talk inside a message are dropped while its event is kept; kept sentences of one line are
+joined behind one opener, in source order, until ``request.target_tokens`` (never more than 80 %
+of the source, so a non-trivial source always shrinks and the engine's escalation stays on its
+normal path). Dates are written the way the conversation's session stamps read (``8 May 2023``):
+when the day changes, and on every statement that names a relative time, whose days, months and
+years are resolved against the message date (``yesterday (7 May 2023)``, ``last year (2022)``).
+Condensed passes keep the best statements of their input summaries with their dates. A short
+``Expand for details about:`` footer (at most ``max_footer_items`` topics, only when something
+was dropped) says what expansion would recover. Same input, same output.
 
 >>> from lcm_lab.engine.protocol import SummaryRequest
 >>> src = "\\n\\n".join(f"[2024-03-0{d} 10:00 UTC | user]\\nok thanks\\nThe build of api/server.py failed with error E{d}42."
 ...                    for d in range(1, 8))
 >>> out = OfflineSummarizer().summarize(SummaryRequest(src, "leaf", 0, False, None, 60, 2108)).text
 >>> out.splitlines()[0]
-'On 2024-03-01, the user said: The build of api/server.py failed with error E142.'
+'On 1 March 2024, the user said: The build of api/server.py failed with error E142.'
 """
 
 from __future__ import annotations
@@ -33,21 +38,22 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import date, timedelta
 
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 from lcm_lab.metrics.facts import extract_facts
 from lcm_lab.prompts.render import CONDENSED_HEADER, LEAF_HEADER
 
-OFFLINE_MODEL = "lcm-lab-offline-v2"
+OFFLINE_MODEL = "lcm-lab-offline-v3"
 FOOTER_PREFIX = "Expand for details about: "
 MAX_SHARE_OF_SOURCE = 0.8
 SENTENCE_SPLIT_TOKENS = 48  # lines longer than this are split into sentences
 MAX_UNIT_TOKENS = 48  # longer sentences (logs, dumps) are clipped
-DATE_COST = 5  # tokens of an "On 2024-03-01, " prefix
+DATE_COST = 5  # tokens of an "On 8 May 2023, " prefix
+TIME_BONUS = 2.0  # a piece that says when something happened answers "when" questions
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
-_DATE_PREFIX = re.compile(r"^On (\d{4}-\d{2}-\d{2}), ")
 _BULLET = re.compile(r"^(?:[-*+>]\s+|\d+[.)]\s+|#{1,6}\s+|\[[ xX]\]\s+)+")
 _CODE_LINE = re.compile(
     r"^(?:\d+→|import |export |from \S+ import|const |let |var |function |class |def |private |public |protected |"
@@ -92,14 +98,28 @@ _TOOL_ROLES = frozenset({"tool", "toolResult"})
 @dataclass
 class _Unit:
     order: int
-    date: str | None
-    text: str  # the rendered statement, without a date prefix
+    date: str | None  # ISO day of the source message (or of the inherited statement)
+    body: str  # a sentence of the source, or an inherited statement without its date prefix
     score: float
     keys: tuple[str, ...]
+    line: int = -1  # source line: kept sentences of one line form one statement
+    subject: str = ""  # "Caroline", "the user", "a tool"; empty for inherited statements
+    role: str = ""
+    timed: bool = False  # names a relative time ("yesterday", "last week"): always dated
+
+    @property
+    def text(self) -> str:
+        """The unit as a statement on its own (without a date prefix)."""
+        return _statement(self.subject, self.role, [self.body]) if self.subject else self.body
 
     @property
     def tokens(self) -> int:
-        return estimate_tokens(self.text) + 1  # + the newline that joins it
+        return estimate_tokens(self.body) + 1  # + the space or newline that joins it
+
+    @property
+    def lead_tokens(self) -> int:
+        """Tokens of the statement opener (``Caroline said: ``) paid once per statement."""
+        return estimate_tokens(_statement(self.subject, self.role, [""])) if self.subject else 0
 
 
 class OfflineSummarizer:
@@ -124,12 +144,13 @@ def summarize_offline(request: SummaryRequest, max_footer_items: int = 4) -> str
     source_tokens = estimate_tokens(source)
     budget = max(1, min(request.target_tokens, math.floor(source_tokens * MAX_SHARE_OF_SOURCE)))
     units, inherited = _parse(source)
-    seen_before = {_norm(s) for s in re.split(r"\n|(?<=[.!?])\s+", request.previous_summary or "") if s.strip()}
-    units = [u for u in units if _norm(u.text) not in seen_before and _norm(_strip_subject(u.text)) not in seen_before]
+    seen_before = {_norm(_strip_subject(_DATE_PREFIX.sub("", s))) for s in re.split(r"\n|(?<=[.!?])\s+", request.previous_summary or "") if s.strip()}
+    units = [u for u in units if _norm(u.body) not in seen_before and _norm(_strip_subject(u.body)) not in seen_before]
+    units = [_Unit(i, u.date, u.body, u.score, u.keys, u.line, u.subject, u.role, u.timed) for i, u in enumerate(units)]
     footer_reserve = min(max(10, budget // 8), 40) if max_footer_items else 0
     chosen = _select(units, budget - footer_reserve)
     body = _compose([u for u in units if u.order in chosen])
-    while chosen and estimate_tokens(body) > budget - footer_reserve:  # date prefixes can overshoot
+    while chosen and estimate_tokens(body) > budget - footer_reserve:  # estimates can overshoot
         chosen.discard(min(chosen, key=lambda o: (units[o].score / units[o].tokens**0.6, -o)))
         body = _compose([u for u in units if u.order in chosen])
     dropped = sorted((u for u in units if u.order not in chosen and u.score > 0.1), key=lambda u: (-u.score, u.order))
@@ -152,6 +173,7 @@ def _parse(source: str) -> tuple[list[_Unit], list[str]]:
     units: list[_Unit] = []
     inherited: list[str] = []
     role, date = "", None
+    line_id = 0
     block_speakers = speakers
     code: list[str] = []
 
@@ -172,6 +194,7 @@ def _parse(source: str) -> tuple[list[_Unit], list[str]]:
             sender = _sender_name(leaf.group("sender")) if leaf else None
             block_speakers = {**speakers, role: sender} if sender else speakers
             date = (leaf.group("at") if leaf else condensed.group("start"))[:10]  # type: ignore[union-attr]
+            line_id += 1
             continue
         if not line or _MARKER.match(line):
             continue
@@ -182,14 +205,19 @@ def _parse(source: str) -> tuple[list[_Unit], list[str]]:
             code.append(line)
             continue
         flush_code()
-        for piece in _pieces(_BULLET.sub("", line)):
-            if role:
-                units.append(_statement_unit(len(units), date, role, block_speakers, piece))
-            else:  # condensed input: already statements; a date prefix holds until the next one
-                match = _DATE_PREFIX.match(piece)
-                date = match.group(1) if match else date
-                text = piece[match.end():] if match else piece
-                units.append(_Unit(len(units), date, text, _score(_strip_subject(text), ""), _keys(text)))
+        line_id += 1
+        if role:
+            for piece in _pieces(_BULLET.sub("", line), split=role not in _TOOL_ROLES):
+                units.append(_statement_unit(len(units), date, role, block_speakers, piece, line_id))
+            continue
+        for piece in _pieces(_BULLET.sub("", line), split=False):
+            # condensed input: already statements; a date prefix holds until the next one
+            match = _DATE_PREFIX.match(piece)
+            date = _iso_day(match.group(1)) if match else date
+            text = piece[match.end():] if match else piece
+            text = text[:1].upper() + text[1:]
+            units.append(_Unit(len(units), date, text, _score(_strip_subject(text), ""), _keys(text), line_id,
+                               timed=bool(_RELATIVE_TIME.search(text))))
     flush_code()
     return units, _dedupe(inherited)
 
@@ -232,8 +260,9 @@ def _sender_name(sender: str | None) -> str | None:
     return None
 
 
-def _pieces(line: str) -> list[str]:
-    pieces = [line] if estimate_tokens(line) <= SENTENCE_SPLIT_TOKENS else [p.strip() for p in _SENTENCE.split(line) if p.strip()]
+def _pieces(line: str, split: bool = True) -> list[str]:
+    """Sentences of a chat line (each is ranked on its own), or the whole line; overlong pieces are clipped."""
+    pieces = [p.strip() for p in _SENTENCE.split(line) if p.strip()] if split or estimate_tokens(line) > SENTENCE_SPLIT_TOKENS else [line]
     return [p if estimate_tokens(p) <= MAX_UNIT_TOKENS else truncate_to_tokens(p, MAX_UNIT_TOKENS - 1).rstrip() + "…" for p in pieces]
 
 
@@ -266,22 +295,30 @@ def _score(text: str, role: str, speakers: frozenset[str] = frozenset()) -> floa
     return score * (0.7 if role in _TOOL_ROLES else 1.0)
 
 
-def _statement_unit(order: int, date: str | None, role: str, speakers: dict[str, str], piece: str) -> _Unit:
+def _statement(subject: str, role: str, pieces: list[str]) -> str:
+    """``Caroline said: …``, ``The user asked: …?``, ``The assistant ran `cmd`.``: who did what."""
+    joined = " ".join(p for p in pieces if p)
+    if len(pieces) == 1 and pieces[0].startswith("$ "):
+        return f"{subject} ran `{pieces[0][2:].strip()}`."
+    if role in _TOOL_ROLES:
+        return f"{subject} reported{' an error' if _ERROR.search(joined) else ''}: {joined}"
+    if pieces and all(p.endswith("?") for p in pieces if p) and any(pieces):
+        return f"{subject} asked: {joined}"
+    if _TODO.search(joined):
+        return f"{subject} noted as still open: {joined}"
+    if _DECIDED.search(joined):
+        return f"{subject} decided: {joined}"
+    return f"{subject} said: {joined}"
+
+
+def _statement_unit(order: int, date: str | None, role: str, speakers: dict[str, str], piece: str, line: int) -> _Unit:
     subject = speakers.get(role) or _SUBJECTS.get(role, "someone")
-    if piece.startswith("$ "):
-        text = f"{subject} ran `{piece[2:].strip()}`."
-    elif role in _TOOL_ROLES:
-        text = f"{subject} reported{' an error' if _ERROR.search(piece) else ''}: {piece}"
-    elif piece.endswith("?"):
-        text = f"{subject} asked: {piece}"
-    elif _TODO.search(piece):
-        text = f"{subject} noted as still open: {piece}"
-    elif _DECIDED.search(piece):
-        text = f"{subject} decided: {piece}"
-    else:
-        text = f"{subject} said: {piece}"
     names = frozenset(speakers.values())
-    return _Unit(order, date, text, _score(piece, role, names), tuple(k for k in _keys(piece) if k not in names))
+    timed = bool(_RELATIVE_TIME.search(piece))
+    body = _resolve_times(piece, date) if timed and role not in _TOOL_ROLES else piece
+    score = _score(piece, role, names) + (TIME_BONUS if timed and role not in _TOOL_ROLES else 0.0)
+    return _Unit(order, date, body, score, tuple(k for k in _keys(piece) if k not in names), line, subject, role,
+                 timed and role not in _TOOL_ROLES)
 
 
 def _code_unit(order: int, date: str | None, role: str, lines: list[str]) -> _Unit | None:
@@ -291,7 +328,88 @@ def _code_unit(order: int, date: str | None, role: str, lines: list[str]) -> _Un
     listed = ", ".join(f"`{n}`" for n in names[:-1]) + (f" and `{names[-1]}`" if len(names) > 1 else f"`{names[0]}`")
     subject = _SUBJECTS.get(role, "someone") if role in _TOOL_ROLES else (_SUBJECTS.get(role) or "someone")
     text = f"{subject} showed code with {listed}."
-    return _Unit(order, date, text, 1.0 + 0.6 * len(names), tuple(names))
+    return _Unit(order, date, text, 1.0 + 0.6 * len(names), tuple(names), -2 - order)
+
+
+# -- dates -----------------------------------------------------------------------------------
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December")
+_WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_WEEKDAY = r"(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?"
+_RELATIVE_TIME = re.compile(
+    rf"\b(?:yesterday|tomorrow|today|tonight|this (?:morning|afternoon|evening|week(?:end)?|month|year)"
+    rf"|(?:last|next|past) (?:night|week(?:end)?|month|year|{_WEEKDAY})"
+    rf"|(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten) (?:days?|weeks?|weekends?|months?|years?) ago"
+    rf"|a (?:few|couple(?: of)?) (?:days|weeks|months|years) ago)\b",
+    re.IGNORECASE,
+)
+_RESOLVABLE = re.compile(
+    rf"\b(?P<word>yesterday|tomorrow)\b"
+    rf"|\b(?P<dir>last|next) (?P<unit>month|year|{_WEEKDAY})(?![\w-])"
+    rf"|\b(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten) (?P<ago>days?|weeks?|months?|years?) ago\b",
+    re.IGNORECASE,
+)
+_DATE_PREFIX = re.compile(r"^On (\d{4}-\d{2}-\d{2}|\d{1,2} (?:" + "|".join(_MONTHS) + r") \d{4}), ")
+
+
+def _human_day(iso: str) -> str:
+    """``2023-05-08`` → ``8 May 2023`` (the way the conversation's own session stamps read)."""
+    try:
+        day = date.fromisoformat(iso)
+    except ValueError:
+        return iso
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
+def _iso_day(text: str) -> str:
+    """The ISO day of a date prefix in either spelling."""
+    parts = text.split()
+    if len(parts) == 3 and parts[1] in _MONTHS:
+        return f"{int(parts[2]):04d}-{_MONTHS.index(parts[1]) + 1:02d}-{int(parts[0]):02d}"
+    return text
+
+
+def _shift_month(day: date, months: int) -> date:
+    index = day.year * 12 + day.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def _resolve_times(text: str, iso: str | None) -> str:
+    """Relative days, months and years resolved against the message date and written next to
+    the words (``yesterday (7 May 2023)``, ``last year (2022)``); week-sized spans keep the
+    statement's own date."""
+    if not iso:
+        return text
+    try:
+        day = date.fromisoformat(iso)
+    except ValueError:
+        return text
+
+    def resolve(match: re.Match[str]) -> str:
+        word, unit = (match.group("word") or "").lower(), (match.group("unit") or "").lower()
+        if word:
+            return f"{match.group(0)} ({_human_day(str(day + timedelta(days=-1 if word == 'yesterday' else 1)))})"
+        if unit:
+            sign = -1 if match.group("dir").lower() == "last" else 1
+            if unit == "year":
+                return f"{match.group(0)} ({day.year + sign})"
+            if unit == "month":
+                month = _shift_month(day, sign)
+                return f"{match.group(0)} ({_MONTHS[month.month - 1]} {month.year})"
+            target = _WEEKDAYS[unit[:3]]
+            delta = (day.weekday() - target) % 7 or 7
+            return f"{match.group(0)} ({_human_day(str(day + timedelta(days=-delta if sign < 0 else (7 - delta) or 7)))})"
+        n = int(match.group("n")) if match.group("n").isdigit() else _NUMBERS[match.group("n").lower()]
+        ago = match.group("ago").lower().rstrip("s")
+        if ago == "year":
+            return f"{match.group(0)} ({day.year - n})"
+        if ago == "month":
+            month = _shift_month(day, -n)
+            return f"{match.group(0)} ({_MONTHS[month.month - 1]} {month.year})"
+        return f"{match.group(0)} (around {_human_day(str(day - timedelta(days=n * (7 if ago == 'week' else 1))))})"
+
+    return _RESOLVABLE.sub(resolve, text)
 
 
 def _strip_subject(text: str) -> str:
@@ -302,34 +420,48 @@ def _strip_subject(text: str) -> str:
 
 
 def _select(units: list[_Unit], budget: int) -> set[int]:
-    """Greedy by information per token, each piece once; a date costs a few tokens."""
+    """Greedy by information per token, each piece once; a statement opener and a date cost a
+    few tokens the first time (a timed piece always pays for its date)."""
     chosen: set[int] = set()
     dates: set[str | None] = set()
+    lines: set[int] = set()
     seen: set[str] = set()
     spent = 0
     for unit in sorted(units, key=lambda u: (-u.score / u.tokens**0.6, u.order)):
-        norm = _norm(_strip_subject(unit.text))
+        norm = _norm(_strip_subject(unit.body))
         if unit.score <= 0.1 or norm in seen:
             continue
-        cost = unit.tokens + (DATE_COST if unit.date not in dates else 0)
+        cost = unit.tokens + (unit.lead_tokens if unit.line not in lines else 0)
+        cost += DATE_COST if unit.date and (unit.date not in dates or unit.timed) else 0
         if spent + cost > budget:
             continue
         chosen.add(unit.order)
         dates.add(unit.date)
+        lines.add(unit.line)
         seen.add(norm)
         spent += cost
     return chosen
 
 
 def _compose(units: list[_Unit]) -> str:
+    """One line per statement: kept sentences of a source line joined behind their opener; the
+    date written when it changes and on every statement that names a relative time."""
+    groups: list[list[_Unit]] = []
+    for unit in units:
+        if groups and unit.subject and groups[-1][0].line == unit.line and groups[-1][0].subject:
+            groups[-1].append(unit)
+        else:
+            groups.append([unit])
     lines: list[str] = []
     last_date: str | None = None
-    for unit in units:
-        text = unit.text[:1].upper() + unit.text[1:]
-        if unit.date and unit.date != last_date:
-            opener = unit.text.split(" ", 1)[0]
-            text = f"On {unit.date}, {opener.lower() if opener in ('A', 'The') else opener}{unit.text[len(opener):]}"
-            last_date = unit.date
+    for group in groups:
+        head = group[0]
+        text = _statement(head.subject, head.role, [u.body for u in group]) if head.subject else head.body
+        text = text[:1].upper() + text[1:]
+        if head.date and (head.date != last_date or any(u.timed for u in group)):
+            opener = text.split(" ", 1)[0]
+            text = f"On {_human_day(head.date)}, {opener.lower() if opener in ('A', 'The') else opener}{text[len(opener):]}"
+            last_date = head.date
         lines.append(text)
     return "\n".join(lines)
 
