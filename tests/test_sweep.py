@@ -332,6 +332,10 @@ def test_cli_sweep_over_strategies(tmp_path: Path) -> None:
     assert human.returncode == 0, human.stderr
     assert "observer_regex" in human.stdout and "truncate" in human.stdout and "not LCM" in human.stdout
     assert "LCM_FRESH_TAIL_COUNT" not in human.stdout
+    html = tmp_path / "strategies.html"  # the report shows the recommended (observer) run
+    page = lcm_lab("report", "--sweep", result["sweep_id"], "--db", db, "-o", str(html))
+    assert page.returncode == 0, page.stderr
+    assert "not LCM" in html.read_text(encoding="utf-8")
 
 
 def test_cli_example_prints_a_commented_spec() -> None:
