@@ -166,6 +166,9 @@ def _note(tuning: list[dict[str, Any]], n: int) -> str:
         "* tokens/turn: mean estimated tokens the model receives per call; model calls/turn: summarizer / observer "
         "calls per turn (the offline summarizer for LCM; the recorded host's own calls are not in its transcript).",
         "",
+        "Read `notes.md` next to this table first: some of these numbers are artifacts of the metrics or of LCM's "
+        "degraded end-of-run context, not differences between the strategies.",
+        "",
     ]
     if tuning:
         lines += ["**LCM tuned** = the best LCM configuration of a grid sweep (strategies lcm, observer_regex, truncate "
