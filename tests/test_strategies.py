@@ -316,3 +316,19 @@ def test_report_has_a_strategies_section_for_any_run(tmp_path: Path) -> None:
     assert html.count('<section id="run-') == 1  # only the LCM run has a DAG section
     alone = lab.write_report(runs[1], tmp_path / "one.html").read_text()
     assert 'id="strategies"' in alone
+
+
+def test_the_closing_table_shows_headlines_controls_tokens_and_calls_per_turn() -> None:
+    from lcm_lab.strategies.compare import markdown_table
+
+    row = {"input": "locomo-0", "budget": 4000, "strategy": "truncation", "qa_retention": -0.05,
+           "qa_retention_ci": (-0.1, 0.0), "qa_retention_raw": 0.45, "qa_retention_floor": 0.46,
+           "qa_retention_ceiling": 0.75, "qa_retention_chance": 0.2, "fact_retention": None, "fact_retention_ci": (None, None),
+           "fact_retention_raw": 1.0, "fact_retention_floor": 1.0, "fact_retention_ceiling": 1.0, "fact_retention_chance": None,
+           "mean_context_tokens": 3912.4, "final_context_tokens": 3999, "final_context_over_budget": 0.0,
+           "model_calls_per_turn": 0.0}
+    skipped = {"input": "locomo-0", "budget": 4000, "strategy": "recorded host compaction", "skipped": "no host compaction"}
+    lines = markdown_table([row, skipped]).splitlines()
+    assert lines[0].count("|") == lines[1].count("|") == lines[2].count("|") == lines[3].count("|") == 11
+    assert "| -0.050 [-0.100, 0.000] | 0.450 · 0.460 · 0.750 · 0.200 | withheld | 1.000 · 1.000 · 1.000 · — |" in lines[2]
+    assert lines[2].endswith("| 3,912 | 3,999 | 0.00 |")

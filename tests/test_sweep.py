@@ -53,7 +53,31 @@ def small_spec(**changes: Any) -> dict[str, Any]:
         ({"executor": "gpu"}, "unknown executor 'gpu'; allowed: auto, serial, processes, threads, ray or ray://HOST:PORT"),
         ({"search": {"method": "optuna"}}, "search: search method 'optuna' needs trials"),
         ({"summarizer": {"name": "offline", "model": "x"}}, "model apply only to summarizer 'litellm'"),
-        ({"space": {"strategy": ["lcm"]}}, "strategy: the strategy dimension is not available yet"),
+        ({"space": {"strategy": ["lcm", "vault"]}},
+         "space.strategy: unknown strategy 'vault'; allowed: lcm, clawvault, observer_regex, truncate, full, recorded"),
+        ({"space": {"strategy": "lcm"}}, "space.strategy: Input should be a valid list"),
+        ({"space": {"strategy": ["truncate"], "freshTailCount": [8]}},
+         "space.freshTailCount: plugin knobs vary strategy 'lcm', which space.strategy does not list"),
+        ({"space": {"strategy": ["lcm", "clawvault"]}}, "space.strategy: 'clawvault' compresses with a model and needs summarizer 'litellm'"),
+        ({"strategy_config": {"truncate": {}}}, "strategy_config: needs a strategy dimension"),
+        ({"space": {"strategy": ["lcm", "truncate"]}, "strategy_config": {"truncate": {"keep": [1]}}},
+         "strategy_config.truncate: strategy 'truncate' takes no parameters"),
+        ({"space": {"strategy": ["lcm", "truncate"]}, "strategy_config": {"full": {}}},
+         "strategy_config.full: strategy not in space.strategy; allowed: lcm, truncate"),
+        ({"space": {"strategy": ["lcm"]}, "strategy_config": {"lcm": {"freshTailCount": [8]}}},
+         "strategy_config.lcm: LCM takes plugin config keys in base and space"),
+        ({"space": {"strategy": ["observer_regex"]}, "strategy_config": {"observer_regex": {"observe_treshold": [2000]}}},
+         "strategy_config.observer_regex.observe_treshold: unknown parameter; allowed: archive_days, fidelity, flush_at_end"),
+        ({"space": {"strategy": ["observer_regex"]}, "strategy_config": {"observer_regex": {"tail": ["fill", "all"]}}},
+         "strategy_config.observer_regex.tail: invalid value 'all'; allowed: fill, unobserved"),
+        ({"space": {"strategy": ["observer_regex"]}, "strategy_config": {"observer_regex": {"top_k": 2.5}}},
+         "strategy_config.observer_regex.top_k: invalid value 2.5; expected an integer"),
+        ({"space": {"strategy": ["observer_regex"]}, "strategy_config": {"observer_regex": {"tail": {"low": 1, "high": 2, "step": 1}}}},
+         "strategy_config.observer_regex.tail: a range needs a numeric parameter (this one is choice)"),
+        ({"space": {"strategy": ["observer_regex"]}, "strategy_config": {"observer_regex": {"observe_threshold": [0, 2000]}}},
+         "strategy_config.observer_regex.observe_threshold: observe_threshold, max_tokens and archive_days must be positive"),
+        ({"space": {"strategy": ["observer_regex"]}, "strategy_config": {"observer_regex": {"importance_floor": {"low": 0.2, "high": 0.8}}}},
+         "strategy_config.observer_regex.importance_floor: a grid needs a list of values or a range with step"),
     ],
 )
 def test_bad_specs_name_the_key_and_the_allowed_values(change: dict[str, Any], expected: str) -> None:
@@ -74,6 +98,94 @@ def test_example_spec_is_valid_and_runs_on_bundled_data() -> None:
     spec = parse_spec(yaml.safe_load(example_spec()))
     assert spec.conversations[0].path == "datasets/locomo/locomo10.json"
     assert (REPO / spec.conversations[0].path).is_file()
+
+
+def strategy_spec(**changes: Any) -> dict[str, Any]:
+    """LCM (two tails), truncation and ClawVault's LLM-free observer (two thresholds) on one
+    LoCoMo conversation. Objectives: fewest model calls, then fact retention — so the observer
+    (no calls, more facts than truncation) wins and LCM does not."""
+    return small_spec(**{
+        "space": {"strategy": ["lcm", "truncate", "observer_regex"], "freshTailCount": [8, 32]},
+        "strategy_config": {"observer_regex": {"observe_threshold": [2000, 8000], "tail": "fill"}},
+        "objectives": [{"metric": "summarizer_calls", "direction": "minimize"},
+                       {"metric": "fact_retention", "direction": "maximize"}],
+        **changes,
+    })
+
+
+def test_a_strategy_dimension_varies_each_strategy_by_its_own_parameters() -> None:
+    from lcm_lab.sweeps.run import random_points
+    from lcm_lab.sweeps.spec import grid_points
+
+    spec = parse_spec(strategy_spec())
+    points = grid_points(spec)
+    assert [p.params for p in points] == [
+        {"strategy": "lcm", "freshTailCount": 8}, {"strategy": "lcm", "freshTailCount": 32}, {"strategy": "truncate"},
+        {"strategy": "observer_regex", "observe_threshold": 2000}, {"strategy": "observer_regex", "observe_threshold": 8000},
+    ]  # truncation runs once, not once per plugin-knob value
+    assert points[0].config is not None and points[0].config.fresh_tail_count == 8
+    assert points[3].config is None and points[3].strategy_params == {"tail": "fill", "observe_threshold": 2000}
+    drawn = random_points(parse_spec(strategy_spec(search={"method": "random", "trials": 6, "seed": 2})))
+    assert {p.strategy for p in drawn} <= {"lcm", "truncate", "observer_regex"}
+    assert all(set(p.params) - {"strategy"} <= ({"freshTailCount"} if p.strategy == "lcm" else {"observe_threshold"}) for p in drawn)
+    # sweeps without a strategy dimension keep their ids
+    assert sweep_id_for_plain() == sweep_id_for_plain()
+
+
+def sweep_id_for_plain() -> str:
+    from lcm_lab.sweeps.spec import sweep_id_for
+
+    return sweep_id_for(parse_spec(small_spec()))
+
+
+def test_a_sweep_over_strategies_stores_them_and_recommends_no_plugin_settings_for_another(tmp_path: Path) -> None:
+    store = LabStore(tmp_path / "lab.duckdb")
+    result = sweep(strategy_spec(), store=store, progress=False)
+    assert (result.configs, result.runs_ok, result.runs_failed) == (6, 6, 0)  # 5 points + the plugin defaults
+    frame = sweep_df(result.sweep_id, store)
+    assert list(frame.columns[:6]) == ["sweep_id", "config_id", "trial", "baseline", "strategy", "freshTailCount"]
+    assert sorted(frame.strategy) == ["lcm", "lcm", "lcm", "observer_regex", "observer_regex", "truncate"]
+    assert frame[frame.strategy != "lcm"].freshTailCount.isna().all()
+    assert sorted(frame.observe_threshold.dropna()) == [2000, 8000]
+    assert frame.fact_retention.notna().all() and frame.mean_sent_tokens.notna().all()
+    assert (frame[frame.strategy != "lcm"].summarizer_calls == 0).all() and (frame[frame.strategy == "lcm"].summarizer_calls > 0).all()
+    stored = store.fetch_df(f"SELECT run_id, strategy, strategy_params FROM replays WHERE run_id IN ({','.join('?' * len(frame))})",
+                            list(frame.run_id))
+    by_run = dict(zip(stored.run_id, stored.strategy, strict=True))
+    assert [by_run[r] for r in frame.run_id] == list(frame.strategy)
+    observer = stored[stored.strategy == "observer_regex"].strategy_params.map(json.loads)
+    assert sorted(p["observe_threshold"] for p in observer) == [2000, 8000]
+    assert store.fetch_all("SELECT count(DISTINCT run_id) FROM scores WHERE run_id LIKE ?", [result.sweep_id + "%"])[0][0] == 6
+    rec = recommend(result.sweep_id, store)
+    assert rec.strategy == "observer_regex" and rec.openclaw_json is None and rec.env == {}
+    assert "is strategy 'observer_regex', not LCM" in rec.warnings[0] and rec.best_lcm in set(frame[frame.strategy == "lcm"].config_id)
+    assert rec.lcm_openclaw_json is not None and "lossless-claw" in rec.lcm_openclaw_json["plugins"]["entries"]
+    text = rec.snippet()
+    assert "no openclaw.json or LCM_* setting" in text and "LCM_FRESH_TAIL_COUNT" not in text
+    again = sweep(strategy_spec(), store=store, progress=False)
+    assert (again.runs_ok, again.skipped) == (0, 6)
+
+
+def test_optuna_samples_the_strategy_as_a_categorical(tmp_path: Path) -> None:
+    store = LabStore(tmp_path / "lab.duckdb")
+    spec = strategy_spec(search={"method": "optuna", "trials": 4, "seed": 0},
+                         strategy_config={"observer_regex": {"observe_threshold": {"low": 1000, "high": 9000, "step": 1000}}},
+                         objectives=[{"metric": "fact_retention", "direction": "maximize"}])
+    first = sweep(spec, store=store, progress=False)
+    frame = sweep_df(first.sweep_id, store)
+    trials = frame[frame.trial.notna()]
+    assert len(trials) == 4 and set(trials.strategy) <= {"lcm", "truncate", "observer_regex"}
+    for row in trials.to_dict("records"):
+        assert (row["freshTailCount"] is not None and not pd_isna(row["freshTailCount"])) == (row["strategy"] == "lcm")
+        assert (not pd_isna(row["observe_threshold"])) == (row["strategy"] == "observer_regex")
+    again = sweep(spec, store=store, progress=False)  # resumed: the study is rebuilt, nothing reruns
+    assert (again.runs_ok, again.skipped) == (0, 5)
+
+
+def pd_isna(value: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -202,6 +314,28 @@ def test_cli_sweep_json_sweeps_and_recommend(tmp_path: Path) -> None:
     bad.write_text(yaml.safe_dump(small_spec(space={"freshTail": [1]})), encoding="utf-8")
     refused = lcm_lab("sweep", str(bad), "--db", db)
     assert refused.returncode == 2 and "freshTail: not a plugin knob" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_cli_sweep_over_strategies(tmp_path: Path) -> None:
+    spec_file = tmp_path / "strategies.yaml"
+    spec_file.write_text(yaml.safe_dump(strategy_spec(space={"strategy": ["lcm", "truncate", "observer_regex"],
+                                                             "freshTailCount": [32]})), encoding="utf-8")
+    db = str(tmp_path / "lab.duckdb")
+    done = lcm_lab("sweep", str(spec_file), "--db", db, "--json", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["configs"], result["runs_ok"], result["runs_failed"]) == (5, 5, 0)
+    payload = json.loads(lcm_lab("recommend", result["sweep_id"], "--db", db, "--json").stdout)
+    assert payload["strategy"] == "observer_regex" and payload["openclaw_json"] is None and payload["env"] == {}
+    assert payload["best_lcm"] is not None and "not LCM" in payload["warnings"][0]
+    human = lcm_lab("sweep", str(spec_file), "--db", db, "--no-progress")  # resumed: the table and the recommendation
+    assert human.returncode == 0, human.stderr
+    assert "observer_regex" in human.stdout and "truncate" in human.stdout and "not LCM" in human.stdout
+    assert "LCM_FRESH_TAIL_COUNT" not in human.stdout
+    html = tmp_path / "strategies.html"  # the report shows the recommended (observer) run
+    page = lcm_lab("report", "--sweep", result["sweep_id"], "--db", db, "-o", str(html))
+    assert page.returncode == 0, page.stderr
+    assert "not LCM" in html.read_text(encoding="utf-8")
 
 
 def test_cli_example_prints_a_commented_spec() -> None:

@@ -45,11 +45,17 @@ def run(args: argparse.Namespace) -> int:
         print("lcm-lab sweep: give a spec file (lcm-lab sweep --example > sweep.yaml prints one)", file=sys.stderr)
         return 2
     from lcm_lab.store import open_store
-    from lcm_lab.sweeps import SweepSpecError, recommend, sweep
+    from lcm_lab.sweeps import SweepSpecError, load_spec, recommend, sweep
 
+    try:
+        # a spec that cannot run is refused before the store is opened (and its file locked)
+        spec = load_spec(args.spec)
+    except (SweepSpecError, FileNotFoundError, ValueError) as exc:
+        print(f"lcm-lab sweep: {exc}", file=sys.stderr)
+        return 2
     store = open_store(args.db)
     try:
-        result = sweep(args.spec, store=store, executor=args.executor, workers=args.workers, progress=not args.no_progress)
+        result = sweep(spec, store=store, executor=args.executor, workers=args.workers, progress=not args.no_progress)
     except (SweepSpecError, FileNotFoundError) as exc:
         print(f"lcm-lab sweep: {exc}", file=sys.stderr)
         return 2

@@ -47,7 +47,7 @@ PAGE = """<!DOCTYPE html>
 {% if strategies %}
 <section id="strategies">
   <h2>Context strategies</h2>
-  <p class="note">Every run scored on what the model receives at the end-of-run call. Recall with a 95% bootstrap interval; retention = (recall − floor) / (ceiling − floor), floor = truncation at the same tokens, ceiling = full history (docs/strategies.md).</p>
+  <p class="note">Every run scored on what the model receives at the end-of-run call. Retention = (recall − floor) / (ceiling − floor) with a 95% bootstrap interval, floor = truncation to the budget, ceiling = full history, chance = another conversation when given (docs/strategies.md).</p>
   <table>
     <thead><tr>{% for c in strategies.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
     <tbody>{% for row in strategies.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>

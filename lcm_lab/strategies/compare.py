@@ -53,6 +53,7 @@ class BenchInput:
     conversation: Conversation
     events: tuple[RecordedEvent, ...] = ()
     qa_items: tuple[QAItem, ...] = ()
+    chance: Conversation | None = None  # another conversation: the headlines' chance control
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ def compare_strategies(
         base = bases.setdefault(item.name, message_base(run.messages))
         runs[key] = run
         scores[key] = strategy_scores(
-            run, run_id=f"{item.name}@{budget}:{spec.label}", qa_items=item.qa_items or None, base=base
+            run, run_id=f"{item.name}@{budget}:{spec.label}", qa_items=item.qa_items or None, base=base,
+            chance_conversation=item.chance,
         )
     return Comparison(runs, scores, skipped)
 
@@ -142,31 +144,46 @@ def _fmt(value: float | None, ci: tuple[float | None, float | None] | None) -> s
     return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
 def _controls(row: Mapping[str, Any], metric: str) -> str:
-    floor, chance = row.get(f"{metric}_floor"), row.get(f"{metric}_chance")
-    if floor is None:
-        return ""
-    return f" (floor {floor:.3f}, chance " + ("—" if chance is None else f"{chance:.3f}") + ")"  # no chance conversation: none
+    """``raw · floor · ceiling · chance`` on the raw scale (the chance control: another
+    conversation; '—' when none was given)."""
+    if f"{metric}_raw" not in row:
+        return "—"
+    return " · ".join(_num(row.get(f"{metric}_{part}")) for part in ("raw", "floor", "ceiling", "chance"))
+
+
+def _headline_cell(row: Mapping[str, Any], metric: str) -> str:
+    if f"{metric}_raw" not in row:
+        return "—"
+    if row.get(metric) is None:
+        return "withheld"
+    return _fmt(row.get(metric), row.get(f"{metric}_ci"))
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The closing table: raw recall with its 95% interval and its floor/chance controls at the
-    same tokens, the floor-to-ceiling retention with its interval, tokens, model calls."""
-    head = ("| input | budget | strategy | QA answer recall [95% CI] (controls) | QA retention | fact recall [95% CI] (controls) "
-            "| fact retention | final tokens | model calls |")  # fmt: skip
-    lines = [head, "|" + "---|" * 9]
+    """The closing table: each headline (``qa_retention``, ``fact_retention``: 0 = floor,
+    1 = ceiling) with its 95% interval, its raw value with the floor, ceiling and chance controls
+    on the raw scale, what the model receives per turn (mean tokens), the end-of-run context, and
+    model calls per turn."""
+    head = ("| input | budget | strategy | QA retention [95% CI] | QA raw · floor · ceiling · chance "
+            "| fact retention [95% CI] | fact raw · floor · ceiling · chance | tokens/turn (mean) | final tokens "
+            "| model calls/turn |")  # fmt: skip
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['input']} | {r['budget']} | {r['strategy']} | skipped: {r['skipped']} ||||||")
+            lines.append(f"| {r['input']} | {r['budget']} | {r['strategy']} | skipped: {r['skipped']} |||||||")
             continue
         over = " (over budget)" if r.get("final_context_over_budget") else ""
-        qa = _fmt(r.get("qa_retention_raw"), r.get("qa_retention_raw_ci")) + _controls(r, "qa_retention")
-        fact = _fmt(r.get("fact_retention_raw"), r.get("fact_retention_raw_ci")) + _controls(
-            r, "fact_retention"
-        )
+        mean_tokens = r.get("mean_context_tokens")
+        per_turn = r.get("model_calls_per_turn")
         lines.append(
-            f"| {r['input']} | {r['budget']} | {r['strategy']} | {qa} | {_fmt(r.get('qa_retention'), r.get('qa_retention_ci'))} "
-            f"| {fact} | {_fmt(r.get('fact_retention'), r.get('fact_retention_ci'))} "
-            f"| {r['final_context_tokens']:,}{over} | {int(r.get('model_calls') or 0)} |"
+            f"| {r['input']} | {r['budget']:,} | {r['strategy']} | {_headline_cell(r, 'qa_retention')} "
+            f"| {_controls(r, 'qa_retention')} | {_headline_cell(r, 'fact_retention')} | {_controls(r, 'fact_retention')} "
+            f"| {'—' if mean_tokens is None else f'{mean_tokens:,.0f}'} | {r['final_context_tokens']:,}{over} "
+            f"| {'—' if per_turn is None else f'{per_turn:.2f}'} |"
         )
     return "\n".join(lines)

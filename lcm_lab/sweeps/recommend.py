@@ -3,7 +3,9 @@ their measured trade-off against the plugin defaults on the same conversations.
 
 Choice: among configurations that ran on every conversation and meet the constraints (on the
 mean), the best on the first objective — restricted to the Pareto front when there are several
-objectives. The trade-off per metric is the mean paired difference (chosen − defaults) over
+objectives. Only an LCM configuration has plugin settings: when a sweep over strategies is won
+by another strategy, the recommendation says so and gives no ``openclaw.json`` / ``LCM_*``
+lines for it (it names the best LCM configuration instead). The trade-off per metric is the mean paired difference (chosen − defaults) over
 conversations with a 95% t-interval; a warning says when an interval includes 0 (within noise)
 or when there is a single conversation (no interval at all).
 
@@ -31,29 +33,46 @@ _ENV_OF = {key: f.envs[0] for f in FIELDS for key in f.keys}
 
 
 class Recommendation(NamedTuple):
+    """The chosen configuration. ``openclaw_json`` and ``env`` are the lossless-claw settings that
+    reproduce it — ``None`` and ``{}`` when the best configuration is another strategy (then
+    ``best_lcm`` names the best LCM configuration, whose settings are in ``lcm_openclaw_json``)."""
+
     sweep_id: str
     config_id: str
     params: dict[str, Any]
-    openclaw_json: dict[str, Any]
+    openclaw_json: dict[str, Any] | None
     env: dict[str, str]
     tradeoff: list[dict[str, Any]]
     warnings: list[str]
     pareto: list[str]
     table: pd.DataFrame
+    strategy: str = "lcm"
+    best_lcm: str | None = None
+    lcm_openclaw_json: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--json`` object: ``openclaw_json``, ``env``, ``tradeoff`` and context."""
+        """The ``--json`` object: ``strategy``, ``openclaw_json`` (null unless LCM), ``env``,
+        ``tradeoff`` and context."""
         return {
-            "sweep_id": self.sweep_id, "config_id": self.config_id, "params": self.params,
+            "sweep_id": self.sweep_id, "config_id": self.config_id, "strategy": self.strategy, "params": self.params,
             "openclaw_json": self.openclaw_json, "env": self.env, "tradeoff": self.tradeoff,
-            "warnings": self.warnings, "pareto": self.pareto,
+            "warnings": self.warnings, "pareto": self.pareto, "best_lcm": self.best_lcm,
+            "lcm_openclaw_json": self.lcm_openclaw_json,
         }
 
     def snippet(self) -> str:
-        """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings."""
-        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}",
-                 "# openclaw.json", json.dumps(self.openclaw_json, indent=2), "", "# or as environment variables"]
-        lines += [f"{k}={v}" for k, v in self.env.items()] or ["# (the plugin defaults: nothing to set)"]
+        """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings
+        (for a non-LCM winner: no plugin settings, and which LCM configuration came best)."""
+        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}"]
+        if self.openclaw_json is None:
+            lines += [f"# the best configuration is strategy {self.strategy!r}, not LCM: no openclaw.json or LCM_* "
+                      "setting of lossless-claw reproduces it"]
+            if self.best_lcm is not None:
+                lines += [f"# best LCM configuration: {self.best_lcm}; if you stay with lossless-claw, its openclaw.json:",
+                          json.dumps(self.lcm_openclaw_json, indent=2)]
+        else:
+            lines += ["# openclaw.json", json.dumps(self.openclaw_json, indent=2), "", "# or as environment variables"]
+            lines += [f"{k}={v}" for k, v in self.env.items()] or ["# (the plugin defaults: nothing to set)"]
         lines += ["", "# trade-off against the plugin defaults (chosen − defaults, paired over conversations, 95% interval)"]
         for t in self.tradeoff:
             interval = "no interval" if t["ci_low"] is None else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
@@ -110,18 +129,50 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
     pool = feasible[feasible.config_id.isin(front)].dropna(subset=[first])
     if pool.empty:
         raise ValueError(f"sweep {sweep_id}: no configuration has a value for {first}")
-    best = pool.sort_values(first, ascending=direction == "minimize", kind="stable").iloc[0]
+    ranked = pool.sort_values(first, ascending=direction == "minimize", kind="stable")
+    best = ranked.iloc[0]
     config_id = str(best.config_id)
-    params = {} if config_id == BASELINE_ID else json.loads(
-        store.fetch_all("SELECT params FROM sweep_configs WHERE sweep_id = ? AND config_id = ?", [sweep_id, config_id])[0][0]
-    )
-    base = {} if config_id == BASELINE_ID else dict(spec.get("base", {}))
-    plugin = LcmConfig.from_plugin_config({**base, **params}).to_plugin_config(minimal=True)
-    openclaw = {"plugins": {"entries": {"lossless-claw": {"config": plugin}}}}
+    params = _params(store, sweep_id, config_id)
+    strategy = str(params.get("strategy", "lcm"))
     tradeoff, warnings = _tradeoff(frame, config_id, metrics, objectives)
     if config_id == BASELINE_ID:
         warnings.insert(0, "the plugin defaults scored best: no change recommended")
-    return Recommendation(sweep_id, config_id, params, openclaw, env_lines(plugin), tradeoff, warnings, front, table)
+    if strategy == "lcm":
+        plugin = _plugin_config(spec, config_id, params)
+        return Recommendation(sweep_id, config_id, params, _openclaw(plugin), env_lines(plugin), tradeoff, warnings,
+                              front, table)
+    # Another strategy won: lossless-claw has no setting for it. Say so, and name the best LCM
+    # configuration (the feasible one best on the first objective, Pareto-optimal or not).
+    lcm_rows = feasible[feasible.strategy == "lcm"].dropna(subset=[first]) if "strategy" in feasible else feasible[:0]
+    lcm_rows = lcm_rows.sort_values(first, ascending=direction == "minimize", kind="stable")
+    best_lcm = None if lcm_rows.empty else str(lcm_rows.iloc[0].config_id)
+    lcm_json = None
+    note = (f"the best configuration ({config_id}) is strategy {strategy!r}, not LCM: there is no openclaw.json "
+            "or LCM_* setting to ship for it")
+    if best_lcm is not None:
+        lcm_json = _openclaw(_plugin_config(spec, best_lcm, _params(store, sweep_id, best_lcm)))
+        gap = float(lcm_rows.iloc[0][first]) - float(best[first])
+        note += f"; the best LCM configuration is {best_lcm} ({first} {float(lcm_rows.iloc[0][first]):.4g}, {gap:+.4g} from the best)"
+    warnings.insert(0, note)
+    return Recommendation(sweep_id, config_id, params, None, {}, tradeoff, warnings, front, table, strategy, best_lcm,
+                          lcm_json)
+
+
+def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
+    if config_id == BASELINE_ID:
+        return {}
+    rows = store.fetch_all("SELECT params FROM sweep_configs WHERE sweep_id = ? AND config_id = ?", [sweep_id, config_id])
+    return dict(json.loads(rows[0][0]))
+
+
+def _plugin_config(spec: Mapping[str, Any], config_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    base = {} if config_id == BASELINE_ID else dict(spec.get("base", {}))
+    knobs = {k: v for k, v in params.items() if k != "strategy"}
+    return LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
+
+
+def _openclaw(plugin: Mapping[str, Any]) -> dict[str, Any]:
+    return {"plugins": {"entries": {"lossless-claw": {"config": dict(plugin)}}}}
 
 
 def _meets(row: Mapping[str, Any], constraints: list[Mapping[str, Any]]) -> bool:

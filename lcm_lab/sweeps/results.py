@@ -30,8 +30,10 @@ def _store(store: LabStore | None) -> LabStore:
 
 
 def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
-    """One row per (configuration, conversation): ``config_id``, ``trial``, ``baseline``, the
-    varied parameters, ``conversation``, ``run_id``, ``status``, ``error``, ``seconds`` and every
+    """One row per (configuration, conversation): ``config_id``, ``trial``, ``baseline``,
+    ``strategy`` (``lcm`` for the plugin defaults and every plugin-knob configuration), the varied
+    parameters (plugin knobs, then other strategies' own; ``None`` where a parameter is not the
+    row's strategy's), ``conversation``, ``run_id``, ``status``, ``error``, ``seconds`` and every
     registered metric (see :data:`lcm_lab.sweeps.metrics.METRICS`)."""
     import pandas as pd
 
@@ -40,14 +42,17 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
     store = _store(store)
     row = sweep_row(store, sweep_id)
     runs = sweep_runs_df(store, sweep_id)
-    space = list(row["spec"]["space"])
+    spec = row["spec"]
+    space = [k for k in spec["space"] if k != "strategy"]
+    for params in (spec.get("strategy_config") or {}).values():
+        space += [k for k, v in params.items() if isinstance(v, list | dict) and k not in space]
     records = []
     for r in runs.to_dict("records"):
         params = json.loads(r["params"])
         metrics = json.loads(r["metrics"])
         record: dict[str, Any] = {
             "sweep_id": sweep_id, "config_id": r["config_id"], "trial": None if pd.isna(r["trial"]) else int(r["trial"]),
-            "baseline": bool(r["baseline"]),
+            "baseline": bool(r["baseline"]), "strategy": params.get("strategy", "lcm"),
         }
         record.update({key: params.get(key) for key in space})
         record.update({
@@ -56,7 +61,7 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
         })
         record.update({name: metrics.get(name) for name in sorted(METRICS)})
         records.append(record)
-    columns = ["sweep_id", "config_id", "trial", "baseline", *space, "conversation", "run_id", "status", "error",
+    columns = ["sweep_id", "config_id", "trial", "baseline", "strategy", *space, "conversation", "run_id", "status", "error",
                "seconds", "model_calls", *sorted(METRICS)]
     return pd.DataFrame.from_records(records, columns=columns)
 

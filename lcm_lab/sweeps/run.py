@@ -17,7 +17,17 @@ from typing import Any, NamedTuple
 
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.sweeps.executors import Job, Runner, default_workers, resolve_executor
-from lcm_lab.sweeps.spec import KNOBS, Point, Range, SweepSpec, grid_points, parse_spec, point, sweep_id_for
+from lcm_lab.sweeps.spec import (
+    Point,
+    Range,
+    SweepSpec,
+    dimensions,
+    grid_points,
+    parse_spec,
+    point,
+    sweep_id_for,
+)
+from lcm_lab.sweeps.strategy_space import STRATEGY_KEY
 from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult
 
 BASELINE_ID = "defaults"
@@ -55,11 +65,13 @@ def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
 
 
 def read_conversations(spec: SweepSpec) -> Conversations:
-    """The spec's conversations keyed ``<file name>#<index>``, with their QA items."""
+    """The spec's conversations keyed ``<file name>#<index>``, with their QA items and the host's
+    recorded events (for the ``recorded`` strategy)."""
     from lcm_lab.io.transcripts import read_transcript
 
     conversations: dict[str, Any] = {}
     qa: dict[str, tuple[Any, ...]] = {}
+    events: dict[str, tuple[Any, ...]] = {}
     for source in spec.conversations:
         path = Path(source.path)
         if not path.exists():
@@ -70,26 +82,30 @@ def read_conversations(spec: SweepSpec) -> Conversations:
             key = f"{path.name}#{index}"
             conversations[key] = item.conversation
             qa[key] = tuple(getattr(item, "qa_items", ()) or ())
+            events[key] = tuple(getattr(item, "events", ()) or ())
     if not conversations:
         raise ValueError("conversations: the sources hold no conversations (check skip and limit)")
-    return Conversations(conversations, qa)
+    return Conversations(conversations, qa, events)
 
 
 def random_points(spec: SweepSpec) -> list[Point]:
-    """``search.trials`` seeded random draws from the space (duplicates dropped)."""
+    """``search.trials`` seeded random draws from the space (duplicates dropped); with a strategy
+    dimension, a strategy first, then that strategy's own parameters."""
     rng = random.Random(spec.search.seed)
+    by_strategy = dimensions(spec)
     points: dict[str, Point] = {}
     for _ in range(spec.search.trials or 0):
-        params = {key: _draw(rng, key, values) for key, values in spec.space.items()}
-        p = point(spec, params)
+        strategy, dims = by_strategy[0] if by_strategy[0][0] is None else rng.choice(by_strategy)
+        head = {} if strategy is None else {STRATEGY_KEY: strategy}
+        p = point(spec, {**head, **{d.key: _draw(rng, d.kind, d.values) for d in dims}})
         points.setdefault(p.config_id, p)
     return list(points.values())
 
 
-def _draw(rng: random.Random, key: str, values: Sequence[Any] | Range) -> Any:
+def _draw(rng: random.Random, kind: str, values: Sequence[Any] | Range) -> Any:
     if not isinstance(values, Range):
         return rng.choice(list(values))
-    if KNOBS[key].kind == "int":
+    if kind == "int":
         step = int(values.step or 1)
         return rng.randrange(int(values.low), int(values.high) + 1, step)
     if values.log:
@@ -150,7 +166,8 @@ class _Session:
                     self.skipped += 1
                     continue
                 run_id = f"{self.sweep_id}_{p.config_id}_{index}"
-                out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget))
+                out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget,
+                                p.strategy, p.strategy_params))
         return out
 
     def run(self, units: list[Unit]) -> None:
@@ -205,8 +222,9 @@ class _Session:
     def register(self, p: Point, *, trial: int | None, baseline: bool = False) -> None:
         from lcm_lab.store.sweeps import register_config
 
-        register_config(self.store, self.sweep_id, p.config_id, p.params, p.config.to_plugin_config(minimal=True),
-                        trial=trial, baseline=baseline)
+        # plugin_config holds what to ship to lossless-claw: nothing for another strategy
+        plugin = p.config.to_plugin_config(minimal=True) if p.config is not None else {}
+        register_config(self.store, self.sweep_id, p.config_id, p.params, plugin, trial=trial, baseline=baseline)
 
     def counts(self) -> tuple[int, int]:
         shared = getattr(self, "shared", None)

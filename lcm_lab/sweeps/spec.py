@@ -15,7 +15,7 @@ before anything runs.
 ...     parse_spec({**spec.model_dump(), "spaec": {}})
 ... except SweepSpecError as exc:
 ...     print(str(exc).splitlines()[1])
-  spaec: unknown key; allowed keys: base, constraints, conversations, executor, name, objectives, scoring, search, space, summarizer, token_budget, workers
+  spaec: unknown key; allowed keys: base, constraints, conversations, executor, name, objectives, scoring, search, space, strategy_config, summarizer, token_budget, workers
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lcm_lab.engine.config import FIELDS, ConfigError, LcmConfig
+from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
 from lcm_lab.sweeps.metrics import METRICS
+from lcm_lab.sweeps.strategy_space import LCM, STRATEGY_KEY, parameter_kinds, strategy_problems
 
 # Plugin keys a sweep may vary: the scalar knobs (numbers, integers, booleans, choices).
 KNOBS: dict[str, Any] = {f.keys[0]: f for f in FIELDS if f.kind in ("int", "number", "bool", "choice")}
-RESERVED_DIMENSIONS = ("strategy",)  # compaction strategies arrive with issue 11
 
 
 class SweepSpecError(ValueError):
@@ -152,6 +153,7 @@ def _known_metric(value: str) -> str:
 
 
 Choices = list[int | float | bool | str]
+StrategyValue = Choices | Range | bool | int | float | str | None
 
 
 class SweepSpec(_Strict):
@@ -163,6 +165,7 @@ class SweepSpec(_Strict):
     summarizer: SummarizerSpec = SummarizerSpec()
     base: dict[str, Any] = Field(default_factory=dict)
     space: dict[str, Choices | Range] = Field(min_length=1)
+    strategy_config: dict[str, dict[str, StrategyValue]] = Field(default_factory=dict)
     search: SearchSpec = SearchSpec()
     objectives: list[ObjectiveSpec] = Field(min_length=1)
     constraints: list[ConstraintSpec] = Field(default_factory=list)
@@ -174,10 +177,13 @@ class SweepSpec(_Strict):
     @classmethod
     def _dimensions(cls, space: dict[str, Any]) -> dict[str, Any]:
         for key, values in space.items():
-            if key in RESERVED_DIMENSIONS:
-                raise ValueError(f"{key}: the strategy dimension is not available yet (issue 11); vary plugin keys")
+            if key == STRATEGY_KEY:
+                if not isinstance(values, list):
+                    raise ValueError("strategy: a list of strategies (e.g. [lcm, observer_regex, truncate])")
+                continue
             if key not in KNOBS:
-                raise ValueError(f"{key}: not a plugin knob a sweep can vary; allowed: {', '.join(sorted(KNOBS))}")
+                allowed = ", ".join([STRATEGY_KEY, *sorted(KNOBS)])
+                raise ValueError(f"{key}: not a plugin knob a sweep can vary; allowed: {allowed}")
             if isinstance(values, list) and not values:
                 raise ValueError(f"{key}: empty list of values")
         return space
@@ -189,12 +195,32 @@ class SweepSpec(_Strict):
             return value
         raise ValueError(f"unknown executor {value!r}; allowed: {', '.join(EXECUTORS)} or ray://HOST:PORT")
 
+    def strategies(self) -> list[str] | None:
+        """The strategies the spec varies (``None``: no strategy dimension, LCM only)."""
+        values = self.space.get(STRATEGY_KEY)
+        return None if values is None else [str(v) for v in values]  # type: ignore[union-attr]
+
+    @model_validator(mode="after")
+    def _strategies_fit(self) -> SweepSpec:
+        strategies = self.strategies()
+        if strategies is None:
+            if self.strategy_config:
+                raise ValueError("strategy_config: needs a strategy dimension (space.strategy: [lcm, observer_regex, ...])")
+            return self
+        knobs = [k for k in self.space if k != STRATEGY_KEY]
+        problems = strategy_problems(list(self.space[STRATEGY_KEY]), knobs, self.strategy_config, self.summarizer.name)  # type: ignore[arg-type]
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
     @model_validator(mode="after")
     def _search_fits_space(self) -> SweepSpec:
         if self.search.method == "grid":
-            for key, values in self.space.items():
+            ranges = [(f"space.{k}", v) for k, v in self.space.items()]
+            ranges += [(f"strategy_config.{s}.{k}", v) for s, ps in self.strategy_config.items() for k, v in ps.items()]
+            for key, values in ranges:
                 if isinstance(values, Range) and values.step is None:
-                    raise ValueError(f"space.{key}: a grid needs a list of values or a range with step")
+                    raise ValueError(f"{key}: a grid needs a list of values or a range with step")
         if self.search.method == "optuna" and self.search.sampler == "nsga2" and len(self.objectives) < 2:
             raise ValueError("sampler 'nsga2' is for two or more objectives")
         return self
@@ -204,11 +230,22 @@ EXECUTORS = ("auto", "serial", "processes", "threads", "ray")
 
 
 class Point(NamedTuple):
-    """One configuration of a sweep: the varied values and the resolved plugin config."""
+    """One configuration of a sweep: the varied values (``params``, with ``strategy`` when the
+    spec varies it), the resolved plugin config (LCM) or the strategy's own parameters (others)."""
 
     config_id: str
     params: dict[str, Any]
-    config: LcmConfig
+    config: LcmConfig | None
+    strategy: str = LCM
+    strategy_params: dict[str, Any] | None = None
+
+
+class Dimension(NamedTuple):
+    """One varied parameter of one strategy: its key, kind and values (a list or a range)."""
+
+    key: str
+    kind: str
+    values: Choices | Range
 
 
 def config_id(params: Mapping[str, Any]) -> str:
@@ -222,20 +259,53 @@ def config_id(params: Mapping[str, Any]) -> str:
 
 
 def sweep_id_for(spec: SweepSpec) -> str:
-    """Content id of what a sweep computes (executor and workers do not change results)."""
-    payload = spec.model_dump(mode="json", exclude={"executor", "workers"})
+    """Content id of what a sweep computes (executor and workers do not change results; an empty
+    ``strategy_config`` is left out, so sweeps from before the strategy dimension keep their id)."""
+    exclude = {"executor", "workers"} | (set() if spec.strategy_config else {"strategy_config"})
+    payload = spec.model_dump(mode="json", exclude=exclude)
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return "sw_" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
 def build_config(spec: SweepSpec, params: Mapping[str, Any]) -> LcmConfig:
     """``base`` plus ``params`` resolved as the plugin would (errors name the plugin key)."""
-    return LcmConfig.from_plugin_config({**spec.base, **params})
+    knobs = {k: v for k, v in params.items() if k != STRATEGY_KEY}
+    return LcmConfig.from_plugin_config({**spec.base, **knobs})
+
+
+def fixed_params(spec: SweepSpec, strategy: str) -> dict[str, Any]:
+    """The single values ``strategy_config`` gives ``strategy`` (lists and ranges are varied)."""
+    return {k: v for k, v in spec.strategy_config.get(strategy, {}).items() if not isinstance(v, list | Range)}
+
+
+def dimensions(spec: SweepSpec) -> list[tuple[str | None, list[Dimension]]]:
+    """What varies, per strategy: ``[(None, plugin knobs)]`` for a spec without a strategy
+    dimension, else one entry per listed strategy (LCM: the plugin knobs of ``space``; others:
+    the lists and ranges of their ``strategy_config``)."""
+    knobs = [Dimension(k, KNOBS[k].kind, v) for k, v in spec.space.items() if k != STRATEGY_KEY]
+    strategies = spec.strategies()
+    if strategies is None:
+        return [(None, knobs)]
+    out: list[tuple[str | None, list[Dimension]]] = []
+    for name in strategies:
+        if name == LCM:
+            out.append((name, knobs))
+            continue
+        kinds = parameter_kinds(name)
+        varied = [Dimension(k, kinds[k].kind, v) for k, v in spec.strategy_config.get(name, {}).items()
+                  if isinstance(v, list | Range)]
+        out.append((name, varied))
+    return out
 
 
 def point(spec: SweepSpec, params: Mapping[str, Any]) -> Point:
+    """The configuration ``params`` stands for (``strategy`` absent: LCM with plugin knobs)."""
     clean = {k: _plain(v) for k, v in params.items()}
-    return Point(config_id(clean), clean, build_config(spec, clean))
+    strategy = str(clean.get(STRATEGY_KEY, LCM))
+    if strategy == LCM:
+        return Point(config_id(clean), clean, build_config(spec, clean))
+    own = {**fixed_params(spec, strategy), **{k: v for k, v in clean.items() if k != STRATEGY_KEY}}
+    return Point(config_id(clean), clean, None, strategy, own)
 
 
 def _plain(value: Any) -> Any:
@@ -244,29 +314,37 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _grid_values(key: str, values: Choices | Range) -> list[Any]:
+def grid_values(kind: str, values: Choices | Range) -> list[Any]:
+    """A dimension's grid: its list, or a range's steps (integers for integer parameters)."""
     if isinstance(values, list):
         return list(values)
     assert values.step is not None
     count = math.floor((values.high - values.low) / values.step + 1e-9) + 1
     out = [values.low + i * values.step for i in range(count)]
-    if KNOBS[key].kind == "int":
+    if kind == "int":
         return [int(round(v)) for v in out]
     return [round(v, 10) for v in out]
 
 
 def grid_points(spec: SweepSpec) -> list[Point]:
-    """Every combination of the space's values, in spec order."""
-    keys = list(spec.space)
-    combos = itertools.product(*(_grid_values(k, spec.space[k]) for k in keys))
-    return [point(spec, dict(zip(keys, combo, strict=True))) for combo in combos]
+    """Every combination of the space's values, in spec order; with a strategy dimension, every
+    strategy with every combination of *its own* parameters (truncation runs once, not once per
+    plugin knob value)."""
+    points = []
+    for strategy, dims in dimensions(spec):
+        combos = itertools.product(*(grid_values(d.kind, d.values) for d in dims))
+        for combo in combos:
+            head = {} if strategy is None else {STRATEGY_KEY: strategy}
+            points.append(point(spec, {**head, **dict(zip([d.key for d in dims], combo, strict=True))}))
+    return points
 
 
 def parse_spec(data: Mapping[str, Any] | SweepSpec) -> SweepSpec:
     """Validate a spec (a mapping, e.g. parsed YAML) into :class:`SweepSpec`.
 
     Raises :class:`SweepSpecError` listing every problem as ``key: message`` — including plugin
-    configurations the plugin could not use (checked on ``base`` and on each end of every range).
+    configurations the plugin could not use (checked on ``base`` and on each end of every range)
+    and strategy parameters the strategy refuses.
     """
     if isinstance(data, SweepSpec):
         spec = data
@@ -281,23 +359,57 @@ def parse_spec(data: Mapping[str, Any] | SweepSpec) -> SweepSpec:
     return spec
 
 
+def _candidates(kind: str, values: Choices | Range) -> list[Any]:
+    if isinstance(values, list) or values.step:
+        return grid_values(kind, values)
+    ends = [values.low, values.high]
+    return [int(v) for v in ends] if kind == "int" else ends
+
+
 def _config_problems(spec: SweepSpec) -> list[str]:
     problems = []
     try:
         build_config(spec, {})
     except ConfigError as exc:
         problems.append(f"base: {exc}")
-    for key, values in spec.space.items():
-        candidates = _grid_values(key, values) if isinstance(values, list) or values.step else [values.low, values.high]
-        if isinstance(values, Range) and KNOBS[key].kind == "int":
-            candidates = [int(v) for v in candidates]
-        for value in candidates:
-            try:
-                build_config(spec, {key: value})
-            except ConfigError as exc:
-                problems.append(f"space.{key}: {exc}")
-                break
+    for strategy, dims in dimensions(spec):
+        if strategy not in (None, LCM):
+            problems += _strategy_value_problems(spec, strategy, dims)
+            continue
+        if strategy is None and spec.strategies() is not None:
+            continue
+        for d in dims:
+            for value in _candidates(d.kind, d.values):
+                try:
+                    build_config(spec, {d.key: value})
+                except ConfigError as exc:
+                    problems.append(f"space.{d.key}: {exc}")
+                    break
     return problems
+
+
+def _strategy_value_problems(spec: SweepSpec, strategy: str, dims: list[Dimension]) -> list[str]:
+    """What the strategy itself refuses (e.g. ``observe_threshold: 0``), per varied value."""
+    from lcm_lab.strategies import get_strategy
+    from lcm_lab.strategies.base import StrategyError
+
+    fixed = fixed_params(spec, strategy)
+    checks = [(f"strategy_config.{strategy}", {})]
+    checks += [(f"strategy_config.{strategy}.{d.key}", {d.key: v}) for d in dims for v in _candidates(d.kind, d.values)]
+    problems: list[str] = []
+    for where, change in checks:
+        if strategy == "recorded":
+            break  # its events come from each conversation's source, when the sweep runs
+        try:
+            get_strategy(strategy, **{**fixed, **change})
+        except StrategyError as exc:
+            line = f"{where}: {exc}"
+            if line not in problems and not any(p.startswith(where + ":") for p in problems):
+                problems.append(line)
+    return problems
+
+
+_UNION_MEMBERS = ("bool", "int", "float", "str", "none")
 
 
 def _describe(exc: ValidationError) -> str:
@@ -305,11 +417,17 @@ def _describe(exc: ValidationError) -> str:
     for error in exc.errors():
         loc = [str(p) for p in error["loc"]]
         # pydantic reports a union member's type in the path (space.x.list[...]); drop it.
-        loc = [p for p in loc if not p.startswith(("list[", "Range", "function-after"))]
+        loc = [p for p in loc if not p.startswith(("list[", "Range", "function-after")) and p not in _UNION_MEMBERS]
         where = ".".join(loc) or "spec"
         if error["type"] == "extra_forbidden":
             allowed = _allowed_keys(error["loc"][:-1])
             lines.append(f"{where}: unknown key; allowed keys: {', '.join(allowed)}")
+        elif not loc:
+            # spec-level checks name their keys themselves (``space.strategy: ...``), one per line
+            message = error["msg"].removeprefix("Value error, ")
+            for line in message.splitlines():
+                keyed = line.split(":", 1)[0].split(".", 1)[0] in SweepSpec.model_fields
+                lines.append(line if keyed else f"spec: {line}")
         else:
             message = error["msg"].removeprefix("Value error, ")
             lines.append(f"{where}: {message}")
@@ -321,6 +439,9 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
     model: Any = SweepSpec
     for part in loc:
         if isinstance(part, int):
+            continue
+        if part == "Range":
+            model = Range
             continue
         field = getattr(model, "model_fields", {}).get(part)
         if field is None:

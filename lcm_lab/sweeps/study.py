@@ -13,7 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.sweeps.spec import KNOBS, Point, Range, SweepSpec, point
+from lcm_lab.sweeps.spec import Point, Range, SweepSpec, dimensions, point
+from lcm_lab.sweeps.strategy_space import LCM, STRATEGY_KEY
 
 if TYPE_CHECKING:
     from lcm_lab.sweeps.run import _Session
@@ -31,12 +32,37 @@ def _sampler(spec: SweepSpec) -> Any:
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(2, (spec.search.trials or 10) // 3))
 
 
-def _suggest(trial: Any, key: str, values: Sequence[Any] | Range) -> Any:
+def _suggest(trial: Any, name: str, kind: str, values: Sequence[Any] | Range) -> Any:
     if not isinstance(values, Range):
-        return trial.suggest_categorical(key, list(values))
-    if KNOBS[key].kind == "int":
-        return trial.suggest_int(key, int(values.low), int(values.high), step=int(values.step or 1), log=values.log)
-    return trial.suggest_float(key, values.low, values.high, step=values.step, log=values.log)
+        return trial.suggest_categorical(name, list(values))
+    if kind == "int":
+        return trial.suggest_int(name, int(values.low), int(values.high), step=int(values.step or 1), log=values.log)
+    return trial.suggest_float(name, values.low, values.high, step=values.step, log=values.log)
+
+
+def _optuna_name(strategy: str | None, key: str) -> str:
+    # Two strategies may share a parameter name with different ranges; Optuna keeps one
+    # distribution per name, so non-LCM parameters are namespaced by their strategy.
+    return key if strategy in (None, LCM) else f"{strategy}.{key}"
+
+
+def suggest_params(trial: Any, spec: SweepSpec) -> dict[str, Any]:
+    """A trial's parameters: the strategy (a categorical) first, then that strategy's own
+    (a conditional search space, which Optuna's define-by-run API samples natively)."""
+    by_strategy = dimensions(spec)
+    strategy, dims = by_strategy[0]
+    head: dict[str, Any] = {}
+    if strategy is not None:
+        chosen = trial.suggest_categorical(STRATEGY_KEY, [s for s, _ in by_strategy])
+        strategy, dims = next((s, d) for s, d in by_strategy if s == chosen)
+        head = {STRATEGY_KEY: chosen}
+    return {**head, **{d.key: _suggest(trial, _optuna_name(strategy, d.key), d.kind, d.values) for d in dims}}
+
+
+def optuna_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored point parameters under the names :func:`suggest_params` gives Optuna."""
+    strategy = params.get(STRATEGY_KEY)
+    return {(k if k == STRATEGY_KEY else _optuna_name(strategy, k)): v for k, v in params.items()}
 
 
 def config_means(metrics: Sequence[Mapping[str, float | None]], names: Sequence[str]) -> dict[str, float | None]:
@@ -78,16 +104,17 @@ def run_study(session: _Session, baseline: Point) -> None:
     known = _stored_points(session)
     for trial_number, p in known:
         session.run(session.units([p]))  # finishes configurations a killed run left half done
-        study.enqueue_trial(p.params)
-        _tell(session, study, study.ask(), p, trial_number)
+        study.enqueue_trial(optuna_params(p.params))
+        trial = study.ask()
+        suggest_params(trial, spec)  # the enqueued values: the study learns from resumed trials too
+        _tell(session, study, trial, p, trial_number)
     total = spec.search.trials or 0
     number = len(known)
     while number < total:
         batch = []
         for _ in range(min(session.workers, total - number)):
             trial = study.ask()
-            params = {key: _suggest(trial, key, values) for key, values in spec.space.items()}
-            p = point(spec, params)
+            p = point(spec, suggest_params(trial, spec))
             session.register(p, trial=number)
             batch.append((trial, p, number))
             number += 1

@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 import time
 import traceback
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.config import LcmConfig
+from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
 from lcm_lab.sweeps.metrics import ScoredRun, metric_values
 
 
@@ -22,15 +24,19 @@ class Unit(NamedTuple):
     config_id: str
     conversation_key: str
     run_id: str
-    config: LcmConfig
+    config: LcmConfig | None  # LCM's resolved plugin config (None for other strategies)
     token_budget: int
+    strategy: str = "lcm"
+    strategy_params: Mapping[str, Any] | None = None  # the strategy's own parameters (not LCM's)
 
 
 class Conversations(NamedTuple):
-    """The sweep's conversations by key, with LoCoMo QA items where the source has them."""
+    """The sweep's conversations by key, with LoCoMo QA items and recorded host events where the
+    source has them."""
 
     conversations: dict[str, Any]
     qa_items: dict[str, tuple[Any, ...]]
+    events: dict[str, tuple[Any, ...]] = {}  # noqa: RUF012  (never mutated)
 
 
 class UnitResult(NamedTuple):
@@ -56,16 +62,59 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         if fault is not None and fault in (unit.config_id, unit.conversation_key):
             raise RuntimeError(f"injected fault for {fault}")
         conversation = data.conversations[unit.conversation_key]
-        run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id)
+        if unit.strategy == "lcm":
+            assert unit.config is not None
+            run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id)
+        else:
+            run = _run_strategy(unit, data, conversation, summarizer)
         qa = data.qa_items.get(unit.conversation_key) if score_qa else None
         last = [run.turns[-1].turn] if run.turns else []
         scores = score_replay(run, run_id=unit.run_id, qa_items=qa or None, context_turns=last)
         metrics = metric_values(ScoredRun(run, scores))
+        if unit.strategy != "lcm":
+            metrics = strategy_metrics(run, scores, metrics)
         run = dataclasses.replace(run, meta={**run.meta, "sweep_id": unit.sweep_id, "config_id": unit.config_id})
     except Exception as exc:  # recorded with the unit; the sweep goes on
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         return UnitResult(unit, None, [], {}, error, time.perf_counter() - started, _drain(summarizer))
     return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer))
+
+
+def _run_strategy(unit: Unit, data: Conversations, conversation: Any, summarizer: Any) -> Any:
+    """Another strategy's run (``recorded`` takes the host's events from the conversation's source)."""
+    from lcm_lab.strategies import get_strategy
+    from lcm_lab.strategies.recorded import _EVENT_FIELDS
+
+    params = dict(unit.strategy_params or {})
+    if unit.strategy == "recorded":
+        events = data.events.get(unit.conversation_key, ())
+        params["events"] = [{k: getattr(e, k) for k in _EVENT_FIELDS} for e in events]
+    run = get_strategy(unit.strategy, **params).run(conversation, summarizer, unit.token_budget)
+    return dataclasses.replace(run, run_id=unit.run_id)
+
+
+# The LCM names of a sweep's effort metrics, read from what every strategy's scores call them.
+_STRATEGY_EQUIVALENTS = {
+    "summarizer_calls": "model_calls",
+    "summarizer_input_tokens": "model_input_tokens",
+    "summarizer_output_tokens": "model_output_tokens",
+    "summarizer_cost_usd": "model_cost_usd",
+}
+
+
+def strategy_metrics(run: Any, scores: Sequence[Any], metrics: Mapping[str, float | None]) -> dict[str, float | None]:
+    """A non-LCM run's sweep metrics: model calls and their tokens and cost under the sweep's
+    ``summarizer_*`` names, and ``peak_budget_fraction``; LCM-only metrics (``compacting_turns``,
+    ``turns_over_threshold``) stay ``None``."""
+    out = dict(metrics)
+    run_scores = {s.metric: s.value for s in scores if s.scope == "run"}
+    for name, source in _STRATEGY_EQUIVALENTS.items():
+        if out.get(name) is None and source in run_scores:
+            out[name] = run_scores[source]
+    peak = out.get("peak_context_tokens")
+    if out.get("peak_budget_fraction") is None and peak is not None and run.token_budget:
+        out["peak_budget_fraction"] = peak / run.token_budget
+    return {k: v for k, v in out.items() if k in metrics}
 
 
 def _drain(summarizer: Any) -> list[Any]:

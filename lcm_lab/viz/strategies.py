@@ -47,9 +47,10 @@ def _quality_figure(points: list[dict[str, Any]], metric: str) -> go.Figure:
                      "arrayminus": [p["raw"] - (p["ci_low"] or p["raw"]) for p in mine]},
             text=[f"budget {p['budget']:,}" for p in mine], hovertemplate="%{text}<br>%{x:,} tokens<br>%{y:.3f}<extra>" + label + "</extra>",
         ))  # fmt: skip
-    for control, symbol in (("floor", "circle-open"), ("chance", "x-thin-open")):
+    controls = (("floor", "circle-open", "floor (truncation to the budget)"), ("chance", "x-thin-open", "chance (another conversation)"))
+    for control, symbol, name in controls:
         fig.add_trace(go.Scatter(x=[p["tokens"] for p in points], y=[p[control] for p in points], mode="markers",
-                                 name=f"{control} (same tokens)", marker={"symbol": symbol, "size": 8, "color": "grey"}))  # fmt: skip
+                                 name=name, marker={"symbol": symbol, "size": 8, "color": "grey"}))  # fmt: skip
     what = "QA answer recall" if metric == "qa_retention" else "fact recall"
     fig.update_layout(title=f"{what} vs context tokens (end-of-run call)", xaxis_title="tokens the model receives",
                       yaxis_title=what, yaxis_range=[0, 1.05], template="plotly_white")  # fmt: skip
