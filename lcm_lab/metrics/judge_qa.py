@@ -26,7 +26,7 @@ from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.headline import headline
 from lcm_lab.metrics.judge import Complete, call, check_repeats, model_name, repeat_independence
 from lcm_lab.metrics.judge_summary import QA_ANSWER, QA_JUDGE, parse_locomo_verdict
-from lcm_lab.metrics.locomo import newest_within, raw_texts, sent_texts, usable_items
+from lcm_lab.metrics.locomo import newest_within, raw_costs, raw_texts, sent_texts, usable_items
 from lcm_lab.metrics.stats import bootstrap_normalised
 
 
@@ -65,9 +65,9 @@ def qa_judged_retention_scores(
     budget = budget or run.token_budget
     items, warnings = usable_items(run.conversation, qa_items)
     history = raw_texts(run.conversation)
-    contexts: dict[str, list[str]] = {"method": sent_texts(run, budget), "ceiling": history, "floor": newest_within(history, budget)}
+    contexts: dict[str, list[str]] = {"method": sent_texts(run, budget), "ceiling": history, "floor": newest_within(history, budget, raw_costs(run.conversation))}
     if chance_conversation is not None:
-        contexts["chance"] = newest_within(raw_texts(chance_conversation), budget)
+        contexts["chance"] = newest_within(raw_texts(chance_conversation), budget, raw_costs(chance_conversation))
     values: dict[str, np.ndarray] = {}
     answers: dict[str, list[str]] = {}
     for name in progress(list(contexts)) if progress else list(contexts):

@@ -8,9 +8,9 @@ content only, metadata stripped):
 
 * **method** — what the model receives after the last turn: ``run.sent(None, budget)``;
 * **ceiling** — the full raw history (every message, no budget);
-* **floor** — plain truncation to the **budget**: the newest raw messages whose estimated tokens
-  fit the budget. It depends only on the conversation and the budget, so every run at that budget
-  shares it;
+* **floor** — plain truncation to the **budget**: the newest raw messages whose tokens, priced
+  as the engine prices what it sends (:func:`raw_costs`), fit the budget. It depends only on the
+  conversation and the budget, so every run at that budget shares it;
 * **chance** — the same truncation applied to *another* conversation (same budget): what the
   reader finds in unrelated text of the same size.
 
@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from lcm_lab.engine.assembly import estimate_serialized_message_tokens
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem
@@ -57,30 +58,43 @@ def containment(answer: Sequence[str], context: set[str]) -> float:
     return sum(1 for t in answer if t in context) / len(answer) if answer else 0.0
 
 
+def _raw_messages(conversation: Conversation) -> list[dict[str, Any]]:
+    if conversation.entries:
+        return [e.message for e in conversation.entries
+                if e.type == "message" and e.message is not None and e.message.get("role") in _PERSISTED_ROLES]
+    return [{"role": m.role, "content": m.content} for m in sorted(conversation.stored_messages, key=lambda m: m.seq)]
+
+
 def raw_texts(conversation: Conversation) -> list[str]:
     """Reader texts of a conversation's raw messages in order (input entries or stored messages)."""
     if conversation.entries:
-        return [
-            reader_text(e.message)
-            for e in conversation.entries
-            if e.type == "message" and e.message is not None and e.message.get("role") in _PERSISTED_ROLES
-        ]
+        return [reader_text(message) for message in _raw_messages(conversation)]
     return [m.content for m in sorted(conversation.stored_messages, key=lambda m: m.seq)]
 
 
-def newest_within(texts: Sequence[str], budget: int) -> list[str]:
-    """Plain truncation: the newest texts whose estimated tokens fit ``budget``, in order.
+def raw_costs(conversation: Conversation) -> list[int]:
+    """Tokens of each message of :func:`raw_texts` as the engine prices what it sends (the
+    serialized-message estimate of its final clamp), so a truncation floor holds as many raw
+    messages as the budget admits for the method, not the ~2x more its bare text would."""
+    return [estimate_serialized_message_tokens(message) for message in _raw_messages(conversation)]
+
+
+def newest_within(texts: Sequence[str], budget: int, costs: Sequence[int] | None = None) -> list[str]:
+    """Plain truncation: the newest texts whose tokens (``costs``, default the plain-text
+    estimate) fit ``budget``, in order.
 
     >>> newest_within(["a" * 40, "b" * 40, "c" * 40], 15)
     ['cccccccccccccccccccccccccccccccccccccccc']
+    >>> newest_within(["a" * 40, "b" * 40, "c" * 40], 15, costs=[5, 5, 5])
+    ['aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', 'cccccccccccccccccccccccccccccccccccccccc']
     """
     kept: list[str] = []
     used = 0
-    for text in reversed(texts):
-        cost = estimate_tokens(text)
+    for i in range(len(texts) - 1, -1, -1):
+        cost = costs[i] if costs is not None else estimate_tokens(texts[i])
         if used + cost > budget:
             break
-        kept.append(text)
+        kept.append(texts[i])
         used += cost
     return kept[::-1]
 
@@ -152,8 +166,9 @@ def qa_retention_scores(
     contexts: dict[str, list[str] | None] = {"method": sent_texts(run, budget)}
     history = raw_texts(run.conversation)
     contexts["ceiling"] = history
-    contexts["floor"] = newest_within(history, budget)
-    contexts["chance"] = newest_within(raw_texts(chance_conversation), budget) if chance_conversation is not None else None
+    contexts["floor"] = newest_within(history, budget, raw_costs(run.conversation))
+    contexts["chance"] = (newest_within(raw_texts(chance_conversation), budget, raw_costs(chance_conversation))
+                          if chance_conversation is not None else None)
     steps: Iterable[str] = progress(list(contexts)) if progress else list(contexts)
     recall: dict[str, np.ndarray | None] = {}
     for name in steps:

@@ -40,12 +40,12 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from lcm_lab.engine.assembly import estimate_serialized_message_tokens
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext
 from lcm_lab.metrics.fact_headline import text_window
 from lcm_lab.metrics.facts import extract_facts
-from lcm_lab.metrics.qa_reader import reader_text
 from lcm_lab.prompts.render import CONDENSED_HEADER, LEAF_HEADER
 
 CONTROL_MODEL = "lcm-lab-control"
@@ -197,14 +197,15 @@ class ControlRun:
         return (ControlTurn(0),)
 
     def sent(self, turn: int | None = None, budget: int | None = None) -> SentContext:
-        """Raw messages (kind ``live``): all of them, or the newest fitting the budget."""
+        """Raw messages (kind ``live``): all of them, or the newest fitting the budget, priced as the
+        engine prices what it sends (so truncation is exactly the ``qa_retention`` floor)."""
         budget = self.token_budget if budget is None else budget
         items: list[AssembledItem] = []
         for entry in self.conversation.entries:
             message: Mapping[str, Any] | None = entry.message
             if entry.type != "message" or message is None or message.get("role") not in _PERSISTED_ROLES:
                 continue
-            items.append(AssembledItem(str(message["role"]), "live", entry.line, message, estimate_tokens(reader_text(message))))
+            items.append(AssembledItem(str(message["role"]), "live", entry.line, message, estimate_serialized_message_tokens(message)))
         if not self.full:
             kept: list[AssembledItem] = []
             used = 0
