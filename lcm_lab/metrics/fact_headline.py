@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lcm_lab.engine.assembly import estimate_serialized_message_tokens
+from lcm_lab.engine.content import PERSISTABLE_ROLES
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 from lcm_lab.engine.types import Conversation
 from lcm_lab.metrics.base import Score, message_text, runtime_text
@@ -52,12 +53,18 @@ class ContextView(NamedTuple):
     pointers: str
 
 
+HISTORY_ROLES = PERSISTABLE_ROLES - {"system"}
+"""Roles whose messages form the compacted history (what the engine persists, minus system)."""
+
+
 def conversation_texts(conversation: Conversation, roles: Sequence[str] | None = None) -> list[tuple[int, str]]:
-    """``(index, text)`` of the messages of a conversation, oldest first (system rows skipped;
-    ``roles`` keeps only those roles, e.g. ``("user", "assistant")``)."""
+    """``(index, text)`` of the messages of a conversation, oldest first: the history the engine
+    stores (:data:`HISTORY_ROLES`; system rows and host-only messages such as pi's
+    ``bashExecution`` skipped, since no strategy replayed from the store can send them);
+    ``roles`` keeps only those roles, e.g. ``("user", "assistant")``."""
     if conversation.entries:
         return [(e.line, runtime_text(e.message)) for e in conversation.entries
-                if e.message is not None and e.message.get("role") != "system" and (roles is None or e.message.get("role") in roles)]
+                if e.message is not None and e.message.get("role") in HISTORY_ROLES and (roles is None or e.message.get("role") in roles)]
     return [(m.seq, message_text(m)) for m in conversation.stored_messages if m.role != "system" and (roles is None or m.role in roles)]
 
 
@@ -80,7 +87,7 @@ def conversation_costs(conversation: Conversation) -> list[int]:
     (the serialized-message estimate its final clamp uses), so the floor is costed like the method."""
     if conversation.entries:
         return [estimate_serialized_message_tokens(e.message) for e in conversation.entries
-                if e.message is not None and e.message.get("role") != "system"]
+                if e.message is not None and e.message.get("role") in HISTORY_ROLES]
     return [estimate_serialized_message_tokens({"role": m.role, "content": m.content})
             for m in conversation.stored_messages if m.role != "system"]
 
