@@ -44,9 +44,9 @@ def fts_extension_path() -> Path:
 
 def load_fts(store: LabStore) -> None:
     """Load the fts extension from the local package (never INSTALL from the network)."""
-    if not getattr(store, "_fts_loaded", False):
+    if not store._fts_loaded:  # reset by the store when its idle connection was closed and reopened
         store.con.execute(f"LOAD '{fts_extension_path()}'")
-        store._fts_loaded = True  # type: ignore[attr-defined]
+        store._fts_loaded = True
 
 
 def targets_df(store: LabStore) -> pd.DataFrame:
