@@ -184,13 +184,15 @@ def compare(
     ``scores=False`` leaves the scores out (tokens only, instant)."""
     import pandas as pd
 
-    from lcm_lab.metrics.fact_headline import fact_headline_scores
+    from lcm_lab.metrics.fact_headline import conversation_texts, fact_headline_scores
+    from lcm_lab.metrics.facts import Fact, facts_from_texts
     from lcm_lab.metrics.locomo import qa_retention_scores
 
     replays = [r if isinstance(r, Replay) else _load(_store(store), r) for r in runs]
     if labels is not None and len(labels) != len(replays):
         raise EditError(f"{len(labels)} labels for {len(replays)} runs")
     rows = []
+    known: list[tuple[Any, list[Fact]]] = []  # derived runs share their parent's conversation: extract its facts once
     for i, run in enumerate(replays):
         rid = run.run_id or f"run-{i}"
         sent = run.sent()
@@ -201,7 +203,13 @@ def compare(
             "sent_items": len(sent.items), "sent_summaries": sum(1 for it in sent.items if it.kind == "summary"),
             "stored_tokens": run.final_tokens, "path": sent.path,
         }  # fmt: skip
-        headlines = fact_headline_scores(run, rid) if scores else []
+        headlines = []
+        if scores:
+            facts = next((f for conv, f in known if conv is run.conversation or conv == run.conversation), None)
+            if facts is None:
+                facts = facts_from_texts(conversation_texts(run.conversation))
+                known.append((run.conversation, facts))
+            headlines = fact_headline_scores(run, rid, facts=facts)
         if qa_items and scores:
             headlines += qa_retention_scores(run, qa_items, rid)
         for score in headlines:
@@ -327,6 +335,10 @@ def _summarizer(
                 raise EditError(f"summarizer {getattr(writer, 'name', writer)!r} takes no prompt set")
             writer = writer.with_options(prompts=prompt_set)
     prompts = getattr(writer, "prompts", None)
+    # A model-free summarizer's own settings (e.g. the offline footer size) change its output: they
+    # are part of the edit, so two settings give two runs. Model summarizers are described by name.
+    settings = {k: v for k, v in vars(writer).items() if not k.startswith("_") and isinstance(v, str | int | float | bool)} \
+        if model is None and hasattr(writer, "__dict__") and not hasattr(writer, "model") else {}
     described: dict[str, Any] = {
         "summarizer": getattr(writer, "name", type(writer).__name__),
         "model": getattr(writer, "model", None),
@@ -334,5 +346,6 @@ def _summarizer(
         "prompt_set_hash": getattr(prompts, "hash", None),
         "temperature": getattr(writer, "temperature", None),
         "seed": getattr(writer, "seed", None),
+        "settings": settings or None,
     }
     return writer, {k: v for k, v in described.items() if v is not None}

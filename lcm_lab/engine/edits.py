@@ -118,7 +118,7 @@ def rewrite(run: Replay, summary_ids: Collection[str], summarizer: Summarizer) -
     config = run.config
     fixed = run.fidelity == "fixed"
     compactor = Compactor(EngineState(run.messages, run.summaries), config, summarizer,
-                          session_id=run.conversation.session_id, fidelity=run.fidelity)  # fmt: skip
+                          session_id=run.conversation.session_id, fidelity="fixed" if fixed else "faithful")  # fmt: skip
     previous = _previous_by_source(run)
     current: dict[str, Summary] = dict(run.summaries_by_id)
     order: list[str] = []
