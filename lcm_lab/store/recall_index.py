@@ -321,6 +321,9 @@ def search(
         select_params = [fts_query]
     else:
         raise ValueError("search needs a regex or a full-text query")
+    # A regex hit always has relevance ≥ 1: filtering on it again would let DuckDB push the
+    # match-counting regex below the target filter and run it over every document of the store.
+    keep = "TRUE" if regex is not None else "relevance IS NOT NULL AND relevance > 0"
     order = {
         "recency": "created_ts DESC NULLS LAST, doc_key DESC",
         "relevance": "relevance DESC, created_ts DESC NULLS LAST, doc_key DESC",
@@ -331,7 +334,7 @@ def search(
             SELECT *, {relevance} AS relevance FROM recall_docs
             WHERE {" AND ".join(where)}
         ), matched AS (
-            SELECT * FROM hits WHERE relevance IS NOT NULL AND relevance > 0
+            SELECT * FROM hits WHERE {keep}
         ), scored AS (
             SELECT *, count(*) OVER () AS total,
                    ? * relevance / nullif(max(relevance) OVER (), 0)
