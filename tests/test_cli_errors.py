@@ -5,7 +5,6 @@ exit status 2, never a traceback (``--debug`` / ``LCM_LAB_DEBUG=1`` show it); ``
 from __future__ import annotations
 
 import argparse
-
 import codecs
 import gzip
 import json
