@@ -218,6 +218,14 @@ def write_report(setup: dict[str, Any], records: list[dict[str, Any]]) -> None:
         )
     lines += [
         "",
+        "Reading: over the whole store `grep` beats the naive scans (BM25 far ahead of a Python word split; RE2 in DuckDB "
+        "about level with Python's `re` on these simple patterns, ahead on alternations), and full text is about as fast as "
+        "the equivalent regex, faster on common terms where counting regex matches for relevance dominates. Within one "
+        "session family (the plugin's default scope, ~11k documents) a naive scan of documents *already in memory* is "
+        "faster: `grep` pays a fixed cost per query — the BM25 macro scores against the whole index before the family "
+        "filter applies, and every query goes through the store — which the 500k scope amortises. The naive scans exclude "
+        "loading the documents into memory, which `grep` never needs.",
+        "",
         "Match counts differ a little between modes by design: full text stems (`commas` matches `comma`) and tokenizes like "
         "FTS5's `porter unicode61`; the regex is literal with word boundaries. The naive scans return the same counts as "
         "their `grep` mode up to those tokenizer differences (see `grep.json`).",
@@ -227,6 +235,12 @@ def write_report(setup: dict[str, Any], records: list[dict[str, Any]]) -> None:
 
 def _md(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def rewrite_report() -> None:
+    """Re-render ``grep.md`` from ``grep.json`` (no measurement)."""
+    data = json.loads((REPORTS / "grep.json").read_text())
+    write_report(data["setup"], data["records"])
 
 
 if __name__ == "__main__":
