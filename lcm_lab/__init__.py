@@ -9,6 +9,7 @@ stays cheap; type checkers and IDEs see the real signatures)::
     read = lab.read_transcript("datasets/pi-mono/before-compaction.jsonl")
     run = lab.replay(read.conversations[0].conversation, lab.LcmConfig(), lab.get_summarizer("offline"), token_budget=32_000)
     lab.viz.plot_budget_timeline(run)           # plots: lab.viz.*; controls: lab.widgets.*
+    lab.whatif.dissolve(run, "sum_…", store=store)  # what-if edits as derived runs: lab.whatif.*
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from lcm_lab import sweeps, testing, viz, widgets
+    from lcm_lab import sweeps, testing, viz, whatif, widgets
     from lcm_lab.cost.scores import cost_scores, price_replay, validate_transcript
     from lcm_lab.engine.config import LcmConfig
     from lcm_lab.engine.replay import Replay, replay
@@ -74,7 +75,7 @@ _EXPORTS = {
     "recommend": "lcm_lab.sweeps",
     "list_sweeps": "lcm_lab.sweeps",
 }
-_SUBMODULES = ("viz", "widgets", "testing", "sweeps")
+_SUBMODULES = ("viz", "widgets", "testing", "sweeps", "whatif")
 
 __all__ = [  # every name above, listed literally so linters and type checkers see the exports
     "LabStore",
@@ -111,6 +112,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "testing",
     "validate_transcript",
     "viz",
+    "whatif",
     "widgets",
     "write_report",
 ]

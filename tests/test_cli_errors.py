@@ -4,6 +4,7 @@ exit status 2, never a traceback (``--debug`` / ``LCM_LAB_DEBUG=1`` show it); ``
 
 from __future__ import annotations
 
+import argparse
 import codecs
 import gzip
 import json
@@ -157,7 +158,7 @@ def test_every_command_accepts_json() -> None:
     subparsers = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
     missing = []
     for sub in subparsers.values():
-        nested = [a for a in sub._actions if a.dest == "prompts_command"]
+        nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]  # prompts, whatif
         leaves = list(nested[0].choices.values()) if nested else [sub]  # type: ignore[union-attr]
         for leaf in leaves:
             if not any("--json" in a.option_strings for a in leaf._actions):

@@ -219,3 +219,17 @@ def test_cli_grep_json_lines_describe_expand(tmp_path: Path, capsys: pytest.Capt
     assert json.loads(capsys.readouterr().out)["answerer"] == "offline-quote"
     assert main(["grep", "--db", str(db), "x", "--limit", "500", "--json"]) == 2
     assert "between 1 and 200" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_full_text_survives_the_store_closing_its_idle_connection(tmp_path: Path) -> None:
+    """DuckDB extensions are per connection: a file store reopens after idling, fts must load again."""
+    from lcm_lab.store import LabStore
+
+    store = LabStore(tmp_path / "lab.duckdb", idle_seconds=0)
+    try:
+        rec = recall(_corpus(), store)
+        assert ids(rec.grep("zyxwvut", "full_text")) == ["5"]
+        assert store.release()  # what the idle reaper does between notebook cells
+        assert ids(rec.grep("zyxwvut", "full_text")) == ["5"]
+    finally:
+        store.close()

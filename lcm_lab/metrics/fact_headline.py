@@ -165,11 +165,13 @@ class FactOutcome(NamedTuple):
     context_tokens: int
 
 
-def fact_outcome(run: Any, *, budget: int | None = None, donor_text: str | None = None) -> FactOutcome:
-    """Which facts of ``run.conversation`` the end-of-run context, the floor and chance show."""
+def fact_outcome(run: Any, *, budget: int | None = None, donor_text: str | None = None,
+                 facts: Sequence[Fact] | None = None) -> FactOutcome:
+    """Which facts of ``run.conversation`` the end-of-run context, the floor and chance show
+    (``facts``: the conversation's facts when already extracted, e.g. for several runs of it)."""
     budget = run.token_budget if budget is None else budget
     texts = conversation_texts(run.conversation)
-    facts = tuple(facts_from_texts(texts))
+    facts = tuple(facts_from_texts(texts)) if facts is None else tuple(facts)
     sent = run.sent(None, budget)
     view = context_view(sent.items)
     raw_visible = _present(facts, view.raw)
@@ -192,10 +194,10 @@ def fact_outcome(run: Any, *, budget: int | None = None, donor_text: str | None 
 
 
 def fact_headline_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None, seed: int = 0,
-                         donor_label: str | None = None) -> list[Score]:
+                         donor_label: str | None = None, facts: Sequence[Fact] | None = None) -> list[Score]:
     """``fact_retention`` (run headline), ``compacted_fact_retention`` and ``fact_pointer_rate`` (run);
     ``donor_label`` names the conversation ``donor_text`` came from (``details["chance_donor"]``)."""
-    out = fact_outcome(run, budget=budget, donor_text=donor_text)
+    out = fact_outcome(run, budget=budget, donor_text=donor_text, facts=facts)
     n = len(out.facts)
     if n == 0:
         return [headline(run_id, "fact_retention", raw=None, ceiling=None, floor=None, chance=None, n=0, unit="fact")]

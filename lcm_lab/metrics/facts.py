@@ -23,6 +23,8 @@ fragments, slash-joined alternatives (``and/or``, ``Print/JSON``).
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -186,7 +188,10 @@ def fact_key(kind: str, text: str) -> str:
 
 
 def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
-    return any(span[0] < end and start < span[1] for start, end in taken)
+    """Whether ``span`` overlaps a taken span. ``taken`` is sorted and its spans are disjoint, so
+    only the last span starting before ``span`` ends can overlap (a scan of all was quadratic)."""
+    i = bisect.bisect_left(taken, (span[1],))
+    return i > 0 and taken[i - 1][1] > span[0]
 
 
 def _trim_name(surface: str, start: int) -> tuple[int, str]:
@@ -273,7 +278,7 @@ def extract_facts(text: str, seq: int | None = None, kinds: Sequence[str] = FACT
                 continue
             if kind == "name" and not _is_name(surface, start, text):
                 continue
-            taken.append((start, end))
+            bisect.insort(taken, (start, end))
             if kind not in kinds:
                 continue
             key = fact_key(kind, surface)
@@ -300,6 +305,7 @@ def facts_from_texts(texts: Iterable[tuple[int, str]], kinds: Sequence[str] = FA
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=65_536)  # re's own cache holds 512: a run's thousands of facts thrash it
 def _boundary_pattern(key: str) -> re.Pattern[str]:
     left = r"(?<![a-z0-9])" if key[:1].isalnum() else ""
     right = r"(?![a-z0-9])" if key[-1:].isalnum() else ""

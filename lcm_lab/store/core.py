@@ -182,6 +182,7 @@ class LabStore(StoreReads):
         self._closed = False
         self._reaper: threading.Thread | None = None
         self._scanner_loaded = False
+        self._fts_loaded = False  # extensions are per connection: reset whenever the connection reopens
         self.con: Any = _Connection(self)
         with self.hold():
             pass  # opens the file once: migrates it and says early if it is busy
@@ -226,6 +227,7 @@ class LabStore(StoreReads):
         if self.applied_migrations_known:
             install_token_macro(raw)
         self._scanner_loaded = False
+        self._fts_loaded = False
         return raw
 
     @property

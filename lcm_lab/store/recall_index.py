@@ -44,9 +44,9 @@ def fts_extension_path() -> Path:
 
 def load_fts(store: LabStore) -> None:
     """Load the fts extension from the local package (never INSTALL from the network)."""
-    if not getattr(store, "_fts_loaded", False):
+    if not store._fts_loaded:  # reset by the store when its idle connection was closed and reopened
         store.con.execute(f"LOAD '{fts_extension_path()}'")
-        store._fts_loaded = True  # type: ignore[attr-defined]
+        store._fts_loaded = True
 
 
 def targets_df(store: LabStore) -> pd.DataFrame:
@@ -321,6 +321,9 @@ def search(
         select_params = [fts_query]
     else:
         raise ValueError("search needs a regex or a full-text query")
+    # A regex hit always has relevance ≥ 1: filtering on it again would let DuckDB push the
+    # match-counting regex below the target filter and run it over every document of the store.
+    keep = "TRUE" if regex is not None else "relevance IS NOT NULL AND relevance > 0"
     order = {
         "recency": "created_ts DESC NULLS LAST, doc_key DESC",
         "relevance": "relevance DESC, created_ts DESC NULLS LAST, doc_key DESC",
@@ -331,7 +334,7 @@ def search(
             SELECT *, {relevance} AS relevance FROM recall_docs
             WHERE {" AND ".join(where)}
         ), matched AS (
-            SELECT * FROM hits WHERE relevance IS NOT NULL AND relevance > 0
+            SELECT * FROM hits WHERE {keep}
         ), scored AS (
             SELECT *, count(*) OVER () AS total,
                    ? * relevance / nullif(max(relevance) OVER (), 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Collection
 from typing import Any
 
 import ipywidgets as widgets
@@ -16,13 +17,22 @@ class SummaryDiff(widgets.VBox):
 
     ``SummaryDiff(replay_a, replay_b, labels=("gpt-4o-mini", "offline"))`` pairs each summary of
     the left run with the same-depth summary of the right run covering the most similar span.
+    ``summary_ids`` keeps only those summaries of the left run (e.g. the ones a what-if edit
+    rewrote: ``lab.whatif.rewrite(...).summary_diff()``).
     """
 
-    def __init__(self, left: DagInput, right: DagInput, labels: tuple[str, str] = ("left", "right")) -> None:
+    def __init__(self, left: DagInput, right: DagInput, labels: tuple[str, str] = ("left", "right"),
+                 summary_ids: Collection[str] | None = None) -> None:
         self.labels = labels
         self._left = {s.summary_id: s for s in dag_source(left).summaries}
         self._right = {s.summary_id: s for s in dag_source(right).summaries}
-        self.pairs = match_summaries(left, right)
+        pairs = match_summaries(left, right)
+        if summary_ids is not None:
+            wanted = set(summary_ids)
+            # a rewritten summary keeps its id and span: pair it with itself
+            pairs = tuple(p._replace(right_id=p.left_id, right_span=p.left_span, overlap=1.0) if p.left_id in self._right else p
+                          for p in pairs if p.left_id in wanted)
+        self.pairs = pairs
         if not self.pairs:
             raise ValueError("the two runs have no summaries over overlapping message spans")
         self.selector = widgets.Dropdown(
