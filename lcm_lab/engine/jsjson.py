@@ -186,22 +186,65 @@ def _refuse(value: Any) -> Any:
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
+_PLAIN, _FLOATS, _DIFFERS = 0, 1, 2
+_MAX_SAFE_INTEGER = 2**53
+_DIGITS = frozenset("0123456789")
+
+
+def _shape(value: Any) -> int:
+    """Whether orjson's text of ``value`` is ``JSON.stringify``'s, by walking the value's nodes.
+
+    ``_PLAIN``: certainly (strings, booleans, null, integers within ±2**53, lists, tuples and
+    dicts whose keys are strings not led by a digit); ``_FLOATS``: the same but with floats,
+    whose text must be checked; ``_DIFFERS``: anything else (the exact writer decides). Costs a
+    step per node, not per character: transcript values are few nodes holding long strings.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return _PLAIN
+    if kind is int:
+        return _PLAIN if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER else _DIFFERS
+    if kind is float:
+        return _FLOATS
+    shape = _PLAIN
+    if kind is dict:
+        for key, member in value.items():
+            if type(key) is not str or key[:1] in _DIGITS:
+                return _DIFFERS
+            found = _shape(member)
+            if found == _DIFFERS:
+                return _DIFFERS
+            shape |= found
+        return shape
+    if kind is list or kind is tuple:
+        for member in value:
+            found = _shape(member)
+            if found == _DIFFERS:
+                return _DIFFERS
+            shape |= found
+        return shape
+    return _DIFFERS
+
+
 def _c_stringify(value: dict[Any, Any] | list[Any]) -> str | None:
     """orjson's output when it is provably what ``JSON.stringify`` writes, else ``None``.
 
     orjson writes compact JSON with JavaScript's string escaping (``\\uXXXX`` lowercase for
-    control characters only; U+2028/U+2029 and all other non-ASCII as is), refuses lone
-    surrogates, non-string keys and integers beyond 64 bits, and writes NaN/±Infinity as
-    ``null`` as JavaScript does. What it writes differently is caught by ``_DIFFERING_FORMS``:
-    floats with a ``.0`` (JavaScript: ``1``), exponent forms (JavaScript switches to them at other
-    magnitudes), integers beyond 2**53 and integer-like keys. The exact writer runs then.
-    ``tests/test_jsjson.py`` compares both paths on generated tricky values.
+    control characters only; U+2028/U+2029 and all other non-ASCII as is) and refuses lone
+    surrogates. What it writes differently is excluded by :func:`_shape` (integers beyond 2**53,
+    integer-like keys that JavaScript orders first, non-JSON types) or, when the value holds
+    floats, caught in the text by ``_DIFFERING_FORMS`` (``1.0`` where JavaScript writes ``1``,
+    exponent forms at other magnitudes). The exact writer runs then. ``tests/test_jsjson.py``
+    compares both paths on generated tricky values.
     """
+    shape = _shape(value)
+    if shape == _DIFFERS:
+        return None
     try:
         text = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS).decode()
     except (_NotPlain, TypeError, ValueError):
-        return None  # UNDEFINED, a non-dict mapping, lone surrogates, huge integers, non-string keys
-    return None if _js_would_differ(text) else text
+        return None  # lone surrogates, nesting deeper than orjson goes
+    return None if shape == _FLOATS and _js_would_differ(text) else text
 
 
 def _write(value: Any, out: list[str]) -> None:
