@@ -76,19 +76,19 @@ _PIECES = [
 _texts = st.lists(st.sampled_from(_PIECES), max_size=14).map("".join) | st.text(max_size=40)
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(_texts)
 def test_strip_embedded_media_matches_the_line_by_line_original(value: str) -> None:
     assert text.strip_embedded_media(value) == _old_strip_embedded_media(value)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_texts, st.lists(st.sampled_from(["memory", "MEMORY", "recall", "a.b", "x"]), max_size=3))
 def test_strip_injected_context_matches_the_original(value: str, tags: list[str]) -> None:
     assert text.strip_injected_context(value, tags) == _old_strip_injected_context(value, tags)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(_texts, max_size=4))
 def test_file_id_pre_test_never_hides_an_id(values: list[str]) -> None:
     assert text.file_ids_in(values) == _old_file_ids_in(values)
@@ -100,7 +100,7 @@ def _message(seq: int, role: str, tokens: int) -> StoredMessage:
     return StoredMessage(seq=seq, role=role, content="x" * (4 * tokens), token_count=tokens)  # type: ignore[arg-type]
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "summary"]), st.integers(1, 50)), max_size=30),
     st.integers(-1, 12),

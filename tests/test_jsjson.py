@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lcm_lab.engine.jsjson import UNDEFINED, js_number, js_parse, js_stringify
@@ -81,6 +81,7 @@ _json_values = st.recursive(
 )
 
 
+@settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
 @given(st.dictionaries(st.text(max_size=5), _json_values, max_size=5) | st.lists(_json_values, max_size=5))
 def test_c_encoder_fast_path_matches_the_exact_writer(value: object) -> None:
     from lcm_lab.engine.jsjson import _write
@@ -124,6 +125,7 @@ _tricky_values = st.recursive(
 )
 
 
+@settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
 @given(st.dictionaries(st.text(max_size=5), _tricky_values, max_size=5) | st.lists(_tricky_values, max_size=6))
 def test_orjson_fast_path_matches_the_exact_writer_on_tricky_values(value: object) -> None:
     from lcm_lab.engine.jsjson import _c_stringify, _write
@@ -135,6 +137,7 @@ def test_orjson_fast_path_matches_the_exact_writer_on_tricky_values(value: objec
     assert js_stringify(value) == "".join(exact)
 
 
+@settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
 @given(st.text() | st.sampled_from(_TRICKY_STRINGS))
 def test_string_fast_path_matches_javascript_escaping(text: str) -> None:
     from lcm_lab.engine.jsjson import _SHORT_ESCAPES
