@@ -36,7 +36,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
-from lcm_lab.io.prepare import Prepared, read_and_ingest
+from lcm_lab.io.prepare import Prepared, matching_ingest, read_and_ingest
 from lcm_lab.io.sqlite_read import (
     GZIP_MAGIC,
     SnapshotChanged,
@@ -284,7 +284,7 @@ def load_transcript(
     """Load one transcript file (format auto-detected by :mod:`lcm_lab.io.transcripts`).
 
     ``read`` may supply the reader call (a state-directory item stamped with its session key);
-    ``prepared`` the same read with its ingest projection, running in a load worker.
+    ``prepared`` the ingest projection of the same file, running in a load worker.
     """
     target = Path(path)
     with _store_for(store) as lab:
@@ -298,13 +298,9 @@ def load_transcript(
             return _failed(lab, target, "transcript", f"{target}: cannot read ({exc.strerror or exc})")
         if (earlier := find_loaded(lab, fp.sha256)) is not None:
             return _unchanged(lab, target, "transcript", earlier)
-        ingested = None
         try:
-            ready = _collect(prepared)
-            if ready is not None:
-                result, ingested = ready.read, ready.ingested
-            else:
-                result = read() if read is not None else transcripts.read_transcript(target)
+            result = read() if read is not None else transcripts.read_transcript(target)
+            ingested = matching_ingest(_collect(prepared), fp.sha256, result)
         except (OSError, ValueError) as exc:
             return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
         with lab.transaction():
@@ -327,15 +323,12 @@ def load_transcript(
 
 
 def _collect(prepared: Future[Prepared] | None) -> Prepared | None:
-    """The worker's read, or None when there is none or the worker itself failed (the caller then
-    reads in this process). A reader error (OSError, ValueError) is re-raised as if read here."""
+    """The worker's projections, or None (no worker, or it failed: this process projects)."""
     if prepared is None:
         return None
     try:
         return prepared.result()
-    except (OSError, ValueError):
-        raise
-    except Exception:  # a broken pool, an unpicklable value: not the file's fault
+    except Exception:  # the file's own errors come back from this process's read
         return None
 
 

@@ -171,6 +171,15 @@ def test_load_workers_project_exactly_what_the_parent_would(tmp_path: Path, monk
             return super().submit(fn, *args, **kwargs)
 
     monkeypatch.setattr(load_module, "ProcessPoolExecutor", CountingPool)
+    used: list[bool] = []
+    real_matching = load_module.matching_ingest
+
+    def matching(*args):  # type: ignore[no-untyped-def]
+        found = real_matching(*args)
+        used.append(found is not None)
+        return found
+
+    monkeypatch.setattr(load_module, "matching_ingest", matching)
     stores = {}
     for workers in ("1", "2"):
         monkeypatch.setenv(load_module.WORKERS_ENV, workers)
@@ -178,6 +187,7 @@ def test_load_workers_project_exactly_what_the_parent_would(tmp_path: Path, monk
         results = load(DATASETS, stores[workers], progress=False)
         assert all(r.status == "loaded" for r in results)
     assert len(submitted) >= 2  # the transcripts of the bundled datasets went through workers
+    assert sum(used) == len(submitted)  # and their projections were the ones stored
     serial, parallel = _rows(stores["1"]), _rows(stores["2"])
     assert {t: len(r) for t, r in parallel.items()} == {t: len(r) for t, r in serial.items()}
     assert parallel == serial

@@ -9,6 +9,7 @@ worker imports only the readers and the engine.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -18,9 +19,16 @@ from lcm_lab.engine.types import InputEntry
 
 
 class Prepared(NamedTuple):
-    """A transcript read and, per conversation and entry, its ingest projection (None: not run)."""
+    """The ingest projection of every entry of a transcript, per conversation (None: not run).
 
-    read: Any  # lcm_lab.io.transcripts.TranscriptRead
+    ``sha256`` is the file's digest when the worker read it and ``keys`` the ``(entry_id, type,
+    line)`` of every entry: the parent reads the file again itself (parsing is cheap; sending
+    the parsed messages back costs more than the parse) and uses the projections only where both
+    reads agree.
+    """
+
+    sha256: str
+    keys: list[list[tuple[str | None, str, int | None]]]
     ingested: list[list[IngestResult | None]]
 
 
@@ -46,11 +54,27 @@ def _ingest_or_none(entry: InputEntry) -> IngestResult | None:
 
 def read_and_ingest(path: Path, read: Callable[[], Any] | None = None) -> Prepared:
     """Read ``path`` (or call ``read``) and project every message entry of every conversation."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:  # as lcm_lab.store.sources.fingerprint hashes it
+        while block := handle.read(1 << 20):
+            digest.update(block)
     if read is None:
         from lcm_lab.io.transcripts import read_transcript
 
         result = read_transcript(path)
     else:
         result = read()
-    ingested = [[_ingest_or_none(entry) for entry in item.conversation.entries] for item in result.conversations]
-    return Prepared(result, ingested)
+    conversations = [item.conversation for item in result.conversations]
+    keys = [[(e.entry_id, e.type, e.line) for e in conv.entries] for conv in conversations]
+    ingested = [[_ingest_or_none(entry) for entry in conv.entries] for conv in conversations]
+    return Prepared(digest.hexdigest(), keys, ingested)
+
+
+def matching_ingest(prepared: Prepared | None, sha256: str, read: Any) -> list[list[IngestResult | None]] | None:
+    """``prepared.ingested`` when it was computed on the same bytes and entries as ``read``."""
+    if prepared is None or prepared.sha256 != sha256 or len(prepared.keys) != len(read.conversations):
+        return None
+    for keys, item in zip(prepared.keys, read.conversations, strict=True):
+        if keys != [(e.entry_id, e.type, e.line) for e in item.conversation.entries]:
+            return None
+    return prepared.ingested
