@@ -65,7 +65,9 @@ def read_and_ingest(path: Path, read: Callable[[], Any] | None = None) -> Prepar
     else:
         result = read()
     conversations = [item.conversation for item in result.conversations]
-    keys = [[(e.entry_id, e.type, e.line) for e in conv.entries] for conv in conversations]
+    keys: list[list[tuple[str | None, str, int | None]]] = [
+        [(e.entry_id, e.type, e.line) for e in conv.entries] for conv in conversations
+    ]
     ingested = [[_ingest_or_none(entry) for entry in conv.entries] for conv in conversations]
     return Prepared(digest.hexdigest(), keys, ingested)
 
