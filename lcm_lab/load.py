@@ -477,8 +477,10 @@ WORKERS_ENV = "LCM_LAB_LOAD_WORKERS"
 def load_workers(jobs: int) -> int:
     """Worker processes that read and project transcripts while this one inserts (1: none).
 
-    ``LCM_LAB_LOAD_WORKERS`` overrides the default: one per CPU up to 2, and none for fewer than
-    two transcript files (a worker's start-up would cost more than it saves).
+    ``LCM_LAB_LOAD_WORKERS`` overrides the default: one per CPU up to 2, but none for fewer than
+    two transcript files (a worker's start-up would cost more than it saves) or on a machine
+    whose CPUs are already busy (load average ≥ CPUs): workers shorten the wall time only with
+    idle CPUs, and they cost extra CPU (a second read of each file, sending projections back).
     """
     configured = os.environ.get(WORKERS_ENV, "").strip()
     if configured:
@@ -486,7 +488,12 @@ def load_workers(jobs: int) -> int:
             return max(1, int(configured))
         except ValueError:
             return 1
-    return min(2, os.cpu_count() or 1) if jobs >= 2 else 1
+    cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0] >= cpus
+    except (AttributeError, OSError):  # no load average on this platform
+        busy = False
+    return min(2, cpus) if jobs >= 2 and cpus > 1 and not busy else 1
 
 
 def _worker_context() -> multiprocessing.context.BaseContext | None:
