@@ -19,10 +19,13 @@ gets only its new entries appended. Sources are never modified.
 from __future__ import annotations
 
 import gzip
+import multiprocessing
 import os
 import sqlite3
 import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -33,6 +36,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
+from lcm_lab.io.prepare import Prepared, matching_ingest, read_and_ingest
 from lcm_lab.io.sqlite_read import (
     GZIP_MAGIC,
     SnapshotChanged,
@@ -275,10 +279,12 @@ def load_transcript(
     store: LabStore | None = None,
     *,
     read: Callable[[], Any] | None = None,
+    prepared: Future[Prepared] | None = None,
 ) -> SourceResult:
     """Load one transcript file (format auto-detected by :mod:`lcm_lab.io.transcripts`).
 
-    ``read`` may supply the reader call (a state-directory item stamped with its session key).
+    ``read`` may supply the reader call (a state-directory item stamped with its session key);
+    ``prepared`` the ingest projection of the same file, running in a load worker.
     """
     target = Path(path)
     with _store_for(store) as lab:
@@ -294,12 +300,13 @@ def load_transcript(
             return _unchanged(lab, target, "transcript", earlier)
         try:
             result = read() if read is not None else transcripts.read_transcript(target)
+            ingested = matching_ingest(_collect(prepared), fp.sha256, result)
         except (OSError, ValueError) as exc:
             return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
         with lab.transaction():
             source_id = add_source(lab, path=str(target), kind=result.kind, status="loaded",
                                    loader_version=loader_version(), fp=fp)
-            counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind)
+            counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind, ingested=ingested)
             warnings = [str(issue) for issue in result.issues] + counts.warnings
             status = "appended" if counts.appended_conversations and not counts.conversations else "loaded"
             lab.execute(
@@ -313,6 +320,16 @@ def load_transcript(
             details={"entries": counts.entries, "events": counts.events, "not_stored": counts.not_stored,
                      "appended_conversations": counts.appended_conversations},
         )
+
+
+def _collect(prepared: Future[Prepared] | None) -> Prepared | None:
+    """The worker's projections, or None (no worker, or it failed: this process projects)."""
+    if prepared is None:
+        return None
+    try:
+        return prepared.result()
+    except Exception:  # the file's own errors come back from this process's read
+        return None
 
 
 def _transcripts_module() -> Any:
@@ -357,7 +374,14 @@ def _walk(directory: Path) -> list[Path]:
     return found
 
 
-def load_file(path: Path, store: LabStore, *, backend: str = DEFAULT_BACKEND, in_directory: bool = False) -> SourceResult:
+def load_file(
+    path: Path,
+    store: LabStore,
+    *,
+    backend: str = DEFAULT_BACKEND,
+    in_directory: bool = False,
+    prepared: Future[Prepared] | None = None,
+) -> SourceResult:
     """Load one file of any supported kind (``.gz`` included)."""
     reason = _unreadable_reason(path)
     if reason:
@@ -373,7 +397,7 @@ def load_file(path: Path, store: LabStore, *, backend: str = DEFAULT_BACKEND, in
             return load_transcript(path, store)
         return load_lcm_db(path, store, backend=backend)
     if detect_kind(path) is not None:
-        return load_transcript(path, store)
+        return load_transcript(path, store, prepared=prepared)
     message = (
         f"{path}: not a recognised format (lossless-claw lcm.db, OpenClaw/pi or Claude Code JSONL, "
         "LoCoMo JSON, OpenClaw SQLite transcript store)"
@@ -433,16 +457,114 @@ def load(
             jobs.extend(found)
             results.extend(_tag(r, str(item)) for r in failed)
         bar = tqdm(jobs, desc="loading", unit="file", disable=not progress or len(jobs) < 2, leave=False)
-        for job in bar:
-            bar.set_postfix_str(job.path.name[-40:], refresh=False)
-            if job.kind == "lcm_db":
-                result = load_lcm_db(job.path, lab, backend=backend)
-            elif job.read is not None:
-                result = load_transcript(job.path, lab, read=job.read)
-            else:
-                result = load_file(job.path, lab, backend=backend, in_directory=job.in_directory)
-            results.append(_tag(result, job.argument))
+        with _Prefetcher(jobs, load_workers(len(jobs))) as prefetch:
+            for index, job in enumerate(bar):
+                bar.set_postfix_str(job.path.name[-40:], refresh=False)
+                prepared = prefetch.take(index)
+                if job.kind == "lcm_db":
+                    result = load_lcm_db(job.path, lab, backend=backend)
+                elif job.read is not None:
+                    result = load_transcript(job.path, lab, read=job.read, prepared=prepared)
+                else:
+                    result = load_file(job.path, lab, backend=backend, in_directory=job.in_directory, prepared=prepared)
+                results.append(_tag(result, job.argument))
         return results
+
+
+WORKERS_ENV = "LCM_LAB_LOAD_WORKERS"
+
+
+def load_workers(jobs: int) -> int:
+    """Worker processes that read and project transcripts while this one inserts (1: none).
+
+    ``LCM_LAB_LOAD_WORKERS`` overrides the default: one per CPU up to 2, but none for fewer than
+    two transcript files (a worker's start-up would cost more than it saves) or on a machine
+    whose CPUs are already busy (load average ≥ CPUs): workers shorten the wall time only with
+    idle CPUs, and they cost extra CPU (a second read of each file, sending projections back).
+    """
+    configured = os.environ.get(WORKERS_ENV, "").strip()
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            return 1
+    cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0] >= cpus
+    except (AttributeError, OSError):  # no load average on this platform
+        busy = False
+    return min(2, cpus) if jobs >= 2 and cpus > 1 and not busy else 1
+
+
+def _worker_context() -> multiprocessing.context.BaseContext | None:
+    """How load workers start, or None for no workers.
+
+    On Linux they are forked: nothing is re-imported and the caller's script is not re-run (spawn
+    and forkserver re-import ``__main__``, which re-runs a script without a main guard). A worker
+    only parses and projects: it never touches the store, and it leaves through ``os._exit``, so
+    the parent's DuckDB connection is neither used nor closed there. Elsewhere workers are
+    spawned only when ``__main__`` is not a script (a notebook, the REPL).
+    """
+    if sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    if getattr(sys.modules.get("__main__"), "__file__", None) is None:
+        return multiprocessing.get_context("spawn")
+    return None
+
+
+def _is_transcript_job(job: _Job) -> bool:
+    if job.kind == "lcm_db":
+        return False
+    if job.read is not None:
+        return True
+    try:
+        return not is_sqlite_file(job.path) and detect_kind(job.path) in _transcripts_module().TRANSCRIPT_KINDS
+    except OSError:
+        return False
+
+
+class _Prefetcher:
+    """Runs :func:`lcm_lab.io.prepare.read_and_ingest` for upcoming transcript jobs in worker
+    processes, a few files ahead of the job being inserted (bounded memory), in job order."""
+
+    def __init__(self, jobs: Sequence[_Job], workers: int) -> None:
+        self.jobs = jobs
+        self.workers = workers
+        self.eligible = [i for i, job in enumerate(jobs) if _is_transcript_job(job)] if workers > 1 else []
+        self.pool: ProcessPoolExecutor | None = None
+        self.futures: dict[int, Future[Prepared]] = {}
+        self.submitted = 0
+
+    def __enter__(self) -> _Prefetcher:
+        context = _worker_context()
+        if len(self.eligible) >= 2 and context is not None:
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=context)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            for future in self.futures.values():
+                future.cancel()
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def take(self, index: int) -> Future[Prepared] | None:
+        """The prepared read of job ``index`` (None: read it in this process), topping up the queue."""
+        if self.pool is None:
+            return None
+        ahead = self.workers + 1
+        while self.submitted < len(self.eligible) and len(self.futures) < ahead:
+            position = self.eligible[self.submitted]
+            self.submitted += 1
+            if position < index:
+                continue
+            job = self.jobs[position]
+            try:
+                self.futures[position] = self.pool.submit(read_and_ingest, job.path, job.read)
+            except Exception:  # a broken pool: the remaining files load in this process
+                self.pool.shutdown(wait=False, cancel_futures=True)
+                self.pool = None
+                return self.futures.pop(index, None)
+        return self.futures.pop(index, None)
 
 
 def _tag(result: SourceResult, argument: str) -> SourceResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lcm_lab.engine.jsjson import UNDEFINED, js_number, js_parse, js_stringify
@@ -81,6 +81,7 @@ _json_values = st.recursive(
 )
 
 
+@settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
 @given(st.dictionaries(st.text(max_size=5), _json_values, max_size=5) | st.lists(_json_values, max_size=5))
 def test_c_encoder_fast_path_matches_the_exact_writer(value: object) -> None:
     from lcm_lab.engine.jsjson import _write
@@ -100,3 +101,61 @@ def test_parse_fast_path_keeps_javascript_key_order(text: str) -> None:
     exact = json.loads(text, object_pairs_hook=_object_pairs)
     assert js_parse(text) == exact
     assert js_stringify(js_parse(text)) == js_stringify(exact)
+
+
+# Values where orjson (the fast path) and JSON.stringify are known to part ways, or nearly so.
+_TRICKY_STRINGS = ["\u2028", "\u2029", "\ud800", "\udfff", "a\ud83d", "\ud83d\ude00", "😀", "\x00", "\x1f", "\x7f",
+                   "\x85", "\ufeff", "é", "\\", '"', "/", "</script>", "\b\f\n\r\t", "\u0000x"]  # fmt: skip
+_TRICKY_NUMBERS = [0, -0.0, 0.0, 1.0, -1.0, 100.0, 1e15, 1e16, 1e20, 1e21, 1e-6, 1e-7, 1.5e-7, 5e-324, 1.7976931348623157e308,
+                   0.1, 123.456, 2**53 - 1, 2**53, 2**53 + 1, -(2**53) - 1, 2**63, 2**64, 2**70, -(2**64),
+                   float("nan"), float("inf"), float("-inf"), 1234567890123456, 12345678901234567]  # fmt: skip
+_tricky_scalars = (
+    st.sampled_from(_TRICKY_STRINGS)
+    | st.sampled_from(_TRICKY_NUMBERS)
+    | st.integers()
+    | st.floats()
+    | st.lists(st.sampled_from([*_TRICKY_STRINGS, "a", "1", " ", ".", "e", ":", ","]), max_size=6).map("".join)
+)
+_tricky_values = st.recursive(
+    st.none() | st.booleans() | _tricky_scalars,
+    lambda children: st.lists(children, max_size=4)
+    | st.tuples(children, children)
+    | st.dictionaries(st.text(alphabet="0123456789ab\u2028\ud800:,.e-", max_size=4), children, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
+@given(st.dictionaries(st.text(max_size=5), _tricky_values, max_size=5) | st.lists(_tricky_values, max_size=6))
+def test_orjson_fast_path_matches_the_exact_writer_on_tricky_values(value: object) -> None:
+    from lcm_lab.engine.jsjson import _c_stringify, _write
+
+    exact: list[str] = []
+    _write(value, exact)
+    fast = _c_stringify(value)  # type: ignore[arg-type]
+    assert fast is None or fast == "".join(exact)
+    assert js_stringify(value) == "".join(exact)
+
+
+@settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
+@given(st.text() | st.sampled_from(_TRICKY_STRINGS))
+def test_string_fast_path_matches_javascript_escaping(text: str) -> None:
+    from lcm_lab.engine.jsjson import _SHORT_ESCAPES
+
+    expected = '"' + "".join(
+        _SHORT_ESCAPES.get(ch) or (f"\\u{ord(ch):04x}" if ord(ch) < 0x20 or 0xD800 <= ord(ch) <= 0xDFFF else ch)
+        for ch in text
+    ) + '"'
+    from lcm_lab.engine.jsjson import js_string
+
+    assert js_string(text) == expected
+
+
+def test_fast_path_is_taken_for_plain_transcript_data() -> None:
+    from lcm_lab.engine.jsjson import _c_stringify
+
+    block = {"type": "toolCall", "id": "toolu_01", "name": "read", "arguments": {"path": "/a/b.ts", "limit": 20}}
+    message = {"role": "assistant", "content": [block, {"type": "text", "text": "é\u2028 ok\n"}], "cost": 0.0175}
+    assert _c_stringify(message) == json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    for refused in ({"a": 1.0}, {"a": 1e21}, {"a": 2**60}, {"10": 1}, {"a": "\ud800"}, {1: 1}, {"a": UNDEFINED}):
+        assert _c_stringify(refused) is None  # the exact writer decides these

@@ -146,3 +146,48 @@ def test_cli_exit_status_when_a_path_cannot_be_loaded(tmp_path: Path, capsys: py
     err = capsys.readouterr().err
     assert code == 1
     assert str(missing) in err and "no such file" in err and len(err.splitlines()) == 1
+
+
+_TABLES = {
+    "messages": "conversation_id, seq, role, content, token_count, created_at, identity_hash, sender_metadata, raw",
+    "message_parts": "conversation_id, seq, ordinal, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata",
+    "entries": "conversation_id, position, line, entry_type, entry_id, seq, message",
+}  # fmt: skip
+
+
+def _rows(store: LabStore) -> dict[str, list[tuple[object, ...]]]:
+    return {table: store.fetch_all(f"SELECT {cols} FROM {table} ORDER BY ALL") for table, cols in _TABLES.items()}
+
+
+def test_load_workers_project_exactly_what_the_parent_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lcm_lab.load as load_module
+
+    submitted: list[Path] = []
+    real_pool = load_module.ProcessPoolExecutor
+
+    class CountingPool(real_pool):  # type: ignore[misc, valid-type]
+        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+            submitted.append(args[0])
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(load_module, "ProcessPoolExecutor", CountingPool)
+    used: list[bool] = []
+    real_matching = load_module.matching_ingest
+
+    def matching(*args):  # type: ignore[no-untyped-def]
+        found = real_matching(*args)
+        used.append(found is not None)
+        return found
+
+    monkeypatch.setattr(load_module, "matching_ingest", matching)
+    stores = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv(load_module.WORKERS_ENV, workers)
+        stores[workers] = LabStore(tmp_path / f"w{workers}.duckdb")
+        results = load(DATASETS, stores[workers], progress=False)
+        assert all(r.status == "loaded" for r in results)
+    assert len(submitted) >= 2  # the transcripts of the bundled datasets went through workers
+    assert sum(used) == len(submitted)  # and their projections were the ones stored
+    serial, parallel = _rows(stores["1"]), _rows(stores["2"])
+    assert {t: len(r) for t, r in parallel.items()} == {t: len(r) for t, r in serial.items()}
+    assert parallel == serial

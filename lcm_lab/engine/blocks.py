@@ -47,9 +47,23 @@ def parse_stored_value(value: str | None) -> Any:
 
 
 def _metadata(part: StoredPart) -> dict[str, Any]:
-    # A JSON array is an "object" to the plugin too, but has none of the named fields.
-    decoded = parse_json_loose(part.metadata)
-    return decoded if isinstance(decoded, dict) else {}
+    """The part's metadata object, parsed once per part (read-only: callers copy what they change).
+
+    Ingest, leaf-source text and assembly all read the same parts' metadata (which embeds the raw
+    block, often a whole file), so the parse is remembered on the part.
+    """
+    cached: dict[str, Any] | None = part.__dict__.get("_metadata_memo")
+    if cached is None:
+        decoded = parse_json_loose(part.metadata)
+        # A JSON array is an "object" to the plugin too, but has none of the named fields.
+        cached = decoded if isinstance(decoded, dict) else {}
+        object.__setattr__(part, "_metadata_memo", cached)  # a memo, not a field (eq/hash/repr ignore it)
+    return cached
+
+
+def part_metadata(part: StoredPart) -> dict[str, Any]:
+    """``JSON.parse(part.metadata)`` when it is an object, else ``{}`` (shared: do not mutate)."""
+    return _metadata(part)
 
 
 def _nonempty_str(value: Any) -> str | None:
@@ -251,12 +265,14 @@ def tool_result_block(
     return block
 
 
-def block_from_part(part: StoredPart, message_has_identity: bool | None = None) -> Any:
+def block_from_part(part: StoredPart, message_has_identity: bool | None = None, part_id: str | None = None) -> Any:
     """The runtime content block for one stored part, or ``None`` when the plugin drops it.
 
     ``message_has_identity`` is the message-level gate for keeping thinking signatures (the
-    identity lives on the ordinal-0 part only); ``None`` checks this part alone.
+    identity lives on the ordinal-0 part only); ``None`` checks this part alone. ``part_id``
+    stands in for ``part.part_id`` when given (token estimates use placeholder ids).
     """
+    part_id = part.part_id if part_id is None else part_id
     has_identity = (
         model_identity([part]) is not None if message_has_identity is None else message_has_identity
     )
@@ -299,9 +315,9 @@ def block_from_part(part: StoredPart, message_has_identity: bool | None = None) 
     if part.part_type == "tool":
         if meta.get("originalRole") == "toolResult" or meta_raw_type == "function_call_output":
             return tool_result_block(part, tool_call_id, tool_name, meta_raw_type, raw_record)
-        return tool_call_block(tool_call_id, tool_name, tool_input, meta_raw_type, part.part_id)
+        return tool_call_block(tool_call_id, tool_name, tool_input, meta_raw_type, part_id)
     if meta_raw_type in TOOL_CALL_TYPES:
-        return tool_call_block(tool_call_id, tool_name, tool_input, meta_raw_type, part.part_id)
+        return tool_call_block(tool_call_id, tool_name, tool_input, meta_raw_type, part_id)
     if meta_raw_type in TOOL_RESULT_TYPES:
         return tool_result_block(part, tool_call_id, tool_name, meta_raw_type, raw_record)
     if part.part_type == "text":

@@ -103,17 +103,49 @@ class Compactor(CompactionOperations):
         self.turn: int | None = None
         self.phase: str | None = None  # deferred mode: which attempt is compacting (summaries' created_by)
         self._last_model = "unknown"  # model of the latest call, recorded on the summary it produced
+        self._tail_key: tuple[int, int] | None = None
+        self._tail_memo: dict[int, int] = {}
 
     # -- fresh tail, chunks --------------------------------------------------------------------
     def tail_start(self, fresh_tail_count: int | None = None) -> int:
         count = fresh_tail_count if fresh_tail_count is not None and fresh_tail_count > 0 else self.config.fresh_tail_count
         state = self.state
-        raw = [
-            (i, state.messages[int(item.ref)].role == "user")
-            for i, item in enumerate(state.context)
-            if item.kind == "message" and int(item.ref) in state.messages
-        ]
-        seqs = [int(state.context[i].ref) for i, _ in raw]
+        # A sweep asks for the tail before every chunk and pressure test; it only moves when the
+        # state does (messages and their token counts never change once stored).
+        key = (state.version, len(state.context))
+        if self._tail_key != key:
+            self._tail_key, self._tail_memo = key, {}
+        found = self._tail_memo.get(count)
+        if found is None:
+            found = self._tail_memo[count] = self._compute_tail_start(count)
+        return found
+
+    def _compute_tail_start(self, count: int) -> int:
+        # fresh_tail_start walks the raw messages newest first and stops once the newest user
+        # message is in and ``count`` are protected, so it only ever reads the suffix that holds
+        # count + 1 raw messages and the newest user message: gather just that (the whole
+        # context otherwise, e.g. with no user message at all).
+        state = self.state
+        context, messages = state.context, state.messages
+        raw: list[tuple[int, bool]] = []
+        seqs: list[int] = []
+        seen_user = False
+        for i in range(len(context) - 1, -1, -1):
+            item = context[i]
+            if item.kind != "message":
+                continue
+            seq = int(item.ref)
+            message = messages.get(seq)
+            if message is None:
+                continue
+            is_user = message.role == "user"
+            raw.append((i, is_user))
+            seqs.append(seq)
+            seen_user = seen_user or is_user
+            if seen_user and len(raw) > count:
+                break
+        raw.reverse()
+        seqs.reverse()
         return fresh_tail_start(
             raw, lambda k: state.message_source_tokens(seqs[k]), count, self.config.fresh_tail_max_tokens
         )

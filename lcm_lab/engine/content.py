@@ -18,7 +18,7 @@ ProjectedMessage(role='user', content='list files', token_count=3)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from lcm_lab.engine.blocks import block_from_part
@@ -494,11 +494,13 @@ def normalize_content_for_storage(
         return fallback_content
     role = to_runtime_role_for_tokens(message.get("role"))
     built = build_message_parts(message, fallback_content) if parts is None else parts
-    parts = [replace(p, part_id=f"estimate-part-{p.ordinal}") for p in built]
-    if not parts:
+    if not built:
         return _empty_fallback(role, fallback_content)
     has_identity = extract_model_identity(message) is not None
-    blocks = [b for b in (block_from_part(p, has_identity) for p in parts) if b is not None]
+    # The plugin estimates on copies of the parts with placeholder ids ``estimate-part-<ordinal>``.
+    blocks = [
+        b for b in (block_from_part(p, has_identity, f"estimate-part-{p.ordinal}") for p in built) if b is not None
+    ]
     if not blocks:
         return _empty_fallback(role, fallback_content)
     if role == "user" and len(blocks) == 1 and _is_text_block(blocks[0]):

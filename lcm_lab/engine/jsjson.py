@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import orjson
+
 from lcm_lab.engine.jsstr import js_trim  # re-exported: JavaScript's String.prototype.trim
 
 __all__ = ["UNDEFINED", "js_key_order", "js_number", "js_parse", "js_string", "js_stringify", "js_trim"]
@@ -57,15 +59,17 @@ _SHORT_ESCAPES = {
 _MAX_ARRAY_INDEX = 2**32 - 2
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def js_string(text: str) -> str:
     """``JSON.stringify(text)`` for a string (quotes included)."""
-    if not _SURROGATE.search(text):
-        # Python escapes exactly what JavaScript does here (quote, backslash, control characters,
-        # with the same short forms and lowercase \u00XX); only lone surrogates differ.
-        return json.dumps(text, ensure_ascii=False)
+    try:
+        # orjson escapes exactly what JavaScript does here (quote, backslash, control characters,
+        # with the same short forms and lowercase \u00XX) and refuses lone surrogates, the one
+        # case where they differ.
+        return orjson.dumps(text).decode()
+    except TypeError:
+        pass
     out: list[str] = ['"']
     for ch in text:
         code = ord(ch)
@@ -146,10 +150,10 @@ def js_stringify(value: Any) -> str:
     return "".join(parts)
 
 
-# Output of Python's C encoder that may differ from JavaScript's: floats with a ``.0`` or in
-# exponent form, integers beyond 2**53, integer-like object keys (JavaScript moves them first),
-# lone surrogates. Each pattern leads with a literal so the C scanner skips ahead; a match inside
-# a string value is a harmless false alarm (the exact writer runs).
+# Output of the C encoder that may differ from JavaScript's: floats with a ``.0`` or in exponent
+# form, integers beyond 2**53, integer-like object keys (JavaScript moves them first). Each pattern
+# leads with a literal so the C scanner skips ahead; a match inside a string value is a harmless
+# false alarm (the exact writer runs).
 _DIFFERING_FORMS = tuple(
     re.compile(p)
     for p in (
@@ -165,15 +169,7 @@ _INDEX_KEY_SPACED = re.compile(r'"\d+"\s*:')
 
 
 def _js_would_differ(text: str) -> bool:
-    if any(p.search(text) for p in _DIFFERING_FORMS):
-        return True
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate
-        return True
-    return False
+    return any(p.search(text) for p in _DIFFERING_FORMS)
 
 
 class _NotPlain(Exception):
@@ -184,13 +180,71 @@ def _refuse(value: Any) -> Any:
     raise _NotPlain
 
 
+# orjson serialises more than JSON-like data natively (dataclasses, datetimes, subclasses of str,
+# int, dict and list); those go to ``default`` and so to the exact writer, like anything else
+# outside plain dict/list/str/int/float/bool/None.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+_PLAIN, _FLOATS, _DIFFERS = 0, 1, 2
+_MAX_SAFE_INTEGER = 2**53
+_DIGITS = frozenset("0123456789")
+
+
+def _shape(value: Any) -> int:
+    """Whether orjson's text of ``value`` is ``JSON.stringify``'s, by walking the value's nodes.
+
+    ``_PLAIN``: certainly (strings, booleans, null, integers within ±2**53, lists, tuples and
+    dicts whose keys are strings not led by a digit); ``_FLOATS``: the same but with floats,
+    whose text must be checked; ``_DIFFERS``: anything else (the exact writer decides). Costs a
+    step per node, not per character: transcript values are few nodes holding long strings.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return _PLAIN
+    if kind is int:
+        return _PLAIN if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER else _DIFFERS
+    if kind is float:
+        return _FLOATS
+    shape = _PLAIN
+    if kind is dict:
+        for key, member in value.items():
+            if type(key) is not str or key[:1] in _DIGITS:
+                return _DIFFERS
+            found = _shape(member)
+            if found == _DIFFERS:
+                return _DIFFERS
+            shape |= found
+        return shape
+    if kind is list or kind is tuple:
+        for member in value:
+            found = _shape(member)
+            if found == _DIFFERS:
+                return _DIFFERS
+            shape |= found
+        return shape
+    return _DIFFERS
+
+
 def _c_stringify(value: dict[Any, Any] | list[Any]) -> str | None:
-    """The C encoder's output when it is provably what ``JSON.stringify`` writes, else ``None``."""
+    """orjson's output when it is provably what ``JSON.stringify`` writes, else ``None``.
+
+    orjson writes compact JSON with JavaScript's string escaping (``\\uXXXX`` lowercase for
+    control characters only; U+2028/U+2029 and all other non-ASCII as is) and refuses lone
+    surrogates. What it writes differently is excluded by :func:`_shape` (integers beyond 2**53,
+    integer-like keys that JavaScript orders first, non-JSON types) or, when the value holds
+    floats, caught in the text by ``_DIFFERING_FORMS`` (``1.0`` where JavaScript writes ``1``,
+    exponent forms at other magnitudes). The exact writer runs then. ``tests/test_jsjson.py``
+    compares both paths on generated tricky values.
+    """
+    shape = _shape(value)
+    if shape == _DIFFERS:
+        return None
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_refuse)
-    except (_NotPlain, ValueError, TypeError):
-        return None  # UNDEFINED, a non-dict mapping, NaN/Infinity, non-string keys: the exact path
-    return None if _js_would_differ(text) else text
+        text = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS).decode()
+    except (_NotPlain, TypeError, ValueError):
+        return None  # lone surrogates, nesting deeper than orjson goes
+    return None if shape == _FLOATS and _js_would_differ(text) else text
 
 
 def _write(value: Any, out: list[str]) -> None:

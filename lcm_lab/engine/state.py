@@ -32,6 +32,8 @@ class EngineState:
         self._source_tokens: dict[int, int] = {}
         self.include_sender_tokens = True  # the plugin's accounting (QUIRK 6)
         self._max_seq = max(self.messages, default=0)
+        # Bumped by every mutation below, so that derived values (the fresh tail) can be memoised.
+        self.version = 0
         self.stable_event_keys: set[str] = {m.stable_event_key for m in self.messages.values() if m.stable_event_key}
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)
 
@@ -80,6 +82,7 @@ class EngineState:
             self.stable_event_keys.add(message.stable_event_key)
         item = ContextItem.message(message.seq)
         self.context.append(item)
+        self.version += 1
         self._stored += self.stored_item_tokens(item)
 
     def add_summary(self, summary: Summary, start: int, end: int) -> None:
@@ -89,6 +92,7 @@ class EngineState:
         self._stored -= sum(self.stored_item_tokens(item) for item in removed)
         item = ContextItem.summary(summary.summary_id)
         self.context[start : end + 1] = [item]
+        self.version += 1
         self._stored += self.stored_item_tokens(item)
 
     def prune_for_new_session(self, retain_depth: int) -> None:
@@ -102,4 +106,5 @@ class EngineState:
                 if item.kind == "summary" and self.summaries[str(item.ref)].depth >= retain_depth
             ]
         self.context = kept
+        self.version += 1
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)

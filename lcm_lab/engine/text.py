@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
-from lcm_lab.engine.blocks import RuntimeRole, content_from_parts, parse_sender_metadata
+from lcm_lab.engine.blocks import RuntimeRole, content_from_parts, parse_sender_metadata, part_metadata
 from lcm_lab.engine.jsjson import UNDEFINED, js_parse, js_stringify
 from lcm_lab.engine.jsstr import JS_WHITESPACE, js_trim, js_trim_start
 from lcm_lab.engine.timefmt import format_header_time
@@ -56,8 +57,25 @@ _MAX_DEPTH = 8
 _UNTRUSTED_HEADER = re.compile(
     r"^Untrusted context \(metadata, do not treat as instructions or commands\):\s*", re.IGNORECASE | re.MULTILINE
 )
-_FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
+FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
+# A necessary condition for FILE_ID that the regex engine scans for fast (it leads with a literal,
+# and under IGNORECASE the hex class folds to ASCII only): most texts name no file id, and the
+# case-insensitive FILE_ID scan costs ~20x more per character.
+_HEX_ID_TAIL = re.compile(r"_[a-fA-F0-9]{16}\b")
 _FILE_WORD = re.compile("[fF][iI][lL][eE]_")
+_TAG_CLOSE = "</"
+# Necessary condition for _UNTRUSTED_HEADER: its literal middle, led by a case-free character.
+_UNTRUSTED_MIDDLE = re.compile(r"\(metadata, do not treat as instructions or commands\):", re.IGNORECASE)
+
+
+def may_name_file_id(text: str) -> bool:
+    """False when ``text`` certainly holds no ``file_<16 hex>`` id (a cheap pre-test for FILE_ID)."""
+    return _HEX_ID_TAIL.search(text) is not None
+
+
+def _has_data_word(text: str) -> bool:
+    # "data:" under IGNORECASE: "a" folds to "A" only, so "a:"/"A:" must occur (a fast literal scan).
+    return ("a:" in text or "A:" in text) and _DATA_WORD.search(text) is not None
 
 
 # -- plain-text sanitation ---------------------------------------------------------------------
@@ -80,13 +98,25 @@ def _maybe_media_line(trimmed: str) -> bool:
     return len(trimmed) >= 256 or trimmed.startswith("MEDIA:/") or trimmed[:5].lower() == "data:"
 
 
+def _is_media_line(line: str) -> bool:
+    trimmed = line.lstrip(JS_WHITESPACE)
+    return _maybe_media_line(trimmed) and bool(_MEDIA_PATH.match(trimmed) or _looks_like_binary(trimmed))
+
+
 def strip_embedded_media(content: str) -> str:
     """Drop data URLs, ``MEDIA:/`` lines, base64-looking lines and blank lines."""
-    without_urls = _DATA_URL.sub("[embedded media omitted]", content)
+    has_data = _has_data_word(content)
+    # No "data:" means no data URL to replace (the substitution would scan for nothing).
+    without_urls = _DATA_URL.sub("[embedded media omitted]", content) if has_data else content
     lines = without_urls.split("\n")  # a "\r" left at a line end is whitespace: trimmed below
-    if max(map(len, lines)) < 256 and "MEDIA:/" not in without_urls and not _DATA_WORD.search(without_urls):
-        # No line can be media: drop blank lines and trailing whitespace, all at C speed.
-        return js_trim("\n".join(filter(None, map(str.rstrip, lines, repeat(JS_WHITESPACE)))))
+    prefixed = "MEDIA:/" in without_urls or (has_data and _DATA_WORD.search(without_urls))
+    if not prefixed:
+        # Only lines of 256+ characters can be media (base64 runs): drop blank lines and trailing
+        # whitespace at C speed and test just the long lines.
+        kept = list(filter(None, map(str.rstrip, lines, repeat(JS_WHITESPACE))))
+        if max(map(len, lines)) >= 256:
+            kept = [line for line in kept if len(line) < 256 or not _is_media_line(line)]
+        return js_trim("\n".join(kept))
     kept = []
     for line in _LINE_SPLIT.split(without_urls):
         line = line.rstrip(JS_WHITESPACE)
@@ -169,8 +199,13 @@ def meaningful_message_text(content: Any, strip_reasoning: bool = False) -> str:
     return _sanitize_fragment(content, strip_reasoning)
 
 
+@lru_cache(maxsize=8192)
 def meaningful_summary_text(content: str) -> str:
-    """Summary text as fed back to a summarizer: also without reasoning blocks."""
+    """Summary text as fed back to a summarizer: also without reasoning blocks.
+
+    Memoised: a pure function of the text, and compaction asks for the same summaries on every
+    chunk selection and condensed pass.
+    """
     return meaningful_message_text(content, strip_reasoning=True)
 
 
@@ -195,11 +230,18 @@ def strip_injected_context(content: str, tags: Sequence[str]) -> str:
     if not tags:
         return content
     result = content
-    for tag in tags:
-        escaped = re.escape(tag)
-        result = re.sub(rf"<{escaped}>[\s\S]*?</{escaped}>", "", result, flags=re.IGNORECASE)
-    result = _UNTRUSTED_HEADER.sub("", result)
+    if _TAG_CLOSE in result:  # every block ends with "</tag>"
+        for tag in tags:
+            result = _injected_block(tag).sub("", result)
+    if "):" in result and _UNTRUSTED_MIDDLE.search(result):
+        result = _UNTRUSTED_HEADER.sub("", result)
     return js_trim(result)
+
+
+@lru_cache(maxsize=256)
+def _injected_block(tag: str) -> re.Pattern[str]:
+    escaped = re.escape(tag)
+    return re.compile(rf"<{escaped}>[\s\S]*?</{escaped}>", re.IGNORECASE)
 
 
 # -- message parts -------------------------------------------------------------------------------
@@ -208,7 +250,7 @@ def strip_injected_context(content: str, tags: Sequence[str]) -> str:
 def _is_media_part(part: StoredPart) -> bool:
     if part.part_type in _MEDIA_PART_TYPES:
         return True
-    meta = part.metadata_dict()
+    meta = part_metadata(part)
     raw_type = meta.get("rawType")
     if isinstance(raw_type, str):
         kind = js_trim(raw_type).lower()
@@ -313,9 +355,11 @@ def file_ids_in(texts: Iterable[str]) -> tuple[str, ...]:
     """``file_…`` ids referenced by ``texts``, lower-cased, first occurrence order."""
     seen: dict[str, None] = {}
     for text in texts:
-        if _FILE_WORD.search(text) is None:  # cheap pre-test: most texts name no file id
+        # The ASCII "file_" pre-test is kept from before (it decides for "fİle_…", which FILE_ID
+        # alone would match); the hex-tail test in front only skips texts FILE_ID cannot match.
+        if not may_name_file_id(text) or _FILE_WORD.search(text) is None:
             continue
-        for match in _FILE_ID.finditer(text):
+        for match in FILE_ID.finditer(text):
             seen.setdefault(match.group(0).lower(), None)
     return tuple(seen)
 

@@ -46,6 +46,7 @@ def epoch_ms_to_stored(ms: float) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+@lru_cache(maxsize=16384)  # pure; every summary re-reads its sources' times
 def to_iso_ms(value: str) -> str:
     """Any stored timestamp → ``Date.toISOString()`` form (``…T…​.sssZ``)."""
     moment = parse_utc(value)

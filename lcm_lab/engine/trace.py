@@ -16,6 +16,7 @@ from typing import Any
 
 from lcm_lab.engine.jsjson import js_stringify
 from lcm_lab.engine.replay import Replay
+from lcm_lab.engine.text import FILE_ID, may_name_file_id
 from lcm_lab.engine.types import (
     AssembledItem,
     Assembly,
@@ -29,14 +30,13 @@ from lcm_lab.engine.types import (
 )
 
 TRACE_FORMAT = "lcref-trace-v1"
-_FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
 _CANON_FILE_ID = "file_0000000000000000"
 _EXTERNALISED = ("LCM file:", "[LCM Tool Output:", "[LCM File:", "[LCM Raw Payload:")
 
 
 def canon(text: str) -> str:
     """Replace externalised-payload ids (random in the plugin) by a constant."""
-    return _FILE_ID.sub(_CANON_FILE_ID, text)
+    return FILE_ID.sub(_CANON_FILE_ID, text) if may_name_file_id(text) else text
 
 
 def canon_sha256(text: str) -> str:

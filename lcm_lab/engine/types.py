@@ -32,6 +32,10 @@ class StoredPart:
     metadata: str | None = None  # JSON text, holds originalRole, rawType, raw block, ...
     part_id: str | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickle the fields only, not the parsed-metadata memo (lcm_lab.engine.blocks).
+        return {k: v for k, v in self.__dict__.items() if k != "_metadata_memo"}
+
     def metadata_dict(self) -> dict[str, Any]:
         if not self.metadata:
             return {}

@@ -11,7 +11,9 @@ import importlib
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from lcm_lab.engine.ingest import IngestResult
 from lcm_lab.engine.types import InputEntry, StoredPart
+from lcm_lab.io.prepare import ingest_entry
 
 
 class StoredProjection(NamedTuple):
@@ -45,19 +47,18 @@ class Projected(NamedTuple):
     skip_reason: str | None  # set when lossless-claw would not store this message
 
 
-def project_entry(entry: InputEntry, seq: int) -> Projected:
+def project_entry(entry: InputEntry, seq: int, ingested: IngestResult | None = None) -> Projected:
     """The row lossless-claw would store for ``entry`` as message ``seq``.
 
     Uses the whole-file import projection (no large-payload interception, as
     ``lossless-claw-migrate-sessions`` does), so content stays lossless and deterministic.
+    ``ingested`` is that projection computed elsewhere (a load worker); the stored seq is not
+    part of what is returned, so it may have been computed with any seq.
     """
     convert = _to_stored_message()
     if convert is None or entry.message is None:
         return Projected(None, None)
-    result = convert(
-        entry.message, seq, entry_id=entry.entry_id, intercept_large_payloads=False,
-        envelope_timestamp=entry.timestamp,
-    )
+    result = ingested if ingested is not None else ingest_entry(entry, seq)
     stored = result.stored
     if stored is None:
         return Projected(None, result.skip_reason or "skipped")

@@ -8,13 +8,16 @@ new entries appended.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
 
+from lcm_lab.engine.ingest import IngestResult
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.store.projection import StoredProjection, project_entry
@@ -75,8 +78,13 @@ class _Buffers:
         for table, rows in self.rows.items():
             if not rows:
                 continue
-            names = list(dict.fromkeys(key for row in rows for key in row))  # union, first-seen order
-            arrow = pa.table({name: [row.get(name) for row in rows] for name in names})
+            names = list(dict.fromkeys(chain.from_iterable(rows)))  # union of keys, first-seen order
+            if len(names) > 1 and min(map(len, rows)) == len(names):
+                # Every row has every column (the usual case): transpose at C speed.
+                columns = zip(*map(itemgetter(*names), rows), strict=True)
+                arrow = pa.table(dict(zip(names, map(list, columns), strict=True)))
+            else:
+                arrow = pa.table({name: [row.get(name) for row in rows] for name in names})
             name = f"_lcm_rows_{table}"
             self.store.con.register(name, arrow)
             try:
@@ -124,14 +132,26 @@ def _entry_key(entry: InputEntry) -> tuple[str | None, str, int | None]:
 
 
 def insert_loaded(
-    store: LabStore, source_id: int, path: str, loaded: Iterable[LoadedConversation], *, kind: str
+    store: LabStore,
+    source_id: int,
+    path: str,
+    loaded: Iterable[LoadedConversation],
+    *,
+    kind: str,
+    ingested: Sequence[Sequence[IngestResult | None]] | None = None,
 ) -> WriteCounts:
-    """Insert conversations read from ``path`` (caller holds the transaction)."""
+    """Insert conversations read from ``path`` (caller holds the transaction).
+
+    ``ingested`` holds the engine's projection of each entry, per conversation, when a load
+    worker computed it already (:func:`lcm_lab.io.prepare.read_and_ingest`); missing ones are
+    computed here.
+    """
     counts = WriteCounts()
     buffers = _Buffers(store)
     next_id = store.next_id("conversations", "conversation_id")
     taken: set[int] = set()
-    for item in loaded:
+    for index, item in enumerate(loaded):
+        precomputed = ingested[index] if ingested is not None and index < len(ingested) else None
         conv = item.conversation
         existing = _find_existing(store, path, conv.session_id, taken)
         start_position, start_seq, start_event = 0, 0, 0
@@ -158,7 +178,11 @@ def insert_loaded(
             message = entry.message
             entry_seq = None
             message_json = None
-            projected = project_entry(entry, seq + 1) if message is not None else None
+            if message is None:
+                projected = None
+            else:
+                ready = precomputed[position] if precomputed is not None and position < len(precomputed) else None
+                projected = project_entry(entry, seq + 1, ready)
             if message is not None and message.get("role") in PERSISTABLE_ROLES and not projected.skip_reason:
                 seq += 1
                 entry_seq = seq

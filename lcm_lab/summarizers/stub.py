@@ -9,18 +9,17 @@ the spec's golden run (§10.1). Both make engine fidelity checkable without a mo
 from __future__ import annotations
 
 import hashlib
-import re
 
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
+from lcm_lab.engine.text import FILE_ID, may_name_file_id
 from lcm_lab.engine.tokens import estimate_tokens
 
-_FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
 CANONICAL_FILE_ID = "file_0000000000000000"
 
 
 def canon_file_ids(text: str) -> str:
     """Replace every externalised-payload id by a constant (ids are random in the plugin)."""
-    return _FILE_ID.sub(CANONICAL_FILE_ID, text)
+    return FILE_ID.sub(CANONICAL_FILE_ID, text) if may_name_file_id(text) else text
 
 
 def canon_sha256(text: str) -> str:
