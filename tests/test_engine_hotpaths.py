@@ -23,7 +23,8 @@ from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.types import StoredMessage, Summary
 from lcm_lab.summarizers.stub import StubV1Summarizer, canon_file_ids
 
-_OLD_FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
+# The oracle keeps the original scan but with JavaScript's ASCII \b and case folding (see the test below).
+_OLD_FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE | re.ASCII)
 _OLD_FILE_WORD = re.compile("[fF][iI][lL][eE]_")
 
 
@@ -133,3 +134,13 @@ def _summary_item(summary: Summary):  # type: ignore[no-untyped-def]
     from lcm_lab.engine.types import ContextItem
 
     return ContextItem.summary(summary.summary_id)
+
+
+def test_file_ids_follow_javascript_regex_semantics() -> None:
+    from lcm_lab.engine.text import file_ids_in
+
+    # JavaScript's \b sees only ASCII word characters, so a non-ASCII letter before "file_" is a boundary
+    assert file_ids_in(["éfile_0123456789abcdef and FILE_0123456789ABCDEF"]) == ("file_0123456789abcdef",)
+    # and /i folds ASCII only: a dotted capital I is not "i"; a non-ASCII letter after the id is a boundary
+    assert file_ids_in(["fİle_0123456789abcdef"]) == ()
+    assert file_ids_in(["file_0123456789abcdefé"]) == ("file_0123456789abcdef",)

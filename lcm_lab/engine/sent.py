@@ -36,7 +36,7 @@ __all__ = [
     "strip_prefill",
 ]
 
-_RECALL_IDENTIFIER = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_RECALL_IDENTIFIER = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", re.ASCII)
 _SECRET_LIKE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL")
 CLAMP_SAFETY_RATIO = 0.9  # the clamp keeps a suffix within floor(0.9 × budget)
 NEAR_BUDGET_RATIO = 0.75  # pending debt above floor(0.75 × budget) degrades (fixed, not contextThreshold)

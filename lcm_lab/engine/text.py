@@ -57,11 +57,11 @@ _MAX_DEPTH = 8
 _UNTRUSTED_HEADER = re.compile(
     r"^Untrusted context \(metadata, do not treat as instructions or commands\):\s*", re.IGNORECASE | re.MULTILINE
 )
-FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE)
+FILE_ID = re.compile(r"\bfile_[a-f0-9]{16}\b", re.IGNORECASE | re.ASCII)  # JavaScript \b and /i fold ASCII only
 # A necessary condition for FILE_ID that the regex engine scans for fast (it leads with a literal,
 # and under IGNORECASE the hex class folds to ASCII only): most texts name no file id, and the
 # case-insensitive FILE_ID scan costs ~20x more per character.
-_HEX_ID_TAIL = re.compile(r"_[a-fA-F0-9]{16}\b")
+_HEX_ID_TAIL = re.compile(r"_[a-fA-F0-9]{16}\b", re.ASCII)
 _FILE_WORD = re.compile("[fF][iI][lL][eE]_")
 _TAG_CLOSE = "</"
 # Necessary condition for _UNTRUSTED_HEADER: its literal middle, led by a case-free character.
