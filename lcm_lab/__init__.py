@@ -9,35 +9,55 @@ stays cheap; type checkers and IDEs see the real signatures)::
     read = lab.read_transcript("datasets/pi-mono/before-compaction.jsonl")
     run = lab.replay(read.conversations[0].conversation, lab.LcmConfig(), lab.get_summarizer("offline"), token_budget=32_000)
     lab.viz.plot_budget_timeline(run)           # plots: lab.viz.*; controls: lab.widgets.*
+    rec = lab.recall(run)                       # the plugin's grep / describe / expand_query
+    rec.grep("renderer", limit=5).df()
     lab.whatif.dissolve(run, "sum_…", store=store)  # what-if edits as derived runs: lab.whatif.*
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from lcm_lab import sweeps, testing, viz, whatif, widgets
+    from lcm_lab.cost.litellm_prices import load_prices
+    from lcm_lab.cost.replay_cost import calibrate_conversation, reference_costs, session_cost
     from lcm_lab.cost.scores import cost_scores, price_replay, validate_transcript
+    from lcm_lab.cost.validate import validation_record
     from lcm_lab.engine.config import LcmConfig
     from lcm_lab.engine.replay import Replay, replay
     from lcm_lab.engine.trace import reference_trace
     from lcm_lab.errors import UserError
     from lcm_lab.host import recorded_calls
+    from lcm_lab.io.lcmdb_export import export_lcm_db
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.load import load, load_lcm_db, load_transcript
     from lcm_lab.metrics.compare import compare
+    from lcm_lab.metrics.observer_bench import observer_benchmark
     from lcm_lab.metrics.score import score_conversation, score_replay
     from lcm_lab.metrics.strategies import strategy_scores
+    from lcm_lab.recall import recall
+    from lcm_lab.recall.recoverability import score_recoverability
     from lcm_lab.report import write_report
     from lcm_lab.store import LabStore, open_store
     from lcm_lab.store.ledger import Ledger
     from lcm_lab.store.replays import load_replay, load_strategy_run, save_replay
-    from lcm_lab.store.scores import scores_df
+    from lcm_lab.store.scores import scores_df, write_scores
     from lcm_lab.strategies import get_strategy, run_strategy
+    from lcm_lab.strategies.compare import (
+        BenchInput,
+        Comparison,
+        StrategySpec,
+        compare_strategies,
+        comparison_table,
+        markdown_table,
+    )
+    from lcm_lab.strategies.recorded import recorded_params
     from lcm_lab.summarizers import get_summarizer
     from lcm_lab.sweeps import list_sweeps, recommend, sweep, sweep_df
 
@@ -59,6 +79,7 @@ _EXPORTS = {
     "score_conversation": "lcm_lab.metrics.score",
     "Ledger": "lcm_lab.store.ledger",
     "scores_df": "lcm_lab.store.scores",
+    "write_scores": "lcm_lab.store.scores",
     "compare": "lcm_lab.metrics.compare",
     "write_report": "lcm_lab.report",
     "UserError": "lcm_lab.errors",
@@ -70,6 +91,22 @@ _EXPORTS = {
     "cost_scores": "lcm_lab.cost.scores",
     "price_replay": "lcm_lab.cost.scores",
     "validate_transcript": "lcm_lab.cost.scores",
+    "validation_record": "lcm_lab.cost.validate",
+    "load_prices": "lcm_lab.cost.litellm_prices",
+    "calibrate_conversation": "lcm_lab.cost.replay_cost",
+    "session_cost": "lcm_lab.cost.replay_cost",
+    "reference_costs": "lcm_lab.cost.replay_cost",
+    "compare_strategies": "lcm_lab.strategies.compare",
+    "comparison_table": "lcm_lab.strategies.compare",
+    "markdown_table": "lcm_lab.strategies.compare",
+    "BenchInput": "lcm_lab.strategies.compare",
+    "Comparison": "lcm_lab.strategies.compare",
+    "StrategySpec": "lcm_lab.strategies.compare",
+    "recorded_params": "lcm_lab.strategies.recorded",
+    "observer_benchmark": "lcm_lab.metrics.observer_bench",
+    "recall": "lcm_lab.recall",
+    "score_recoverability": "lcm_lab.recall.recoverability",
+    "export_lcm_db": "lcm_lab.io.lcmdb_export",
     "sweep": "lcm_lab.sweeps",
     "sweep_df": "lcm_lab.sweeps",
     "recommend": "lcm_lab.sweeps",
@@ -78,43 +115,60 @@ _EXPORTS = {
 _SUBMODULES = ("viz", "widgets", "testing", "sweeps", "whatif")
 
 __all__ = [  # every name above, listed literally so linters and type checkers see the exports
+    "BenchInput",
+    "Comparison",
     "LabStore",
     "LcmConfig",
     "Ledger",
     "Replay",
+    "StrategySpec",
     "UserError",
+    "calibrate_conversation",
     "compare",
+    "compare_strategies",
+    "comparison_table",
     "cost_scores",
+    "export_lcm_db",
     "get_strategy",
     "get_summarizer",
     "list_sweeps",
     "load",
     "load_lcm_db",
+    "load_prices",
     "load_replay",
     "load_strategy_run",
     "load_transcript",
+    "markdown_table",
+    "observer_benchmark",
     "open_store",
     "price_replay",
     "read_transcript",
+    "recall",
     "recommend",
     "recorded_calls",
+    "recorded_params",
+    "reference_costs",
     "reference_trace",
     "replay",
     "run_strategy",
     "save_replay",
     "score_conversation",
+    "score_recoverability",
     "score_replay",
     "scores_df",
+    "session_cost",
     "strategy_scores",
     "sweep",
     "sweep_df",
     "sweeps",
     "testing",
     "validate_transcript",
+    "validation_record",
     "viz",
     "whatif",
     "widgets",
     "write_report",
+    "write_scores",
 ]
 
 
@@ -129,3 +183,19 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Namespace(types.ModuleType):
+    """``lcm_lab`` itself. ``load`` and ``recall`` name both an exported function and a submodule.
+    Importing a submodule binds it on its package, which would replace the function after its
+    first use (``lab.load(...)`` would work once, then fail with "'module' object is not
+    callable"); here the exported name wins. (So ``import lcm_lab.load as m`` also gives the
+    function: use ``importlib.import_module("lcm_lab.load")`` for the module.)"""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Namespace

@@ -50,7 +50,14 @@ def test_docs_table_is_the_commands_output(capsys: pytest.CaptureFixture[str]) -
     text = DOC.read_text(encoding="utf-8")
     assert START in text and END in text, "docs/cost.md lost its validation-table markers"
     committed = text.split(START, 1)[1].split(END, 1)[0].strip()
-    assert committed == table, "re-run `lcm-lab cost --validate` and paste its table into docs/cost.md"
+    assert _entry_neutral(committed) == _entry_neutral(table), "re-run `lcm-lab cost --validate` and paste its table into docs/cost.md"
+
+
+def _entry_neutral(table: str) -> str:
+    # The model column names the cost-map entry that priced the session: litellm releases that no
+    # longer list a first-party Anthropic id price it by its Bedrock twin (same prices), so the
+    # table holds at every supported litellm version up to that name.
+    return re.sub(r"\banthropic\.([\w.-]+?)-v1:0\b", r"\1", table)
 
 
 def test_recorded_strategy_json_has_the_contract_keys(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 from pathlib import Path
 
@@ -185,7 +186,8 @@ def test_loading_the_same_db_twice_adds_nothing(store: LabStore, tmp_path: Path)
 
 
 def test_scanner_failure_falls_back_to_sqlite3_with_a_warning(store: LabStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lcm_lab.load as load_module
+    # not `import lcm_lab.load as ...`: on the package, `load` is the exported function
+    load_module = importlib.import_module("lcm_lab.load")
 
     real = load_module.import_lcm_db
 

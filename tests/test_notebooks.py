@@ -53,14 +53,8 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     assert figures >= 1 and widgets >= 1, (figures, widgets)
 
 
-# Still importing from lcm_lab submodules: they join this check once their names are exported.
-NOT_YET_CONVERTED = {"05_compare_strategies", "06_recall", "07_cost"}
-
-
 def test_notebooks_use_the_public_namespace_only() -> None:
     for path in NOTEBOOKS:
-        if path.stem in NOT_YET_CONVERTED:
-            continue
         code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
         assert "import lcm_lab as lab" in code, path.name
         for forbidden in ("from lcm_lab", "import lcm_lab.", "tests", "sys.path"):

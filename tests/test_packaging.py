@@ -48,6 +48,19 @@ def test_imports_are_declared_and_declarations_are_imported() -> None:
     assert declared - imported - set(INDIRECT) == set(), "declared but never imported"
 
 
+def test_the_library_never_imports_its_command_line_shell() -> None:
+    # cli.py and commands/ are a thin shell over the library (demo.py included): the other way
+    # round would be an import cycle waiting to happen.
+    shell = re.compile(r"^\s*(?:from|import)\s+lcm_lab\.(?:cli|commands)\b", re.M)
+    package = ROOT / "lcm_lab"
+    offenders = [
+        str(path.relative_to(ROOT)) for path in package.rglob("*.py")
+        if path.parent != package / "commands" and path.name not in ("cli.py", "__main__.py")
+        and shell.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
 def test_constraints_min_pins_every_lower_bound() -> None:
     bounds = {}
     for requirement in PYPROJECT["project"]["dependencies"]:

@@ -42,3 +42,17 @@ def test_every_top_level_name_resolves() -> None:
 
 def test_all_lists_exactly_the_lazy_exports() -> None:
     assert sorted(lab.__all__) == sorted([*lab._EXPORTS, *lab._SUBMODULES])
+
+
+def test_exported_functions_outlive_their_same_named_submodules() -> None:
+    # `load` and `recall` are both functions on the package and its submodules lcm_lab.load /
+    # lcm_lab.recall; importing a submodule must not replace the function (second call would fail).
+    import importlib
+
+    first = lab.load
+    importlib.import_module("lcm_lab.load")
+    importlib.import_module("lcm_lab.recall")
+    importlib.import_module("lcm_lab.demo")  # imports lcm_lab.load itself
+    assert lab.load is first and callable(lab.load)
+    assert callable(lab.recall) and lab.recall.__module__ == "lcm_lab.recall.api"
+    assert importlib.import_module("lcm_lab.load").load is first

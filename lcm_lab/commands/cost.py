@@ -17,13 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from lcm_lab.cli import add_db_argument
+from lcm_lab.cost.validate import BUNDLED_SESSIONS
 
 STRATEGIES = ("lcm", "recorded")
-BUNDLED_SESSIONS = (
-    "pi-mono/before-compaction.jsonl",
-    "pi-mono/large-session.jsonl",
-    "claude-code/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
-)
 
 
 def register(subparsers: Any) -> None:

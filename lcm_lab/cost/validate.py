@@ -29,6 +29,12 @@ from lcm_lab.cost.serialise import BlockCache
 from lcm_lab.host.recorded import HostCall
 
 MIN_TURN_STARTS = 5
+# The real sessions the model is validated on (docs/cost.md), relative to the repository's datasets/.
+BUNDLED_SESSIONS = (
+    "pi-mono/before-compaction.jsonl",
+    "pi-mono/large-session.jsonl",
+    "claude-code/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+)
 
 
 @dataclass(frozen=True)

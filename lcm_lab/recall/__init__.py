@@ -1,8 +1,8 @@
 """Recall over replays and loaded lcm.db conversations: the plugin's grep → describe → expand_query.
 
->>> from lcm_lab.recall import recall, Recall
->>> Recall.__name__
-'Recall'
+>>> import lcm_lab as lab
+>>> lab.recall.__name__, Recall.__name__
+('recall', 'Recall')
 """
 
 from lcm_lab.recall.answer import ModelAnswerer, OfflineAnswerer, Passage

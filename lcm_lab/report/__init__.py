@@ -1,7 +1,7 @@
 """Self-contained HTML reports: ``report(replays) -> str`` and ``write_report(replays_or_run_ids, path)``.
 
->>> from lcm_lab.report import write_report
->>> write_report(replay, "reports/run.html")  # doctest: +SKIP
+>>> import lcm_lab as lab
+>>> lab.write_report(replay, "reports/run.html")  # doctest: +SKIP
 PosixPath('reports/run.html')
 """
 

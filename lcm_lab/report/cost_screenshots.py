@@ -12,8 +12,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from lcm_lab.commands.cost import BUNDLED_SESSIONS
 from lcm_lab.cost.scores import validate_transcript
+from lcm_lab.cost.validate import BUNDLED_SESSIONS
 from lcm_lab.report.browser import screenshot
 from lcm_lab.viz.cost import plot_cost_validation
 

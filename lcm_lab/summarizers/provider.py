@@ -91,14 +91,23 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     ...         headers = {"retry-after": "3"}
     >>> retry_after_seconds(Failed())
     3.0
+    >>> class Mapped(Exception):
+    ...     litellm_response_headers = {"retry-after": "2"}
+    >>> retry_after_seconds(Mapped())
+    2.0
     """
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-    except Exception:  # headers of an unexpected shape: no hint
-        return None
+    # Some litellm releases (1.79 for one) give mapped errors a stand-in ``response`` without the
+    # provider's headers and keep those on ``litellm_response_headers`` only.
+    value = None
+    for headers in (getattr(getattr(exc, "response", None), "headers", None), getattr(exc, "litellm_response_headers", None)):
+        if headers is None:
+            continue
+        try:
+            value = headers.get("retry-after") or headers.get("Retry-After")
+        except Exception:  # headers of an unexpected shape: no hint
+            continue
+        if value:
+            break
     if not value:
         return None
     value = str(value).strip()

@@ -45,6 +45,12 @@ from lcm_lab.viz.quality import (
 )
 from lcm_lab.viz.recall import plot_recoverability, recoverability_info
 from lcm_lab.viz.stats import replay_stats, stats_line
+from lcm_lab.viz.strategies import (
+    plot_fact_survival_by_age,
+    plot_qa_by_category,
+    plot_quality_vs_tokens,
+    plot_tokens_per_turn,
+)
 
 __all__ = [
     "plot_recoverability",
@@ -72,12 +78,16 @@ __all__ = [
     "plot_cost_validation",
     "plot_dag",
     "plot_fact_survival",
+    "plot_fact_survival_by_age",
     "plot_metric_by_depth",
     "plot_parallel_coordinates",
     "plot_pareto",
+    "plot_qa_by_category",
     "plot_qa_retention",
+    "plot_quality_vs_tokens",
     "plot_run_comparison",
     "plot_sweep_heatmap",
+    "plot_tokens_per_turn",
     "qa_retention_info",
     "replay_stats",
     "run_comparison_info",

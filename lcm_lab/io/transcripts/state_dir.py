@@ -15,6 +15,7 @@ Layout (spec transcripts.md §1.1):
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterator
@@ -87,8 +88,8 @@ def _session_keys(sessions_json: Path, issues: list[LoadIssue]) -> dict[str, str
 def _readable(path: Path, issues: list[LoadIssue]) -> int | None:
     try:
         size = path.stat().st_size
-        if not os.access(path, os.R_OK):
-            raise PermissionError("permission denied")
+        if not os.access(path, os.R_OK):  # the same error open() gives (root passes this check)
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         with path.open("rb"):
             pass
     except OSError as error:
