@@ -58,6 +58,13 @@ for _name in (
 ):  # fmt: skip
     register_metric(_name)(_run_metric(_name))
 
+# The prompt-cache cost model (lcm_lab.cost): main model + summarizer dollars, and the share of
+# prompt tokens read from the provider cache. Priced only when a sweep's objectives or
+# constraints name one (it needs a transcript that records provider usage to calibrate on).
+COST_METRICS = ("cost_usd", "cache_hit_rate")
+for _name in COST_METRICS:
+    register_metric(_name)(_run_metric(_name))
+
 
 @register_metric("qa_retention")
 def qa_retention(run: ScoredRun) -> list[Score]:
