@@ -46,6 +46,22 @@ def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=int, default=6000)
+    parser.add_argument("--conversations", type=int, default=10)
+    parser.add_argument("--sweep-configs", type=int, default=21, help="configurations per conversation in the sweep figure")
+    args = parser.parse_args(argv)
+    result = measure(args.budget, args.conversations, args.sweep_configs)
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "qa_scoring.json").write_text(json.dumps(result, indent=2) + "\n")
+    text = markdown(result)
+    (REPORT_DIR / "qa_scoring.md").write_text(text)
+    print(text)
+    return 0 if result["ratio_scored_sweep"] <= TARGET else 1
+
+
+def measure(budget: int, conversations: int, sweep_configs: int) -> dict[str, Any]:
+    """Time bare and scored replays (see the module docstring); the result as plain data."""
     from lcm_lab.engine.config import LcmConfig
     from lcm_lab.engine.replay import replay
     from lcm_lab.io.transcripts import read_transcript
@@ -53,12 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from lcm_lab.metrics.score import score_replay
     from lcm_lab.summarizers.offline import OfflineSummarizer
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=int, default=6000)
-    parser.add_argument("--conversations", type=int, default=10)
-    parser.add_argument("--sweep-configs", type=int, default=21, help="configurations per conversation in the sweep figure")
-    args = parser.parse_args(argv)
-    convs = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[: args.conversations]
+    convs = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[:conversations]
     configs = [LcmConfig(fresh_tail_count=8, leaf_chunk_tokens=2000, leaf_target_tokens=400),
                LcmConfig(fresh_tail_count=16, leaf_chunk_tokens=2000, leaf_target_tokens=400)]
     load_before = os.getloadavg()
@@ -68,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         runs, bare, bare_wall, scored, scored_wall = [], [], [], [], []
         clear_caches()
         for k, config in enumerate(configs):
-            run, cpu, wall = timed(replay, conv.conversation, config, OfflineSummarizer(), token_budget=args.budget)
+            run, cpu, wall = timed(replay, conv.conversation, config, OfflineSummarizer(), token_budget=budget)
             runs.append(run)
             bare.append(cpu)
             bare_wall.append(wall)
@@ -93,10 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     warm = sum(r["scored_warm_cpu_s"] for r in rows)
     qa_cold = sum(r["qa_cold_cpu_s"] for r in rows)
     qa_warm = sum(r["qa_warm_cpu_s"] for r in rows)
-    n = args.sweep_configs
+    n = sweep_configs
     mean_bare = (bare_a + bare_b) / 2
     result = {
-        "budget": args.budget,
+        "budget": budget,
         "conversations": len(rows),
         "timing": "CPU seconds of this process (time.process_time); wall seconds per row too",
         "load_avg_before": load_before,
@@ -110,14 +121,23 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_qa_warm": (bare_a + qa_warm) / bare_a,
         "target": TARGET,
     }
-    REPORT_DIR.mkdir(parents=True, exist_ok=True)
-    (REPORT_DIR / "qa_scoring.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def markdown(result: dict[str, Any]) -> str:
+    rows, n, load_before = result["rows"], result["sweep_configs"], result["load_avg_before"]
+    bare_a = sum(r["replay_cpu_s"][0] for r in rows)
+    bare_b = sum(r["replay_cpu_s"][1] for r in rows)
+    cold = sum(r["scored_cold_cpu_s"] for r in rows)
+    warm = sum(r["scored_warm_cpu_s"] for r in rows)
+    qa_cold = sum(r["qa_cold_cpu_s"] for r in rows)
+    qa_warm = sum(r["qa_warm_cpu_s"] for r in rows)
     lines = [
         "# Scoring cost (scored replay / bare replay)",
         "",
-        f"LoCoMo, budget {args.budget}, offline summarizer, {len(rows)} conversations; CPU seconds of one process, "
+        f"LoCoMo, budget {result['budget']}, offline summarizer, {len(rows)} conversations; CPU seconds of one process, "
         f"measured side by side in one run (load average {load_before[0]:.1f} at start, {result['load_avg_after'][0]:.1f} "
-        f"at the end, 1-minute). Target ≤ {TARGET}.",
+        f"at the end, 1-minute). Target ≤ {result['target']}.",
         "",
         "*Scored* is everything a sweep unit scores (`score_replay` with QA items): *cold* = first configuration of a",
         "conversation (per-conversation caches empty), *warm* = a further configuration (caches filled).",
@@ -136,9 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         f"- scored / bare over a sweep of {n} configurations per conversation: **{result['ratio_scored_sweep']:.2f}×**",
         f"- QA alone: cold {result['ratio_qa_cold']:.2f}×, warm {result['ratio_qa_warm']:.2f}×",
     ]
-    (REPORT_DIR / "qa_scoring.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return 0 if result["ratio_scored_sweep"] <= TARGET else 1
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
