@@ -57,8 +57,8 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
     """Replay and score one unit; an exception becomes the result's ``error`` (with traceback).
 
     ``encode`` (worker processes, Ray tasks) returns the replay and scores as store rows
-    (:class:`StoredRun`) instead of objects: encoding a replay costs as much as a good part of
-    replaying it, so it belongs in the worker, and rows are smaller to send back.
+    (:class:`StoredRun`) instead of objects: encoding a replay (payload, per-turn sent contexts)
+    costs about as much as scoring it, so it belongs in the worker, not in the single writer.
     ``score_cost`` adds the cost model's ``cost_usd`` and ``cache_hit_rate`` (priced with the
     model the transcript's recorded calls went to; a conversation without recorded provider usage
     fails the unit with the reason). ``fault`` (tests) makes the unit whose config id or
