@@ -5,7 +5,7 @@ the run, e.g. QA retention on a conversation without QA items). New metrics plug
 :func:`register_metric`; sweeps, ``sweep_df`` and ``recommend`` pick them up by name.
 
 >>> sorted(METRICS)[:3]
-['compacting_turns', 'fact_retention', 'mean_context_tokens']
+['cache_hit_rate', 'compacting_turns', 'cost_usd']
 """
 
 from __future__ import annotations
