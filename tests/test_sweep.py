@@ -48,7 +48,7 @@ def small_spec(**changes: Any) -> dict[str, Any]:
         ({"space": {"freshTailCnt": [1]}}, "freshTailCnt: not a plugin knob a sweep can vary; allowed: "),
         ({"space": {"contextThreshold": [0.5, 1.5]}}, "space.contextThreshold: plugin config key 'contextThreshold': invalid value 1.5"),
         ({"base": {"leafChunkTokens": 0}}, "base: plugin config key 'leafChunkTokens': invalid value 0"),
-        ({"objectives": [{"metric": "qa", "direction": "maximize"}]}, "unknown metric 'qa'; allowed: compacting_turns"),
+        ({"objectives": [{"metric": "qa", "direction": "maximize"}]}, "unknown metric 'qa'; allowed: cache_hit_rate, compacting_turns, cost_usd"),
         ({"objectives": [{"metric": "qa_retention", "direction": "up"}]}, "objectives.0.direction: Input should be 'maximize' or 'minimize'"),
         ({"executor": "gpu"}, "unknown executor 'gpu'; allowed: auto, serial, processes, threads, ray or ray://HOST:PORT"),
         ({"search": {"method": "optuna"}}, "search: search method 'optuna' needs trials"),

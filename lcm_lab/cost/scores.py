@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from lcm_lab.cost.model import Calibration
 from lcm_lab.cost.prices import Prices
@@ -19,6 +20,7 @@ from lcm_lab.cost.replay_cost import (
     session_cost,
 )
 from lcm_lab.cost.validate import Validation, session_model, validate_recorded
+from lcm_lab.engine.types import Conversation
 from lcm_lab.host.recorded import recorded_calls
 from lcm_lab.io.model import RecordedEvent
 from lcm_lab.metrics.base import Score
@@ -84,6 +86,38 @@ def cost_scores(
     """
     cost, refs = price_replay(run, main_model, prices=prices, calibration=calibration, events=events)
     return scores_from_costs(cost, refs, run_id=run_id or getattr(run, "run_id", None) or "")
+
+
+class Pricing(NamedTuple):
+    """What every replay of one conversation is priced with: prices, calibration and the
+    references (fixed per conversation, so a sweep computes them once per conversation)."""
+
+    prices: Prices
+    calibration: Calibration
+    references: dict[str, SessionCost]
+
+
+def conversation_pricing(
+    conversation: Conversation,
+    main_model: str | None = None,
+    *,
+    prices: Prices | None = None,
+    calibration: Calibration | None = None,
+    events: Sequence[RecordedEvent] | None = None,
+) -> Pricing:
+    """The :class:`Pricing` of ``conversation`` (main model default: the one its recorded calls went to)."""
+    if prices is None:
+        from lcm_lab.cost.litellm_prices import load_prices  # lazy: litellm is slow to import
+
+        prices = load_prices(main_model or session_model(recorded_calls(conversation)))
+    calibration = calibration or calibrate_conversation(conversation, prices, events)
+    return Pricing(prices, calibration, reference_costs(conversation, prices, calibration, events))
+
+
+def priced_scores(run: ReplayLike, pricing: Pricing, *, run_id: str | None = None) -> list[Score]:
+    """:func:`cost_scores` of ``run`` with its conversation's :class:`Pricing` already made."""
+    cost = session_cost(run, pricing.prices, pricing.calibration)
+    return scores_from_costs(cost, pricing.references, run_id=run_id or getattr(run, "run_id", None) or "")
 
 
 def scores_from_costs(cost: SessionCost, refs: dict[str, SessionCost], *, run_id: str = "") -> list[Score]:

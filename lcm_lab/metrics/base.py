@@ -8,9 +8,9 @@ written to the lab store's ``scores`` table by :mod:`lcm_lab.store.scores`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from lcm_lab.engine.types import Assembly, StoredMessage
 
@@ -164,3 +164,30 @@ def age_bucket(age: int, edges: tuple[int, ...] = (1, 4, 16, 64, 256)) -> str:
         if low <= age < high:
             return f"{low}-{high - 1}"
     return f"{edges[-1]}+"
+
+
+_T = TypeVar("_T")
+_PER_CONVERSATION: dict[tuple[int, str], tuple[object, Any]] = {}
+_PER_CONVERSATION_LIMIT = 64
+
+
+def per_conversation(conversation: object, name: str, compute: Callable[[], _T]) -> _T:
+    """``compute()`` once per conversation object and ``name``: what a score needs of the whole
+    conversation (its texts, facts, the truncation floor at a budget) is the same for every run
+    of it, and a sweep scores many runs of each conversation. The entry keeps the conversation
+    alive, so its id is never reused for another one while cached (at most 64 entries).
+
+    >>> calls = []
+    >>> chat = object()
+    >>> [per_conversation(chat, "n", lambda: calls.append(1) or len(calls)) for _ in range(2)]
+    [1, 1]
+    """
+    key = (id(conversation), name)
+    hit = _PER_CONVERSATION.get(key)
+    if hit is not None and hit[0] is conversation:
+        return hit[1]  # type: ignore[no-any-return]
+    value = compute()
+    if len(_PER_CONVERSATION) >= _PER_CONVERSATION_LIMIT:
+        _PER_CONVERSATION.pop(next(iter(_PER_CONVERSATION)))
+    _PER_CONVERSATION[key] = (conversation, value)
+    return value

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from lcm_lab.metrics.base import Score
+from lcm_lab.metrics.base import Score, per_conversation
 from lcm_lab.metrics.fact_headline import (
     bootstrap_normalised,
     context_view,
-    conversation_costs,
+    conversation_costs_of,
     conversation_texts,
     text_window,
     truncation_text,
@@ -107,12 +107,17 @@ def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_t
                     donor_label: str | None = None) -> list[Score]:
     """``decision_retention`` and ``todo_retention`` (run scope) with floor, ceiling, chance, CI."""
     budget = run.token_budget if budget is None else budget
-    texts = conversation_texts(run.conversation)
-    decisions = tag_decisions(conversation_texts(run.conversation, roles=("user", "assistant")))
+    conversation = run.conversation
+    # What depends on the conversation (and budget) only is made once per conversation.
+    texts = per_conversation(conversation, "texts", lambda: conversation_texts(conversation))
+    decisions = per_conversation(
+        conversation, "decisions", lambda: tag_decisions(conversation_texts(conversation, roles=("user", "assistant")))
+    )
     sent = run.sent(None, budget)
     view = context_view(sent.items)
     usable = view.raw + "\n" + view.stated
-    floor_text = truncation_text(texts, budget, conversation_costs(run.conversation))
+    floor_text = per_conversation(conversation, f"floor_text:{budget}",
+                                  lambda: truncation_text(texts, budget, conversation_costs_of(conversation)))
     chance_text = text_window(donor_text, max(1, sent.estimated_tokens), run.conversation.session_id) if donor_text else None
     scores = []
     for metric, kinds in (("decision_retention", ("decision", "todo")), ("todo_retention", ("todo",))):

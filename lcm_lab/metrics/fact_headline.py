@@ -37,7 +37,7 @@ from lcm_lab.engine.assembly import estimate_serialized_message_tokens
 from lcm_lab.engine.content import PERSISTABLE_ROLES
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 from lcm_lab.engine.types import Conversation
-from lcm_lab.metrics.base import Score, message_text, runtime_text
+from lcm_lab.metrics.base import Score, message_text, per_conversation, runtime_text
 from lcm_lab.metrics.facts import FACT_WEIGHTS, Fact, TextIndex, facts_from_texts
 from lcm_lab.metrics.headline import headline
 from lcm_lab.metrics.statements import split_statements
@@ -90,6 +90,11 @@ def conversation_costs(conversation: Conversation) -> list[int]:
                 if e.message is not None and e.message.get("role") in HISTORY_ROLES]
     return [estimate_serialized_message_tokens({"role": m.role, "content": m.content})
             for m in conversation.stored_messages if m.role != "system"]
+
+
+def conversation_costs_of(conversation: Conversation) -> list[int]:
+    """:func:`conversation_costs`, computed once per conversation object."""
+    return per_conversation(conversation, "costs", lambda: conversation_costs(conversation))
 
 
 def truncation_text(texts: Sequence[tuple[int, str]], budget: int, costs: Sequence[int] | None = None) -> str:
@@ -170,8 +175,16 @@ def fact_outcome(run: Any, *, budget: int | None = None, donor_text: str | None 
     """Which facts of ``run.conversation`` the end-of-run context, the floor and chance show
     (``facts``: the conversation's facts when already extracted, e.g. for several runs of it)."""
     budget = run.token_budget if budget is None else budget
-    texts = conversation_texts(run.conversation)
-    facts = tuple(facts_from_texts(texts)) if facts is None else tuple(facts)
+    conversation = run.conversation
+    texts = per_conversation(conversation, "texts", lambda: conversation_texts(conversation))
+    if facts is None:
+        facts = per_conversation(conversation, "facts", lambda: tuple(facts_from_texts(texts)))
+        # The floor is fixed per conversation × budget (every run of a sweep shares it).
+        floor = per_conversation(conversation, f"fact_floor:{budget}",
+                                 lambda: _present(facts, truncation_text(texts, budget, conversation_costs_of(conversation))))
+    else:
+        facts = tuple(facts)
+        floor = _present(facts, truncation_text(texts, budget, conversation_costs_of(conversation)))
     sent = run.sent(None, budget)
     view = context_view(sent.items)
     raw_visible = _present(facts, view.raw)
@@ -184,7 +197,7 @@ def fact_outcome(run: Any, *, budget: int | None = None, donor_text: str | None 
         facts=facts,
         weights=np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float),
         method=np.maximum(raw_visible, stated),
-        floor=_present(facts, truncation_text(texts, budget, conversation_costs(run.conversation))),
+        floor=floor.copy(),
         raw_visible=raw_visible,
         stated=stated,
         pointer=pointer,

@@ -249,8 +249,26 @@ def _is_identifier(surface: str, start: int, end: int, source: str) -> bool:
     return source[start - 1 : start] != "/" and source[end : end + 1] != "/"
 
 
+_FACTS_MEMO: dict[tuple[str, int | None, tuple[str, ...]], tuple[Fact, ...]] = {}
+_FACTS_MEMO_LIMIT = 100_000
+
+
 def extract_facts(text: str, seq: int | None = None, kinds: Sequence[str] = FACT_TYPES) -> list[Fact]:
-    """Typed hard facts in ``text``, in order of appearance, de-duplicated by (type, key)."""
+    """Typed hard facts in ``text``, in order of appearance, de-duplicated by (type, key).
+
+    Memoised: every run of a conversation scores the same messages (a sweep scores hundreds).
+    """
+    key = (text, seq, tuple(kinds))
+    hit = _FACTS_MEMO.get(key)
+    if hit is None:
+        hit = tuple(_extract_facts(text, seq, kinds))
+        if len(_FACTS_MEMO) >= _FACTS_MEMO_LIMIT:
+            _FACTS_MEMO.clear()
+        _FACTS_MEMO[key] = hit
+    return list(hit)
+
+
+def _extract_facts(text: str, seq: int | None, kinds: Sequence[str]) -> list[Fact]:
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, Fact]] = []
     seen: set[tuple[str, str]] = set()

@@ -13,8 +13,8 @@ import dataclasses
 import hashlib
 import json
 import zlib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import pandas as pd
 import polars as pl
@@ -49,11 +49,28 @@ _TYPES: dict[str, type] = {
 }  # fmt: skip
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}  # per type: its dataclass fields, or None
+
+
 def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {_TYPE_KEY: type(value).__name__}
-        for f in dataclasses.fields(value):
-            out[f.name] = _encode(getattr(value, f.name))
+    # Type-dispatched: replays hold about a million values, and dataclasses.is_dataclass /
+    # fields per value cost more than the encoding itself.
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is list or cls is tuple:
+        return [_encode(v) for v in value]
+    if cls is dict:
+        return {str(k): _encode(v) for k, v in value.items()}
+    names = _FIELD_NAMES.get(cls, ())
+    if names == ():
+        names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+        _FIELD_NAMES[cls] = names
+    if names is not None:
+        out = {_TYPE_KEY: cls.__name__}
+        for name in names:
+            out[name] = _encode(getattr(value, name))
         return out
     if isinstance(value, Mapping):
         return {str(k): _encode(v) for k, v in value.items()}
@@ -103,9 +120,28 @@ def save_replay(
 ) -> str:
     """Persist ``replay`` (an LCM replay or any strategy's run); returns its run id (re-saving an
     identical run is a no-op)."""
+    if isinstance(replay, StrategyRun) and replay.replay is None:
+        return _save_strategy_run(store, replay, label, conversation_id)
+    run_id = (replay.replay if isinstance(replay, StrategyRun) else replay).run_id
+    if run_id and store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]):
+        return run_id
+    return write_encoded_replay(store, encode_replay(replay, label=label, conversation_id=conversation_id))
+
+
+class EncodedReplay(NamedTuple):
+    """An LCM replay as the rows :func:`save_replay` writes (payload and fact tables), made
+    without a store: a sweep worker encodes, the sweep's one writer only inserts."""
+
+    run_id: str
+    row: list[Any]
+    frames: dict[str, list[dict[str, Any]]]
+
+
+def encode_replay(replay: Replay | StrategyRun, *, label: str | None = None, conversation_id: int | None = None) -> EncodedReplay:
+    """The rows of an LCM replay (a ``StrategyRun`` carrying one is encoded as that replay)."""
     if isinstance(replay, StrategyRun):
         if replay.replay is None:
-            return _save_strategy_run(store, replay, label, conversation_id)
+            raise ValueError("encode_replay takes LCM replays; save other strategies' runs with save_replay")
         params = dict(replay.strategy_params)
         replay = replay.replay
     else:
@@ -114,34 +150,55 @@ def save_replay(
             params["fidelity"] = replay.fidelity
     if replay.run_id:
         run_id = replay.run_id
-        if store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]):
-            return run_id
         payload = replay_to_bytes(replay)  # encoded once: the id is already in it
     else:
         run_id = new_run_id(replay, replay_to_bytes(replay))
-        if store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]):
-            return run_id
         replay = dataclasses.replace(replay, run_id=run_id)
         payload = replay_to_bytes(replay)
     calls = sum(len(t.calls) for t in replay.turns)
+    row = [
+        run_id, label, conversation_id, replay.conversation.session_id, replay.conversation.source,
+        replay.summarizer, replay.fidelity, replay.token_budget, json.dumps(_encode(replay.config)),
+        len(replay.turns), len(replay.messages), len(replay.summaries), calls,
+        replay.final_tokens, payload, replay.compaction_mode, json.dumps(params),
+    ]  # fmt: skip
+    frames = {
+        "replay_turns": _turn_rows(run_id, replay),
+        "replay_sent": _sent_rows(run_id, replay),
+        "replay_summaries": _summary_rows(run_id, replay),
+        "replay_summary_sources": _source_rows(run_id, replay),
+        "replay_calls": _call_rows(run_id, replay),
+    }
+    return EncodedReplay(run_id, row, frames)
+
+
+def write_encoded_replay(store: LabStore, encoded: EncodedReplay) -> str:
+    """Insert what :func:`encode_replay` made (a run id already stored is left as it is)."""
+    write_encoded_replays(store, [encoded])
+    return encoded.run_id
+
+
+def write_encoded_replays(store: LabStore, batch: Sequence[EncodedReplay]) -> int:
+    """Insert many encoded replays in one transaction, one insert per table (a sweep's writer
+    batches what its workers send); run ids already stored are skipped. Returns how many were new."""
+    if not batch:
+        return 0
+    ids = list(dict.fromkeys(e.run_id for e in batch))
+    known = {r[0] for r in store.fetch_all(f"SELECT run_id FROM replays WHERE run_id IN ({', '.join('?' * len(ids))})", ids)}
+    new = list({e.run_id: e for e in batch if e.run_id not in known}.values())
+    if not new:
+        return 0
     with store.transaction():
-        store.execute(
-            "INSERT INTO replays (run_id, label, conversation_id, session_id, source, summarizer, fidelity, token_budget,"
-            " config, turns, messages, summaries, summarizer_calls, final_stored_tokens, payload, compaction_mode,"
-            " strategy, strategy_params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'lcm', ?)",
-            [
-                run_id, label, conversation_id, replay.conversation.session_id, replay.conversation.source,
-                replay.summarizer, replay.fidelity, replay.token_budget, json.dumps(_encode(replay.config)),
-                len(replay.turns), len(replay.messages), len(replay.summaries), calls,
-                replay.final_tokens, payload, replay.compaction_mode, json.dumps(params),
-            ],
-        )  # fmt: skip
-        _insert_frame(store, "replay_turns", _turn_rows(run_id, replay))
-        _insert_frame(store, "replay_sent", _sent_rows(run_id, replay))
-        _insert_frame(store, "replay_summaries", _summary_rows(run_id, replay))
-        _insert_frame(store, "replay_summary_sources", _source_rows(run_id, replay))
-        _insert_frame(store, "replay_calls", _call_rows(run_id, replay))
-    return run_id
+        for e in new:
+            store.execute(
+                "INSERT INTO replays (run_id, label, conversation_id, session_id, source, summarizer, fidelity, token_budget,"
+                " config, turns, messages, summaries, summarizer_calls, final_stored_tokens, payload, compaction_mode,"
+                " strategy, strategy_params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'lcm', ?)",
+                e.row,
+            )
+        for table in new[0].frames:
+            _insert_frame(store, table, [row for e in new for row in e.frames[table]])
+    return len(new)
 
 
 def _save_strategy_run(store: LabStore, run: StrategyRun, label: str | None, conversation_id: int | None) -> str:

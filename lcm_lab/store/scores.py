@@ -35,7 +35,24 @@ def _value(score: Score) -> float | None:
 def write_scores(store: LabStore, scores: Iterable[Score], *, replace_runs: bool = False) -> int:
     """Insert (or replace) scores; with ``replace_runs`` first delete every score of the runs
     being written, so a re-scored run keeps no stale rows. Returns the number of rows written."""
-    rows = [(s.run_id, s.scope, s.scope_id, s.metric, _value(s), s.details_json()) for s in scores]
+    return write_score_rows(store, score_rows(scores), replace_runs=replace_runs)
+
+
+ScoreRow = tuple[str, str, str, str, float | None, str]
+
+
+def score_rows(scores: Iterable[Score]) -> list[ScoreRow]:
+    """Scores as the table's rows (details as canonical JSON): what a sweep worker sends back,
+    so the one writer only inserts.
+
+    >>> score_rows([Score("r1", "run", "", "peak_context_tokens", 812.0)])
+    [('r1', 'run', '', 'peak_context_tokens', 812.0, '{}')]
+    """
+    return [(s.run_id, s.scope, s.scope_id, s.metric, _value(s), s.details_json()) for s in scores]
+
+
+def write_score_rows(store: LabStore, rows: Sequence[ScoreRow], *, replace_runs: bool = False) -> int:
+    """:func:`write_scores` for rows already made by :func:`score_rows`."""
     if not rows:
         return 0
     with store.transaction():

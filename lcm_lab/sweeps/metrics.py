@@ -5,7 +5,7 @@ the run, e.g. QA retention on a conversation without QA items). New metrics plug
 :func:`register_metric`; sweeps, ``sweep_df`` and ``recommend`` pick them up by name.
 
 >>> sorted(METRICS)[:3]
-['compacting_turns', 'fact_retention', 'mean_context_tokens']
+['cache_hit_rate', 'compacting_turns', 'cost_usd']
 """
 
 from __future__ import annotations
@@ -56,6 +56,13 @@ for _name in (
     "compacting_turns", "summarizer_calls", "summarizer_input_tokens", "summarizer_output_tokens",
     "summarizer_cost_usd",
 ):  # fmt: skip
+    register_metric(_name)(_run_metric(_name))
+
+# The prompt-cache cost model (lcm_lab.cost): main model + summarizer dollars, and the share of
+# prompt tokens read from the provider cache. Priced only when a sweep's objectives or
+# constraints name one (it needs a transcript that records provider usage to calibrate on).
+COST_METRICS = ("cost_usd", "cache_hit_rate")
+for _name in COST_METRICS:
     register_metric(_name)(_run_metric(_name))
 
 

@@ -1,7 +1,8 @@
 """The Ray executor: sweep units as Ray tasks, on a local Ray or an existing cluster.
 
 Tasks get the conversations and the summarizer recipe through Ray's object store (put once),
-run :func:`~lcm_lab.sweeps.work.run_unit`, and return their results (replay, scores, and for
+run :func:`~lcm_lab.sweeps.work.run_unit` on a chunk of units (one conversation, several
+configurations), and return their results (replay and scores encoded as store rows, and for
 litellm the ledger entries they recorded) to the driver, which is the only writer of the lab
 store. Model calls in a task go through a :class:`~lcm_lab.sweeps.ledgers.BufferLedger` seeded
 with the store's reusable responses.
@@ -33,8 +34,10 @@ def import_ray() -> Any:
     return ray
 
 
-def _task(unit: Unit, data: Conversations, recipe: SummarizerRecipe, score_qa: bool, fault: str | None) -> UnitResult:
-    return run_unit(unit, data, build_summarizer(recipe), score_qa=score_qa, fault=fault)
+def _task(units: list[Unit], data: Conversations, recipe: SummarizerRecipe, score_qa: bool, fault: str | None,
+          score_cost: bool = False) -> list[UnitResult]:
+    summarizer = build_summarizer(recipe)
+    return [run_unit(unit, data, summarizer, score_qa=score_qa, fault=fault, encode=True, score_cost=score_cost) for unit in units]
 
 
 class RaySession:
@@ -53,9 +56,11 @@ class RaySession:
         self.task = ray.remote(_task)
         self.data_ref, self.recipe_ref = ray.put(job.data), ray.put(job.recipe)
 
-    def run(self, units: Sequence[Unit]) -> Iterator[UnitResult]:
+    def run(self, chunks: Sequence[list[Unit]]) -> Iterator[list[UnitResult]]:
+        """Results per chunk (several units of one conversation), as chunks finish."""
         ray = self.ray
-        pending = [self.task.remote(unit, self.data_ref, self.recipe_ref, self.job.score_qa, self.job.fault) for unit in units]
+        pending = [self.task.remote(chunk, self.data_ref, self.recipe_ref, self.job.score_qa, self.job.fault,
+                                    self.job.score_cost) for chunk in chunks]
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:

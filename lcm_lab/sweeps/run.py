@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.sweeps.executors import Job, Runner, default_workers, resolve_executor
+from lcm_lab.sweeps.metrics import COST_METRICS
 from lcm_lab.sweeps.spec import (
     Point,
     Range,
@@ -156,7 +157,9 @@ class _Session:
             self.shared = SharedLedger(snapshot, reuse=self.reuse_calls)
             summarizer = ReleasingSummarizer(get_summarizer("litellm", **options, ledger=self.shared), self.shared)
             snapshot = {}
-        return Job(self.data, SummarizerRecipe(s.name, options, snapshot), self.spec.scoring.qa, fault, summarizer)
+        named = {o.metric for o in self.spec.objectives} | {c.metric for c in self.spec.constraints}
+        return Job(self.data, SummarizerRecipe(s.name, options, snapshot), self.spec.scoring.qa, fault, summarizer,
+                   score_cost=bool(named & set(COST_METRICS)))
 
     def units(self, points: Iterable[Point]) -> list[Unit]:
         out = []
@@ -174,38 +177,54 @@ class _Session:
         if self.bar is not None:
             self.bar.total = (self.bar.total or 0) + len(units)
             self.bar.refresh()
-        for result in self.runner.run(units):
-            self.write(result)
+        for batch in self.runner.run_batches(units):
+            self.write(batch)
             if self.bar is not None:
-                self.bar.update(1)
+                self.bar.update(len(batch))
 
-    def write(self, result: UnitResult) -> None:
-        """The one writer: ledger entries, replay, scores, then the unit's row (which marks it done)."""
-        from lcm_lab.store.replays import save_replay
-        from lcm_lab.store.scores import write_scores
+    def write(self, results: Sequence[UnitResult]) -> None:
+        """The one writer, a batch at a time: ledger entries, replays, scores, then the units' rows
+        (which mark them done). Workers send replays and scores already encoded as rows."""
+        from lcm_lab.store.replays import save_replay, write_encoded_replays
+        from lcm_lab.store.scores import score_rows, write_score_rows
         from lcm_lab.store.sweeps import record_entries, write_run_row
+        from lcm_lab.sweeps.work import stored_run
 
-        unit = result.unit
         shared = getattr(self, "shared", None)
-        entries = [*result.ledger_entries, *(shared.drain() if shared is not None else ())]
+        sent_by_unit = []
         with self.store.hold():
-            sent = record_entries(self.ledger, entries)
-            self.sent_by_workers += sent
-            self.hits_by_workers += len(entries) - sent
-            if result.error is None:
-                save_replay(self.store, result.replay, label=self.sweep_id)
-                write_scores(self.store, result.scores, replace_runs=True)
-            write_run_row(
-                self.store, self.sweep_id, unit.config_id, unit.conversation_key, unit.run_id,
-                "ok" if result.error is None else "error", result.error, result.seconds, result.metrics, sent,
-            )
-        # Give the file back between units: a notebook or the CLI may read while the sweep runs.
+            replays, scores = [], []
+            for i, result in enumerate(results):
+                entries = [*result.ledger_entries, *(shared.drain() if shared is not None and i == 0 else ())]
+                sent = record_entries(self.ledger, entries)
+                self.sent_by_workers += sent
+                self.hits_by_workers += len(entries) - sent
+                sent_by_unit.append(sent)
+                if result.error is not None:
+                    continue
+                stored = result.stored or stored_run(result.replay, result.scores, self.sweep_id)
+                if stored is None:  # a run of another strategy: saved as it is
+                    save_replay(self.store, result.replay, label=self.sweep_id)
+                    scores += score_rows(result.scores)
+                else:
+                    replays.append(stored.replay)
+                    scores += stored.scores
+            write_encoded_replays(self.store, replays)
+            write_score_rows(self.store, scores, replace_runs=True)
+            for result, sent in zip(results, sent_by_unit, strict=True):
+                unit = result.unit
+                write_run_row(
+                    self.store, self.sweep_id, unit.config_id, unit.conversation_key, unit.run_id,
+                    "ok" if result.error is None else "error", result.error, result.seconds, result.metrics, sent,
+                )
+        # Give the file back between batches: a notebook or the CLI may read while the sweep runs.
         self.store.release()
-        self.done.add((unit.config_id, unit.conversation_key))
-        if result.error is None:
-            self.ok += 1
-        else:
-            self.failed += 1
+        for result in results:
+            self.done.add((result.unit.config_id, result.unit.conversation_key))
+            if result.error is None:
+                self.ok += 1
+            else:
+                self.failed += 1
 
     def flush(self) -> None:
         """Record the calls the threads made since the last write (so a killed sweep loses few)."""

@@ -39,6 +39,14 @@ class Conversations(NamedTuple):
     events: dict[str, tuple[Any, ...]] = {}  # noqa: RUF012  (never mutated)
 
 
+class StoredRun(NamedTuple):
+    """A unit's replay and scores already encoded as the store's rows (``EncodedReplay`` and
+    score rows): workers send these back, so the sweep's one writer only inserts."""
+
+    replay: Any
+    scores: list[Any]
+
+
 class UnitResult(NamedTuple):
     unit: Unit
     replay: Any | None
@@ -47,12 +55,20 @@ class UnitResult(NamedTuple):
     error: str | None
     seconds: float
     ledger_entries: list[Any]
+    stored: StoredRun | None = None  # set instead of replay and scores when the unit ran with encode=True
 
 
-def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool, fault: str | None = None) -> UnitResult:
+def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool, fault: str | None = None,
+             encode: bool = False, score_cost: bool = False) -> UnitResult:
     """Replay and score one unit; an exception becomes the result's ``error`` (with traceback).
 
-    ``fault`` (tests) makes the unit whose config id or conversation key equals it fail.
+    ``encode`` (worker processes, Ray tasks) returns the replay and scores as store rows
+    (:class:`StoredRun`) instead of objects: encoding a replay (payload, per-turn sent contexts)
+    costs about as much as scoring it, so it belongs in the worker, not in the single writer.
+    ``score_cost`` adds the cost model's ``cost_usd`` and ``cache_hit_rate`` (priced with the
+    model the transcript's recorded calls went to; a conversation without recorded provider usage
+    fails the unit with the reason). ``fault`` (tests) makes the unit whose config id or
+    conversation key equals it fail.
     """
     from lcm_lab.engine.replay import replay
     from lcm_lab.metrics.score import score_replay
@@ -70,13 +86,18 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         qa = data.qa_items.get(unit.conversation_key) if score_qa else None
         last = [run.turns[-1].turn] if run.turns else []
         scores = score_replay(run, run_id=unit.run_id, qa_items=qa or None, context_turns=last)
+        if score_cost:
+            scores += cost_scores(run, conversation, unit.run_id)
         metrics = metric_values(ScoredRun(run, scores))
         if unit.strategy != "lcm":
             metrics = strategy_metrics(run, scores, metrics)
         run = dataclasses.replace(run, meta={**run.meta, "sweep_id": unit.sweep_id, "config_id": unit.config_id})
+        stored = stored_run(run, scores, unit.sweep_id) if encode else None
     except Exception as exc:  # recorded with the unit; the sweep goes on
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         return UnitResult(unit, None, [], {}, error, time.perf_counter() - started, _drain(summarizer))
+    if stored is not None:
+        return UnitResult(unit, None, [], metrics, None, time.perf_counter() - started, _drain(summarizer), stored)
     return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer))
 
 
@@ -115,6 +136,39 @@ def strategy_metrics(run: Any, scores: Sequence[Any], metrics: Mapping[str, floa
     if out.get("peak_budget_fraction") is None and peak is not None and run.token_budget:
         out["peak_budget_fraction"] = peak / run.token_budget
     return {k: v for k, v in out.items() if k in metrics}
+
+
+def stored_run(run: Any, scores: list[Any], label: str) -> StoredRun | None:
+    """``run`` and its scores as store rows (``None`` for runs of strategies without an LCM
+    replay: the writer saves those itself)."""
+    from lcm_lab.store.replays import encode_replay
+    from lcm_lab.store.scores import score_rows
+
+    if hasattr(run, "strategy") and run.replay is None:
+        return None
+    return StoredRun(encode_replay(run, label=label), score_rows(scores))
+
+
+_PRICING: dict[int, tuple[Any, Any]] = {}  # id(conversation) -> (conversation, Pricing), per process
+_PRICING_LIMIT = 64
+
+
+def cost_scores(run: Any, conversation: Any, run_id: str) -> list[Any]:
+    """``cost_usd`` and ``cache_hit_rate`` of ``run``; the prices, calibration and references are
+    fixed per conversation, so each process computes them once per conversation."""
+    from lcm_lab.cost.scores import conversation_pricing, priced_scores
+
+    hit = _PRICING.get(id(conversation))
+    if hit is None or hit[0] is not conversation:
+        if len(_PRICING) >= _PRICING_LIMIT:
+            _PRICING.pop(next(iter(_PRICING)))
+        try:
+            pricing = conversation_pricing(conversation)
+        except ValueError as exc:
+            raise ValueError(f"cost_usd and cache_hit_rate need a transcript that records provider usage "
+                             f"(a pi, OpenClaw or Claude Code session): {exc}") from None
+        hit = _PRICING[id(conversation)] = (conversation, pricing)
+    return priced_scores(run, hit[1], run_id=run_id)
 
 
 def _drain(summarizer: Any) -> list[Any]:
