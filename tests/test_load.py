@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 from pathlib import Path
 
@@ -160,7 +161,7 @@ def _rows(store: LabStore) -> dict[str, list[tuple[object, ...]]]:
 
 
 def test_load_workers_project_exactly_what_the_parent_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lcm_lab.load as load_module
+    load_module = importlib.import_module("lcm_lab.load")  # `import lcm_lab.load` gives lab.load, the function
 
     submitted: list[Path] = []
     real_pool = load_module.ProcessPoolExecutor
