@@ -152,11 +152,13 @@ def engine(repeats: int, baseline_ref: str | None) -> dict[str, Any]:
 
 
 def _load_once(root: Path, workers: int) -> dict[str, float | int]:
-    import lcm_lab.load
+    import importlib
+
     from lcm_lab.store import LabStore
 
-    load = lcm_lab.load.load
-    WORKERS_ENV = getattr(lcm_lab.load, "WORKERS_ENV", "LCM_LAB_LOAD_WORKERS")  # a baseline ref may predate it
+    load_module = importlib.import_module("lcm_lab.load")  # the attribute lcm_lab.load is the function
+    load = load_module.load
+    WORKERS_ENV = getattr(load_module, "WORKERS_ENV", "LCM_LAB_LOAD_WORKERS")  # a baseline ref may predate it
     previous = os.environ.get(WORKERS_ENV)
     os.environ[WORKERS_ENV] = str(workers)
     try:
