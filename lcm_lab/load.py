@@ -515,9 +515,11 @@ def _worker_context() -> multiprocessing.context.BaseContext | None:
 def _is_transcript_job(job: _Job) -> bool:
     if job.kind == "lcm_db":
         return False
-    if job.read is not None:
-        return True
     try:
+        if not stat.S_ISREG(os.stat(job.path).st_mode):
+            return False  # FIFOs, devices, dangling links: the serial path reports them, never opens them
+        if job.read is not None:
+            return True
         return not is_sqlite_file(job.path) and detect_kind(job.path) in _transcripts_module().TRANSCRIPT_KINDS
     except OSError:
         return False

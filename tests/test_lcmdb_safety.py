@@ -127,9 +127,11 @@ def test_binary_or_empty_file(tmp_path: Path, store: LabStore, name: str, conten
     assert result.status == "failed" and str(path) in result.error and phrase in result.error
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])  # load workers start only on an idle machine: test both paths
 def test_directory_with_unreadable_entries_loads_the_rest(
-    tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch, workers: str
 ) -> None:
+    monkeypatch.setenv("LCM_LAB_LOAD_WORKERS", workers)
     gunzip_to(V15, tmp_path)
     (tmp_path / "dangling.db").symlink_to(tmp_path / "missing.db")
     os.mkfifo(tmp_path / "pipe.jsonl")  # opening it would block forever: must not be opened
