@@ -158,7 +158,7 @@ _DIFFERING_FORMS = tuple(
     re.compile(p)
     for p in (
         r"\.0[,}\]]",  # 1.0 (JavaScript: 1)
-        r"e[+-]\d",  # 1e-07, 1e+16 (JavaScript: 1e-7, 10000000000000000)
+        r"\de[+-]?\d",  # exponent forms: 1e-07, 1e+16, and 1e16 from older orjson (JavaScript: 1e-7, 10000000000000000)
         r":-?\d{16}",  # integers beyond 2**53 (JavaScript rounds them to a double)
         r",-?\d{16}",
         r"\[-?\d{16}",
