@@ -186,16 +186,17 @@ def explain_columns() -> str:
     return "\n".join(f"  {name.ljust(width)}  {meaning}" for name, meaning in COLUMNS.items())
 
 
+def cell(value: Any) -> str:
+    """A table cell for the terminal: ``-`` for missing, three decimals for floats."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
 def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     headers = tuple(COLUMNS)
-
-    def cell(value: Any) -> str:
-        if value is None:
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.3f}"
-        return str(value)
-
     table = [headers] + [tuple(cell(r[h]) for h in headers) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in table)

@@ -109,8 +109,10 @@ def _report(result: Any, args: argparse.Namespace) -> int:
     keys = [k for k in ("sent_tokens", "sent_items", "sent_summaries", "stored_tokens", "path", "fact_retention", "fact_retention_raw") if k in table[0]]
     width = max(len(k) for k in keys)
     print(f"{'':{width}}  {table[0]['run']:>22}  {table[1]['run']:>22}")
+    from lcm_lab.demo import cell
+
     for key in keys:
-        print(f"{key:{width}}  {_cell(table[0][key]):>22}  {_cell(table[1][key]):>22}")
+        print(f"{key:{width}}  {cell(table[0][key]):>22}  {cell(table[1][key]):>22}")
     return 0
 
 
@@ -118,12 +120,6 @@ def _rows(frame: Any) -> list[dict[str, Any]]:
     return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
 
 
 def _reassemble(args: argparse.Namespace) -> int:
