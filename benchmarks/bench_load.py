@@ -328,7 +328,7 @@ def write_report(records: list[dict[str, Any]]) -> None:
         "",
         "* Peak RSS is measured right after the load (it includes the interpreter with duckdb, pyarrow and "
         "pandas, about 200 MB). Loads run with DuckDB's buffer pool capped at 256 MB "
-        "(`LabStore.bounded_memory`; `LCM_LAB_MEMORY_LIMIT` overrides it), so memory plateaus instead of "
+        "(`LabStore.bulk_load`; `LCM_LAB_MEMORY_LIMIT` overrides it), so memory plateaus instead of "
         "growing with the input. The scanner streams SQLite pages straight into DuckDB. The sqlite3 fallback "
         "appends Arrow batches inside one transaction and DuckDB keeps those rows until commit, so its RSS "
         "grows with input: it is the fallback, not the default.",

@@ -36,7 +36,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
-from lcm_lab.io.prepare import Prepared, matching_ingest, read_and_ingest
+from lcm_lab.io.prepare import Prepared, read_and_build
 from lcm_lab.io.sqlite_read import (
     GZIP_MAGIC,
     SnapshotChanged,
@@ -49,8 +49,8 @@ from lcm_lab.io.sqlite_read import (
 )
 from lcm_lab.store import LabStore
 from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed, import_lcm_db
-from lcm_lab.store.sources import FileFingerprint, add_source, find_loaded, fingerprint
-from lcm_lab.store.write_loaded import insert_loaded
+from lcm_lab.store.sources import FileFingerprint, add_source, find_loaded, fingerprint, finish_source
+from lcm_lab.store.write_loaded import WriteCounts, insert_loaded, insert_prepared, loaded_before
 
 DEFAULT_BACKEND = "scanner"
 # Files a directory walk considers (with or without .gz); everything else is ignored silently.
@@ -113,12 +113,12 @@ class SourceResult:
 def _store_for(store: LabStore | None) -> Iterator[LabStore]:
     """The given store (or the default one, opened for the load) with load-time memory bounds."""
     if store is not None:
-        with store.bounded_memory():
+        with store.bulk_load():
             yield store
         return
     opened = LabStore()
     try:
-        with opened.bounded_memory():
+        with opened.bulk_load():
             yield opened
     finally:
         opened.close()
@@ -275,60 +275,142 @@ def _count_mismatches(path: Path, expected: dict[str, int], imported: dict[str, 
 
 
 def load_transcript(
-    path: str | os.PathLike[str],
-    store: LabStore | None = None,
-    *,
-    read: Callable[[], Any] | None = None,
-    prepared: Future[Prepared] | None = None,
+    path: str | os.PathLike[str], store: LabStore | None = None, *, read: Callable[[], Any] | None = None
 ) -> SourceResult:
     """Load one transcript file (format auto-detected by :mod:`lcm_lab.io.transcripts`).
 
-    ``read`` may supply the reader call (a state-directory item stamped with its session key);
-    ``prepared`` the ingest projection of the same file, running in a load worker.
+    ``read`` may supply the reader call (a state-directory item stamped with its session key).
+    A file that grew since it was loaded gets only its new entries appended.
     """
-    target = Path(path)
     with _store_for(store) as lab:
-        reason = _unreadable_reason(target)
-        if reason:
-            return _failed(lab, target, "transcript", f"{target}: {reason}; nothing loaded")
-        transcripts = _transcripts_module()
+        result = _load_transcript(lab, Path(path), read)
+        assert result is not None  # nothing is queued without rows
+        return result
+
+
+def _load_transcript(
+    lab: LabStore,
+    target: Path,
+    read: Callable[[], Any] | None,
+    rows: Prepared | None = None,
+    batch: _RowBatch | None = None,
+    key: int = 0,
+) -> SourceResult | None:
+    """Load ``target``; or, given the ``rows`` a load worker built from it, queue them in ``batch``
+    under ``key`` and return None. The rows are used when they were built from the bytes
+    fingerprinted here and nothing was loaded from this path before (else this process reads
+    the file and works out what to append)."""
+    reason = _unreadable_reason(target)
+    if reason:
+        return _failed(lab, target, "transcript", f"{target}: {reason}; nothing loaded")
+    try:
+        fp = fingerprint(target)
+    except OSError as exc:
+        return _failed(lab, target, "transcript", f"{target}: cannot read ({exc.strerror or exc})")
+    if batch is not None and batch.holds(fp):
+        batch.flush()  # the same bytes or path queued: what follows must see it stored
+    if (earlier := find_loaded(lab, fp.sha256)) is not None:
+        return _unchanged(lab, target, "transcript", earlier)
+    if batch is not None and rows is not None and rows.sha256 == fp.sha256 and not loaded_before(lab, fp.path):
+        batch.add(key, target, fp, rows)
+        return None
+    try:
+        result = read() if read is not None else _transcripts_module().read_transcript(target)
+    except (OSError, ValueError) as exc:
+        return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
+    issues = [str(issue) for issue in result.issues]
+    with lab.transaction():
+        source_id = add_source(lab, path=str(target), kind=result.kind, status="loaded",
+                               loader_version=loader_version(), fp=fp)
+        counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind)
+        warnings = issues + counts.warnings
+        status = "appended" if counts.appended_conversations and not counts.conversations else "loaded"
+        finish_source(lab, source_id, status=status, warnings=warnings, skipped_lines=result.skipped_lines)
+    return _transcript_result(target, result.kind, status, source_id, counts, result.skipped_lines, warnings)
+
+
+def _transcript_result(
+    target: Path, kind: str, status: str, source_id: int, counts: WriteCounts, skipped_lines: int, warnings: list[str]
+) -> SourceResult:
+    return SourceResult(
+        str(target), kind, status, source_id=source_id, conversations=counts.conversations,
+        messages=counts.messages, summaries=counts.summaries, context_items=counts.context_items,
+        qa_items=counts.qa_items, skipped_lines=skipped_lines, warnings=tuple(warnings),
+        details={"entries": counts.entries, "events": counts.events, "not_stored": counts.not_stored,
+                 "appended_conversations": counts.appended_conversations},
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Queued:
+    key: int
+    target: Path
+    fp: FileFingerprint
+    rows: Prepared
+
+
+class _RowBatch:
+    """Transcripts whose rows load workers built, stored together: one transaction and one INSERT
+    per table for up to ``max_bytes`` of rows. A statement and a commit cost milliseconds each
+    whatever their size, which dominated loads of many session files. If the shared transaction
+    fails, each file is stored on its own, so only a failing file is reported failed."""
+
+    def __init__(self, lab: LabStore, deliver: Callable[[int, SourceResult], None], max_bytes: int = 128 << 20) -> None:
+        self.lab = lab
+        self.deliver = deliver
+        self.max_bytes = max_bytes
+        self.queued: list[_Queued] = []
+        self.nbytes = 0
+
+    def holds(self, fp: FileFingerprint) -> bool:
+        return any(q.fp.sha256 == fp.sha256 or q.fp.path == fp.path for q in self.queued)
+
+    def add(self, key: int, target: Path, fp: FileFingerprint, rows: Prepared) -> None:
+        self.queued.append(_Queued(key, target, fp, rows))
+        self.nbytes += sum(arrow.nbytes for _, arrow in rows.tables)
+        if self.nbytes >= self.max_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        queued, self.queued, self.nbytes = self.queued, [], 0
+        if not queued:
+            return
         try:
-            fp = fingerprint(target)
-        except OSError as exc:
-            return _failed(lab, target, "transcript", f"{target}: cannot read ({exc.strerror or exc})")
-        if (earlier := find_loaded(lab, fp.sha256)) is not None:
-            return _unchanged(lab, target, "transcript", earlier)
-        try:
-            result = read() if read is not None else transcripts.read_transcript(target)
-            ingested = matching_ingest(_collect(prepared), fp.sha256, result)
-        except (OSError, ValueError) as exc:
-            return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
-        with lab.transaction():
-            source_id = add_source(lab, path=str(target), kind=result.kind, status="loaded",
-                                   loader_version=loader_version(), fp=fp)
-            counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind, ingested=ingested)
-            warnings = [str(issue) for issue in result.issues] + counts.warnings
-            status = "appended" if counts.appended_conversations and not counts.conversations else "loaded"
-            lab.execute(
-                "UPDATE sources SET status = ?, warnings = ?, skipped_lines = ? WHERE source_id = ?",
-                [status, warnings, result.skipped_lines, source_id],
-            )
-        return SourceResult(
-            str(target), result.kind, status, source_id=source_id, conversations=counts.conversations,
-            messages=counts.messages, summaries=counts.summaries, context_items=counts.context_items,
-            qa_items=counts.qa_items, skipped_lines=result.skipped_lines, warnings=tuple(warnings),
-            details={"entries": counts.entries, "events": counts.events, "not_stored": counts.not_stored,
-                     "appended_conversations": counts.appended_conversations},
-        )
+            results = self._store(queued)
+        except Exception:
+            results = []
+            for item in queued:
+                try:
+                    results += self._store([item])
+                except Exception as exc:
+                    message = f"{item.target}: could not be stored ({type(exc).__name__}: {exc}); nothing loaded"
+                    results.append(_failed(self.lab, item.target, item.rows.kind, message))
+        for item, result in zip(queued, results, strict=True):
+            self.deliver(item.key, result)
+
+    def _store(self, queued: Sequence[_Queued]) -> list[SourceResult]:
+        with self.lab.transaction():
+            ids = [
+                add_source(self.lab, path=str(q.target), kind=q.rows.kind, status="loaded", loader_version=loader_version(),
+                           fp=q.fp, warnings=[*q.rows.issues, *q.rows.counts.warnings], skipped_lines=q.rows.skipped_lines)
+                for q in queued
+            ]  # fmt: skip
+            insert_prepared(self.lab, [(source_id, q.rows) for source_id, q in zip(ids, queued, strict=True)])
+        return [
+            _transcript_result(q.target, q.rows.kind, "loaded", source_id, q.rows.counts, q.rows.skipped_lines,
+                               [*q.rows.issues, *q.rows.counts.warnings])
+            for source_id, q in zip(ids, queued, strict=True)
+        ]  # fmt: skip
 
 
 def _collect(prepared: Future[Prepared] | None) -> Prepared | None:
-    """The worker's projections, or None (no worker, or it failed: this process projects)."""
+    """The worker's rows, or None (no worker, or it failed: this process reads the file and
+    reports what is wrong with it)."""
     if prepared is None:
         return None
     try:
         return prepared.result()
-    except Exception:  # the file's own errors come back from this process's read
+    except Exception:
         return None
 
 
@@ -380,7 +462,6 @@ def load_file(
     *,
     backend: str = DEFAULT_BACKEND,
     in_directory: bool = False,
-    prepared: Future[Prepared] | None = None,
 ) -> SourceResult:
     """Load one file of any supported kind (``.gz`` included)."""
     reason = _unreadable_reason(path)
@@ -397,7 +478,7 @@ def load_file(
             return load_transcript(path, store)
         return load_lcm_db(path, store, backend=backend)
     if detect_kind(path) is not None:
-        return load_transcript(path, store, prepared=prepared)
+        return load_transcript(path, store)
     message = (
         f"{path}: not a recognised format (lossless-claw lcm.db, OpenClaw/pi or Claude Code JSONL, "
         "LoCoMo JSON, OpenClaw SQLite transcript store)"
@@ -456,19 +537,31 @@ def load(
             found, failed = _jobs_for(item, lab)
             jobs.extend(found)
             results.extend(_tag(r, str(item)) for r in failed)
+        done: dict[int, SourceResult] = {}
+
+        def deliver(index: int, result: SourceResult) -> None:
+            done[index] = _tag(result, jobs[index].argument)
+
         bar = tqdm(jobs, desc="loading", unit="file", disable=not progress or len(jobs) < 2, leave=False)
+        batch = _RowBatch(lab, deliver)
         with _Prefetcher(jobs, load_workers(len(jobs))) as prefetch:
             for index, job in enumerate(bar):
                 bar.set_postfix_str(job.path.name[-40:], refresh=False)
-                prepared = prefetch.take(index)
-                if job.kind == "lcm_db":
-                    result = load_lcm_db(job.path, lab, backend=backend)
-                elif job.read is not None:
-                    result = load_transcript(job.path, lab, read=job.read, prepared=prepared)
+                rows = _collect(prefetch.take(index))
+                if rows is not None:  # a transcript a worker read: its rows may join the batch
+                    result = _load_transcript(lab, job.path, job.read, rows, batch, index)
                 else:
-                    result = load_file(job.path, lab, backend=backend, in_directory=job.in_directory, prepared=prepared)
-                results.append(_tag(result, job.argument))
-        return results
+                    batch.flush()  # loads below see every file before them stored
+                    if job.kind == "lcm_db":
+                        result = load_lcm_db(job.path, lab, backend=backend)
+                    elif job.read is not None:
+                        result = load_transcript(job.path, lab, read=job.read)
+                    else:
+                        result = load_file(job.path, lab, backend=backend, in_directory=job.in_directory)
+                if result is not None:
+                    deliver(index, result)
+            batch.flush()
+        return results + [done[index] for index in range(len(jobs))]
 
 
 WORKERS_ENV = "LCM_LAB_LOAD_WORKERS"
@@ -526,7 +619,7 @@ def _is_transcript_job(job: _Job) -> bool:
 
 
 class _Prefetcher:
-    """Runs :func:`lcm_lab.io.prepare.read_and_ingest` for upcoming transcript jobs in worker
+    """Runs :func:`lcm_lab.io.prepare.read_and_build` for upcoming transcript jobs in worker
     processes, a few files ahead of the job being inserted (bounded memory), in job order."""
 
     def __init__(self, jobs: Sequence[_Job], workers: int) -> None:
@@ -561,7 +654,7 @@ class _Prefetcher:
                 continue
             job = self.jobs[position]
             try:
-                self.futures[position] = self.pool.submit(read_and_ingest, job.path, job.read)
+                self.futures[position] = self.pool.submit(read_and_build, job.path, job.read)
             except Exception:  # a broken pool: the remaining files load in this process
                 self.pool.shutdown(wait=False, cancel_futures=True)
                 self.pool = None

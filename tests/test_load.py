@@ -149,18 +149,15 @@ def test_cli_exit_status_when_a_path_cannot_be_loaded(tmp_path: Path, capsys: py
     assert str(missing) in err and "no such file" in err and len(err.splitlines()) == 1
 
 
-_TABLES = {
-    "messages": "conversation_id, seq, role, content, token_count, created_at, identity_hash, sender_metadata, raw",
-    "message_parts": "conversation_id, seq, ordinal, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata",
-    "entries": "conversation_id, position, line, entry_type, entry_id, seq, message",
-}  # fmt: skip
+_TABLES = ("conversations", "messages", "message_parts", "entries", "recorded_events", "qa_items", "summaries",
+           "summary_messages", "summary_sources", "context_items")
 
 
 def _rows(store: LabStore) -> dict[str, list[tuple[object, ...]]]:
-    return {table: store.fetch_all(f"SELECT {cols} FROM {table} ORDER BY ALL") for table, cols in _TABLES.items()}
+    return {table: store.fetch_all(f"SELECT * FROM {table} ORDER BY ALL") for table in _TABLES}
 
 
-def test_load_workers_project_exactly_what_the_parent_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_load_workers_build_exactly_the_rows_the_parent_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     load_module = importlib.import_module("lcm_lab.load")  # `import lcm_lab.load` gives lab.load, the function
 
     submitted: list[Path] = []
@@ -173,14 +170,13 @@ def test_load_workers_project_exactly_what_the_parent_would(tmp_path: Path, monk
 
     monkeypatch.setattr(load_module, "ProcessPoolExecutor", CountingPool)
     used: list[bool] = []
-    real_matching = load_module.matching_ingest
+    real_insert = load_module.insert_prepared
 
-    def matching(*args):  # type: ignore[no-untyped-def]
-        found = real_matching(*args)
-        used.append(found is not None)
-        return found
+    def insert_prepared(store, files):  # type: ignore[no-untyped-def]
+        used.extend(True for _ in files)
+        return real_insert(store, files)
 
-    monkeypatch.setattr(load_module, "matching_ingest", matching)
+    monkeypatch.setattr(load_module, "insert_prepared", insert_prepared)
     stores = {}
     for workers in ("1", "2"):
         monkeypatch.setenv(load_module.WORKERS_ENV, workers)
@@ -188,7 +184,70 @@ def test_load_workers_project_exactly_what_the_parent_would(tmp_path: Path, monk
         results = load(DATASETS, stores[workers], progress=False)
         assert all(r.status == "loaded" for r in results)
     assert len(submitted) >= 2  # the transcripts of the bundled datasets went through workers
-    assert sum(used) == len(submitted)  # and their projections were the ones stored
+    assert sum(used) == len(submitted)  # and the rows they built were the ones stored
     serial, parallel = _rows(stores["1"]), _rows(stores["2"])
     assert {t: len(r) for t, r in parallel.items()} == {t: len(r) for t, r in serial.items()}
     assert parallel == serial
+
+
+def _session_dir(tmp_path: Path, count: int) -> Path:
+    lines = GOLDEN.read_text().splitlines(keepends=True)
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for index in range(count):  # distinct bytes per file: a different first-line session id
+        header = json.loads(lines[0])
+        header["id"] = f"session-{index}"
+        (sessions / f"s{index}.jsonl").write_text(json.dumps(header) + "\n" + "".join(lines[1 : 10 + index]))
+    return sessions
+
+
+def test_worker_rows_of_several_files_share_one_transaction_and_a_failure_stays_with_its_file(
+    tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_module = importlib.import_module("lcm_lab.load")
+    monkeypatch.setenv(load_module.WORKERS_ENV, "2")
+    sessions = _session_dir(tmp_path, 4)
+    real_insert = load_module.insert_prepared
+    batches: list[int] = []
+
+    def insert_prepared(lab, files):  # type: ignore[no-untyped-def]
+        batches.append(len(files))
+        if any(prepared.counts.entries == 11 for _, prepared in files):  # the file s2.jsonl
+            raise RuntimeError("disk full")
+        return real_insert(lab, files)
+
+    monkeypatch.setattr(load_module, "insert_prepared", insert_prepared)
+    results = load(sessions, store, progress=False)
+    assert batches[0] == 4  # all four files in one insert, which failed; then one by one
+    assert sorted(batches[1:]) == [1, 1, 1, 1]
+    by_name = {Path(r.source).name: r for r in results}
+    assert [Path(r.source).name for r in results] == ["s0.jsonl", "s1.jsonl", "s2.jsonl", "s3.jsonl"]
+    assert by_name["s2.jsonl"].status == "failed" and "disk full" in (by_name["s2.jsonl"].error or "")
+    assert {by_name[n].status for n in ("s0.jsonl", "s1.jsonl", "s3.jsonl")} == {"loaded"}
+    stored = store.fetch_all("SELECT c.session_id, count(m.seq) FROM conversations c JOIN messages m USING"
+                             " (conversation_id) GROUP BY ALL ORDER BY 1")  # fmt: skip
+    assert [row[0] for row in stored] == ["session-0", "session-1", "session-3"]
+    assert store.fetch_all("SELECT count(*) FROM sources WHERE status = 'failed'")[0][0] == 1
+    monkeypatch.setattr(load_module, "insert_prepared", real_insert)
+    again = load(sessions, store, progress=False)
+    assert [r.status for r in again] == ["unchanged", "unchanged", "loaded", "unchanged"]
+
+
+def test_with_workers_a_file_named_twice_is_stored_once_and_a_grown_one_appends(
+    tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_module = importlib.import_module("lcm_lab.load")
+    monkeypatch.setenv(load_module.WORKERS_ENV, "2")
+    sessions = _session_dir(tmp_path, 3)
+    first = load([sessions, sessions / "s1.jsonl"], store, progress=False)
+    assert [r.status for r in first] == ["loaded", "loaded", "loaded", "unchanged"]
+    assert store.fetch_all("SELECT count(*) FROM conversations")[0][0] == 3
+    grown = sessions / "s0.jsonl"
+    grown.write_text(grown.read_text() + "".join(GOLDEN.read_text().splitlines(keepends=True)[10:14]))
+    (sessions / "s3.jsonl").write_text((sessions / "s2.jsonl").read_text().replace("session-2", "session-3"))
+    second = load(sessions, store, progress=False)
+    assert [r.status for r in second] == ["appended", "unchanged", "unchanged", "loaded"]
+    assert second[0].conversations == 0 and second[0].messages > 0
+    seqs = store.fetch_all("SELECT list(seq ORDER BY seq) FROM messages WHERE conversation_id = 1")[0][0]
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert store.fetch_all("SELECT count(*) FROM conversations")[0][0] == 4

@@ -42,6 +42,8 @@ MEMORY_LIMIT_ENV = "LCM_LAB_MEMORY_LIMIT"
 # DuckDB's buffer pool during bulk loads: loads stream, so a small pool keeps peak memory flat
 # as inputs grow (measured: no slowdown at 200 MB of JSONL or 500k lcm.db messages).
 LOAD_MEMORY_LIMIT = "256MB"
+# A load's write-ahead log may grow this far before DuckDB checkpoints (see LabStore.bulk_load).
+_LOAD_CHECKPOINT_THRESHOLD = "1GB"
 IDLE_ENV = "LCM_LAB_IDLE_SECONDS"
 LOCK_TIMEOUT_ENV = "LCM_LAB_LOCK_TIMEOUT"
 # A kernel gives the file back a quarter second after its last operation (a burst of calls
@@ -178,6 +180,7 @@ class LabStore(StoreReads):
         self._lock = threading.RLock()
         self._raw: duckdb.DuckDBPyConnection | None = None
         self._pins = 0
+        self._bulk_depth = 0
         self._last_used = time.monotonic()
         self._closed = False
         self._reaper: threading.Thread | None = None
@@ -328,18 +331,35 @@ class LabStore(StoreReads):
             raw.execute("COMMIT")
 
     @contextmanager
-    def bounded_memory(self, limit: str = LOAD_MEMORY_LIMIT) -> Iterator[LabStore]:
-        """Cap DuckDB's memory for the block (bulk loads), unless the user set their own cap."""
-        if os.environ.get(MEMORY_LIMIT_ENV):
-            yield self
-            return
+    def bulk_load(self, limit: str = LOAD_MEMORY_LIMIT) -> Iterator[LabStore]:
+        """Hold the file for a bulk load: DuckDB's memory capped (unless the user set their own
+        cap) and one checkpoint at the end instead of one per commit.
+
+        DuckDB checkpoints whenever its write-ahead log passes ``checkpoint_threshold`` (16 MB by
+        default), and each checkpoint compresses and writes the tables' last, partly filled row
+        groups again. A load commits once per file, so a directory of sessions rewrote the same
+        rows again and again (measured: 3.7x the insert time and a file 1.9x larger). Nested
+        blocks join the outermost one.
+        """
         with self.hold():
-            previous = self.fetch_all("SELECT current_setting('memory_limit')")[0][0]
-            self.con.execute("SET memory_limit = ?", [limit])
+            self._bulk_depth += 1
+            outermost = self._bulk_depth == 1
+            previous: dict[str, Any] = {}
             try:
+                if outermost:
+                    for name, value in (("memory_limit", limit), ("checkpoint_threshold", _LOAD_CHECKPOINT_THRESHOLD)):
+                        if name == "memory_limit" and os.environ.get(MEMORY_LIMIT_ENV):
+                            continue
+                        previous[name] = self.fetch_all(f"SELECT current_setting('{name}')")[0][0]
+                        self.con.execute(f"SET {name} = ?", [value])
                 yield self
             finally:
-                self.con.execute("SET memory_limit = ?", [previous])
+                self._bulk_depth -= 1
+                if outermost:
+                    for name, value in previous.items():
+                        self.con.execute(f"SET {name} = ?", [value])
+                    if self.path != MEMORY:
+                        self.con.execute("CHECKPOINT")
 
     def load_sqlite_scanner(self) -> None:
         """Load DuckDB's SQLite scanner from the local package (never INSTALL from the network)."""

@@ -1,0 +1,304 @@
+"""The lab tables' rows for conversations a reader produced, as Arrow tables (pure: no store).
+
+Every message entry is projected the way lossless-claw stores it (``messages`` content, token
+count and parts, through the engine's whole-file import projection) and every other entry is
+kept as an ``entries`` row, so nothing read is lost. Rows are buffered per table and handed to
+a *sink* as Arrow tables every ``flush_rows`` rows, so memory stays bounded: the store's sink
+inserts them, a load worker's sink keeps them to send to the parent
+(:mod:`lcm_lab.io.prepare`).
+
+A conversation may start part-way (a session file that grew): :class:`Start` says where its
+new entries, message seqs, events and QA items begin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from lcm_lab.engine.ingest import IngestResult, to_stored_message
+from lcm_lab.engine.tokens import estimate_tokens
+from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
+from lcm_lab.io.model import LoadedConversation
+
+FLUSH_ROWS = 20_000
+Sink = Callable[[str, pa.Table], None]
+# Columns of JSON type in the lab schema that hold ``dumps`` output. They are typed as Arrow's
+# JSON extension (pyarrow >= 19), which DuckDB takes as JSON without parsing every value again
+# (0.06 s instead of 0.5 s per 47 MB of messages); with older pyarrow DuckDB validates them.
+_JSON_COLUMNS = {"conversations": "meta", "messages": "raw", "entries": "message", "recorded_events": "raw"}
+_JSON_TYPE = pa.json_(pa.string()) if hasattr(pa, "json_") else None
+
+
+def ingest_entry(entry: InputEntry, seq: int) -> IngestResult:
+    """The whole-file import projection of one entry (no large-payload interception, as
+    ``lossless-claw-migrate-sessions`` does), so content stays lossless and deterministic."""
+    assert entry.message is not None
+    return to_stored_message(
+        entry.message, seq, entry_id=entry.entry_id, intercept_large_payloads=False,
+        envelope_timestamp=entry.timestamp,
+    )  # fmt: skip
+
+
+def dumps(value: Any) -> str | None:
+    """JSON text of a reader value (None stays None; bytes, sets and mappings are made JSON)."""
+    if value is None:
+        return None
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=_fallback).decode()
+
+
+def _fallback(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+@dataclass
+class WriteCounts:
+    conversations: int = 0
+    appended_conversations: int = 0
+    messages: int = 0
+    entries: int = 0
+    summaries: int = 0
+    context_items: int = 0
+    qa_items: int = 0
+    events: int = 0
+    not_stored: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where the rows of one conversation begin: a new one at zero, a grown one after what the
+    store holds (``appended``), under lab conversation id ``cid``."""
+
+    cid: int
+    position: int = 0
+    seq: int = 0
+    event: int = 0
+    known_qa: frozenset[str] = frozenset()
+    appended: bool = False
+
+
+class _Buffers:
+    """Rows per table, handed to the sink as Arrow tables."""
+
+    def __init__(self, sink: Sink, flush_rows: int) -> None:
+        self.sink = sink
+        self.flush_rows = flush_rows
+        self.rows: dict[str, list[dict[str, Any]]] = {}
+        self.pending = 0
+
+    def add(self, table: str, row: dict[str, Any]) -> None:
+        self.rows.setdefault(table, []).append(row)
+        self.pending += 1
+        if self.pending >= self.flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        for table, rows in self.rows.items():
+            names = dict.fromkeys(rows[0])
+            for row in rows:
+                if len(row) != len(names) or row.keys() != names.keys():
+                    names.update(dict.fromkeys(row))
+            if all(len(row) == len(names) for row in rows):
+                columns = {name: [row[name] for row in rows] for name in names}
+            else:
+                columns = {name: [row.get(name) for row in rows] for name in names}
+            self.sink(table, _typed_json(table, pa.table(columns)))
+        self.rows.clear()
+        self.pending = 0
+
+
+def _typed_json(table: str, arrow: pa.Table) -> pa.Table:
+    column = _JSON_COLUMNS.get(table)
+    if _JSON_TYPE is None or column is None or column not in arrow.column_names:
+        return arrow
+    index = arrow.column_names.index(column)
+    values = arrow.column(index)
+    if not (pa.types.is_string(values.type) or pa.types.is_null(values.type)):
+        return arrow
+    return arrow.set_column(index, column, values.cast(pa.string()).cast(_JSON_TYPE))
+
+
+def build_rows(
+    loaded: Iterable[LoadedConversation],
+    starts: Sequence[Start],
+    sink: Sink,
+    *,
+    kind: str,
+    source_id: int,
+    flush_rows: int = FLUSH_ROWS,
+) -> WriteCounts:
+    """Hand ``sink`` the rows of every conversation in ``loaded`` (``starts[i]`` for the i-th)."""
+    counts = WriteCounts()
+    buffers = _Buffers(sink, flush_rows)
+    for item, start in zip(loaded, starts, strict=True):
+        conv = item.conversation
+        cid = start.cid
+        if start.appended:
+            counts.appended_conversations += 1
+        else:
+            counts.conversations += 1
+            buffers.add("conversations", _conversation_row(cid, source_id, kind, item))
+        seq = start.seq
+        for position, entry in enumerate(conv.entries[start.position:], start=start.position):
+            message = entry.message
+            entry_seq = None
+            message_json = None
+            if message is not None:
+                result = ingest_entry(entry, seq + 1)
+                stored = result.stored
+                if stored is not None:
+                    seq += 1
+                    entry_seq = seq
+                    buffers.add("messages", _entry_message_row(cid, seq, entry, stored))
+                    for part in stored.parts:
+                        buffers.add("message_parts", _part_row(cid, seq, part))
+                    counts.messages += 1
+                else:
+                    # Not stored by lossless-claw (pi-only role, or a skip rule): kept with the entry.
+                    message_json = dumps(message)
+                    reason = result.skip_reason or "skipped"
+                    counts.not_stored[reason] = counts.not_stored.get(reason, 0) + 1
+            buffers.add(
+                "entries",
+                {
+                    "conversation_id": cid, "position": position, "line": entry.line, "entry_type": entry.type,
+                    "entry_id": entry.entry_id, "timestamp": entry.timestamp, "seq": entry_seq,
+                    "message": message_json,
+                },
+            )
+            counts.entries += 1
+        for stored_message in conv.stored_messages:
+            if stored_message.seq <= start.seq:
+                continue
+            _add_stored_message(buffers, cid, stored_message)
+            counts.messages += 1
+        if not start.appended:
+            counts.summaries += _add_dag(buffers, cid, item)
+            counts.context_items += len(conv.context_items)
+        for index, event in enumerate(item.events[start.event:], start=start.event):
+            buffers.add(
+                "recorded_events",
+                {
+                    "conversation_id": cid, "event_index": index, "kind": event.kind, "line": event.line,
+                    "entry_id": event.entry_id, "timestamp": event.timestamp, "summary": event.summary,
+                    "first_kept_entry_id": event.first_kept_entry_id, "tokens_before": event.tokens_before,
+                    "raw": dumps(dict(event.raw)) if event.raw else None,
+                },
+            )
+            counts.events += 1
+        for qa in item.qa_items:
+            if qa.qa_id in start.known_qa:
+                continue
+            buffers.add(
+                "qa_items",
+                {
+                    "conversation_id": cid, "qa_id": qa.qa_id, "question": qa.question, "answer": qa.answer,
+                    "category": qa.category, "evidence": list(qa.evidence), "adversarial_answer": qa.adversarial_answer,
+                },
+            )
+            counts.qa_items += 1
+    buffers.flush()
+    return counts
+
+
+def _conversation_row(cid: int, source_id: int, kind: str, item: LoadedConversation) -> dict[str, Any]:
+    conv = item.conversation
+    meta = dict(conv.meta)
+    meta.update(item.meta)
+    return {
+        "conversation_id": cid, "source_id": source_id, "kind": kind, "origin_conversation_id": None,
+        "session_id": conv.session_id, "session_key": conv.session_key, "title": conv.title,
+        "active": not item.archived, "archived_at": None, "archive_cause": None, "bootstrapped_at": None,
+        "created_at": conv.entries[0].timestamp if conv.entries else None, "updated_at": None,
+        "meta": dumps(meta) if meta else None,
+    }
+
+
+def _token_estimate(content: str | None) -> int | None:
+    return None if content is None else estimate_tokens(content)
+
+
+def _entry_message_row(cid: int, seq: int, entry: InputEntry, stored: StoredMessage) -> dict[str, Any]:
+    message = entry.message or {}
+    runtime_role = message.get("role")
+    return {
+        "conversation_id": cid, "seq": seq,
+        "role": "tool" if runtime_role == "toolResult" else runtime_role,
+        "runtime_role": runtime_role,
+        "content": stored.content, "token_count": stored.token_count,
+        "token_estimate": _token_estimate(stored.content), "created_at": stored.created_at,
+        "transcript_entry_id": entry.entry_id, "line": entry.line, "identity_hash": stored.identity_hash,
+        "sender_metadata": stored.sender_metadata, "stable_event_key": stored.stable_event_key,
+        "raw": dumps(dict(message)),
+    }
+
+
+def _add_stored_message(buffers: _Buffers, cid: int, stored: StoredMessage) -> None:
+    buffers.add(
+        "messages",
+        {
+            "conversation_id": cid, "seq": stored.seq, "role": stored.role,
+            "runtime_role": "toolResult" if stored.role == "tool" else stored.role,
+            "content": stored.content, "token_count": stored.token_count,
+            "token_estimate": _token_estimate(stored.content), "created_at": stored.created_at,
+            "transcript_entry_id": stored.transcript_entry_id, "identity_hash": stored.identity_hash,
+            "sender_metadata": stored.sender_metadata, "stable_event_key": stored.stable_event_key,
+            "large_content": stored.large_content, "origin_message_id": stored.message_id,
+        },
+    )
+    for part in stored.parts:
+        buffers.add("message_parts", _part_row(cid, stored.seq, part))
+
+
+def _part_row(cid: int, seq: int, part: StoredPart) -> dict[str, Any]:
+    return {
+        "conversation_id": cid, "seq": seq, "ordinal": part.ordinal, "part_id": part.part_id,
+        "part_type": part.part_type, "text_content": part.text_content, "tool_call_id": part.tool_call_id,
+        "tool_name": part.tool_name, "tool_input": part.tool_input, "tool_output": part.tool_output,
+        "metadata": part.metadata,
+    }
+
+
+def _add_dag(buffers: _Buffers, cid: int, item: LoadedConversation) -> int:
+    conv = item.conversation
+    for order, summary in enumerate(conv.summaries):
+        buffers.add(
+            "summaries",
+            {
+                "conversation_id": cid, "summary_id": summary.summary_id, "kind": summary.kind,
+                "depth": summary.depth, "content": summary.content, "token_count": summary.token_count,
+                "earliest_at": summary.earliest_at, "latest_at": summary.latest_at,
+                "descendant_count": summary.descendant_count,
+                "descendant_token_count": summary.descendant_token_count,
+                "source_message_token_count": summary.source_message_token_count,
+                "file_ids": list(summary.file_ids), "model": summary.model, "created_at": summary.created_at,
+                "creation_order": order,
+            },
+        )
+        for ordinal, seq in enumerate(summary.source_message_seqs):
+            buffers.add("summary_messages", {"conversation_id": cid, "summary_id": summary.summary_id,
+                                             "seq": seq, "ordinal": ordinal})
+        for ordinal, source in enumerate(summary.source_summary_ids):
+            buffers.add("summary_sources", {"conversation_id": cid, "summary_id": summary.summary_id,
+                                            "source_summary_id": source, "ordinal": ordinal})
+    for ordinal, context in enumerate(conv.context_items):
+        is_message = context.kind == "message"
+        buffers.add(
+            "context_items",
+            {
+                "conversation_id": cid, "ordinal": ordinal, "item_type": context.kind,
+                "seq": context.ref if is_message else None, "summary_id": None if is_message else context.ref,
+            },
+        )
+    return len(conv.summaries)
