@@ -35,6 +35,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
 from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
 from lcm_lab.io.prepare import Prepared, read_and_build
 from lcm_lab.io.sqlite_read import (
@@ -49,7 +50,7 @@ from lcm_lab.io.sqlite_read import (
 )
 from lcm_lab.store import LabStore
 from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed, import_lcm_db
-from lcm_lab.store.sources import FileFingerprint, add_source, find_loaded, fingerprint, finish_source
+from lcm_lab.store.sources import add_source, find_loaded, finish_source
 from lcm_lab.store.write_loaded import WriteCounts, insert_loaded, insert_prepared, loaded_before
 
 DEFAULT_BACKEND = "scanner"
@@ -303,15 +304,17 @@ def _load_transcript(
     reason = _unreadable_reason(target)
     if reason:
         return _failed(lab, target, "transcript", f"{target}: {reason}; nothing loaded")
+    if rows is not None and not unchanged_since(rows.fp, target):
+        rows = None  # the file changed since the worker read it
     try:
-        fp = fingerprint(target)
+        fp = rows.fp if rows is not None else fingerprint(target)
     except OSError as exc:
         return _failed(lab, target, "transcript", f"{target}: cannot read ({exc.strerror or exc})")
     if batch is not None and batch.holds(fp):
         batch.flush()  # the same bytes or path queued: what follows must see it stored
     if (earlier := find_loaded(lab, fp.sha256)) is not None:
         return _unchanged(lab, target, "transcript", earlier)
-    if batch is not None and rows is not None and rows.sha256 == fp.sha256 and not loaded_before(lab, fp.path):
+    if batch is not None and rows is not None and not loaded_before(lab, fp.path):
         batch.add(key, target, fp, rows)
         return None
     try:

@@ -9,25 +9,26 @@ No duckdb here: a worker imports only the readers, the engine and pyarrow.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
 from lcm_lab.io.rows import Start, WriteCounts, build_rows
 
 
 class Prepared(NamedTuple):
     """A transcript's rows, built for a store that holds nothing from this path yet.
 
-    ``sha256`` is the digest of the file the worker read; the parent uses the rows only when
-    its own fingerprint of the file agrees. Conversation ids in ``tables`` count from 0 and
-    ``conversations.source_id`` is 0: the parent shifts both when it inserts.
+    ``fp`` is the fingerprint of the bytes the worker read (the file had the same size and mtime
+    before and after); the parent uses the rows only while the file still has them. Conversation
+    ids in ``tables`` count from 0 and ``conversations.source_id`` is 0: the parent shifts both
+    when it inserts.
     """
 
-    sha256: str
+    fp: FileFingerprint
     kind: str
     issues: tuple[str, ...]
     skipped_lines: int
@@ -37,10 +38,7 @@ class Prepared(NamedTuple):
 
 def read_and_build(path: Path, read: Callable[[], Any] | None = None) -> Prepared:
     """Read ``path`` (or call ``read``) and build the rows of every conversation in it."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:  # as lcm_lab.store.sources.fingerprint hashes it
-        while block := handle.read(1 << 20):
-            digest.update(block)
+    fp = fingerprint(path)
     if read is None:
         from lcm_lab.io.transcripts import read_transcript
 
@@ -52,5 +50,7 @@ def read_and_build(path: Path, read: Callable[[], Any] | None = None) -> Prepare
     counts = build_rows(
         result.conversations, starts, lambda table, arrow: tables.append((table, arrow)), kind=result.kind, source_id=0
     )
+    if not unchanged_since(fp, path):
+        raise RuntimeError(f"{path}: changed while it was read")  # the parent reads it again
     issues = tuple(str(issue) for issue in result.issues)
-    return Prepared(digest.hexdigest(), result.kind, issues, result.skipped_lines, tables, counts)
+    return Prepared(fp, result.kind, issues, result.skipped_lines, tables, counts)

@@ -359,7 +359,10 @@ class LabStore(StoreReads):
                     for name, value in previous.items():
                         self.con.execute(f"SET {name} = ?", [value])
                     if self.path != MEMORY:
-                        self.con.execute("CHECKPOINT")
+                        try:
+                            self.con.execute("CHECKPOINT")
+                        except duckdb.TransactionException:
+                            pass  # another cursor is writing: DuckDB checkpoints after it, the data is committed
 
     def load_sqlite_scanner(self) -> None:
         """Load DuckDB's SQLite scanner from the local package (never INSTALL from the network)."""

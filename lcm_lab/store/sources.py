@@ -2,36 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from lcm_lab.io.fingerprint import FileFingerprint, fingerprint
 
 if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
 
 LOADED_STATUSES = ("loaded", "appended")
-
-
-@dataclass(frozen=True)
-class FileFingerprint:
-    path: str
-    sha256: str
-    size_bytes: int
-    mtime: float
-
-
-def fingerprint(path: str | os.PathLike[str], chunk: int = 1 << 20) -> FileFingerprint:
-    """sha256, size and mtime of a file, read in chunks (never the whole file in memory)."""
-    digest = hashlib.sha256()
-    target = Path(path)
-    with open(target, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    st = target.stat()
-    return FileFingerprint(str(target.resolve()), digest.hexdigest(), st.st_size, st.st_mtime)
+__all__ = ["FileFingerprint", "add_source", "find_loaded", "fingerprint", "finish_source"]
 
 
 def find_loaded(store: LabStore, sha256: str) -> tuple[int, str] | None:

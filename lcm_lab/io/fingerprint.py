@@ -1,0 +1,36 @@
+"""A file's identity for idempotent loading: sha256 of its bytes, with size and mtime."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class FileFingerprint:
+    path: str
+    sha256: str
+    size_bytes: int
+    mtime: float
+
+
+def fingerprint(path: str | os.PathLike[str], chunk: int = 1 << 20) -> FileFingerprint:
+    """sha256, size and mtime of a file, read in chunks (never the whole file in memory)."""
+    digest = hashlib.sha256()
+    target = Path(path)
+    with open(target, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    st = target.stat()
+    return FileFingerprint(str(target.resolve()), digest.hexdigest(), st.st_size, st.st_mtime)
+
+
+def unchanged_since(fp: FileFingerprint, path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` still has the size and mtime it had when ``fp`` was taken."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_size, st.st_mtime) == (fp.size_bytes, fp.mtime)
