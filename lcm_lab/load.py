@@ -24,6 +24,7 @@ import os
 import sqlite3
 import stat
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager, nullcontext
@@ -412,7 +413,7 @@ def _collect(prepared: Future[Prepared] | None) -> Prepared | None:
     if prepared is None:
         return None
     try:
-        return prepared.result()
+        return prepared.result().mapped()
     except Exception:
         return None
 
@@ -632,10 +633,12 @@ class _Prefetcher:
         self.pool: ProcessPoolExecutor | None = None
         self.futures: dict[int, Future[Prepared]] = {}
         self.submitted = 0
+        self.spool: tempfile.TemporaryDirectory[str] | None = None
 
     def __enter__(self) -> _Prefetcher:
         context = _worker_context()
         if len(self.eligible) >= 2 and context is not None:
+            self.spool = tempfile.TemporaryDirectory(prefix="lcm-lab-load-", ignore_cleanup_errors=True)
             self.pool = ProcessPoolExecutor(self.workers, mp_context=context)
         return self
 
@@ -644,10 +647,12 @@ class _Prefetcher:
             for future in self.futures.values():
                 future.cancel()
             self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.spool is not None:
+            self.spool.cleanup()
 
     def take(self, index: int) -> Future[Prepared] | None:
         """The prepared read of job ``index`` (None: read it in this process), topping up the queue."""
-        if self.pool is None:
+        if self.pool is None or self.spool is None:
             return None
         ahead = self.workers + 1
         while self.submitted < len(self.eligible) and len(self.futures) < ahead:
@@ -657,7 +662,7 @@ class _Prefetcher:
                 continue
             job = self.jobs[position]
             try:
-                self.futures[position] = self.pool.submit(read_and_build, job.path, job.read)
+                self.futures[position] = self.pool.submit(read_and_build, job.path, job.read, spool=self.spool.name)
             except Exception:  # a broken pool: the remaining files load in this process
                 self.pool.shutdown(wait=False, cancel_futures=True)
                 self.pool = None

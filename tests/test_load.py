@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,23 @@ def test_with_workers_a_file_named_twice_is_stored_once_and_a_grown_one_appends(
     seqs = store.fetch_all("SELECT list(seq ORDER BY seq) FROM messages WHERE conversation_id = 1")[0][0]
     assert seqs == list(range(1, len(seqs) + 1))
     assert store.fetch_all("SELECT count(*) FROM conversations")[0][0] == 4
+
+
+def test_worker_rows_of_a_file_that_changed_since_are_not_used_and_the_spool_is_removed(
+    tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_module = importlib.import_module("lcm_lab.load")
+    monkeypatch.setenv(load_module.WORKERS_ENV, "2")
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    sessions = _session_dir(tmp_path, 3)
+    inserted: list[int] = []
+    real_insert = load_module.insert_prepared
+    monkeypatch.setattr(load_module, "insert_prepared", lambda lab, files: inserted.append(len(files)) or real_insert(lab, files))
+    monkeypatch.setattr(load_module, "unchanged_since", lambda fp, path: Path(path).name != "s1.jsonl")
+    results = load(sessions, store, progress=False)
+    assert [r.status for r in results] == ["loaded", "loaded", "loaded"]
+    assert sum(inserted) == 2  # s1.jsonl "changed": this process read it again
+    assert store.fetch_all("SELECT count(DISTINCT session_id) FROM conversations")[0][0] == 3
+    assert list(spool.iterdir()) == []  # the workers' Arrow files are gone
