@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.config import LcmConfig
-from lcm_lab.sweeps.executors import Job, Runner, default_workers, resolve_executor
+from lcm_lab.sweeps.executors import (
+    Job,
+    Runner,
+    default_workers,
+    refuse_while_bootstrapping,
+    resolve_executor,
+)
 from lcm_lab.sweeps.metrics import COST_METRICS
 from lcm_lab.sweeps.spec import (
     Point,
@@ -297,6 +303,7 @@ def sweep(
     from lcm_lab.store import LabStore
     from lcm_lab.store.sweeps import register_sweep, set_sweep_status, sweep_row
 
+    refuse_while_bootstrapping()  # a script without a main guard, re-imported by a process worker: before the store is touched
     spec = load_spec(spec)
     if executor is not None or workers is not None:
         overrides = {k: v for k, v in {"executor": executor, "workers": workers}.items() if v is not None}
