@@ -9,12 +9,11 @@ comparison and writes a self-contained HTML report.
 Both headlines get their chance control: ``qa_retention`` reads the next LoCoMo sample, and
 ``fact_retention`` (with decision retention) reads a window of a *donor*: the bundled
 conversation of the same kind (coding session or LoCoMo), other than the replayed one, closest in
-size (:func:`pick_donor`); ``details["chance_donor"]`` names it.
+size (:func:`lcm_lab.metrics.donor.pick_donor`); ``details["chance_donor"]`` names it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from lcm_lab.io.model import LoadedConversation, QAItem
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.load import SourceResult, format_table, load
 from lcm_lab.metrics.base import Score
-from lcm_lab.metrics.locomo import raw_texts
+from lcm_lab.metrics.donor import pick_donor
 from lcm_lab.metrics.score import score_replay
 from lcm_lab.store import LabStore
 from lcm_lab.store.replays import save_replay
@@ -53,36 +52,6 @@ DONOR_SOURCES = (
     "lossless-claw-ref/golden-session.jsonl",
     "locomo/locomo10.json",
 )
-
-
-@dataclass(frozen=True)
-class Donor:
-    """Another conversation's text for a chance control, and which conversation it is."""
-
-    label: str
-    text: str
-
-
-def pick_donor(chosen: LoadedConversation, candidates: Sequence[tuple[str, LoadedConversation]]) -> Donor | None:
-    """The candidate of the same kind as ``chosen`` (with LoCoMo QA or without), of another
-    session, whose raw text is closest in size (log ratio; ties by label). ``None`` without one.
-    """
-    size = max(1, _text_size(chosen))
-    kind = bool(chosen.qa_items)
-    best: tuple[float, str, str] | None = None
-    for label, other in candidates:
-        if other.conversation.session_id == chosen.conversation.session_id or bool(other.qa_items) != kind:
-            continue
-        text = "\n".join(raw_texts(other.conversation))
-        if not text.strip():
-            continue
-        key = (abs(math.log(max(1, len(text)) / size)), label, text)
-        best = key if best is None or key[:2] < best[:2] else best
-    return None if best is None else Donor(best[1], best[2])
-
-
-def _text_size(conversation: LoadedConversation) -> int:
-    return len("\n".join(raw_texts(conversation.conversation)))
 
 
 def bundled_donor_candidates(datasets: Path) -> list[tuple[str, LoadedConversation]]:

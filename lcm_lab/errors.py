@@ -38,3 +38,11 @@ class OptionError(UserError, ValueError):
 
 class MissingCredentialsError(UserError, RuntimeError):
     """A model provider needs an API key that is not set; the message names the variable."""
+
+
+MAIN_GUARD_FIX = "put the sweep call under if __name__ == '__main__':"
+
+
+class MainGuardError(UserError, RuntimeError):
+    """A script started worker processes (spawn) without a main guard, so every worker re-imports
+    it and runs its top-level code, the sweep call included; the message says how to fix it."""

@@ -168,14 +168,14 @@ def age_bucket(age: int, edges: tuple[int, ...] = (1, 4, 16, 64, 256)) -> str:
 
 _T = TypeVar("_T")
 _PER_CONVERSATION: dict[tuple[int, str], tuple[object, Any]] = {}
-_PER_CONVERSATION_LIMIT = 64
+_PER_CONVERSATION_LIMIT = 256  # about ten names per conversation: a serial sweep cycles through all of its conversations
 
 
 def per_conversation(conversation: object, name: str, compute: Callable[[], _T]) -> _T:
     """``compute()`` once per conversation object and ``name``: what a score needs of the whole
     conversation (its texts, facts, the truncation floor at a budget) is the same for every run
     of it, and a sweep scores many runs of each conversation. The entry keeps the conversation
-    alive, so its id is never reused for another one while cached (at most 64 entries).
+    alive, so its id is never reused for another one while cached (at most 256 entries).
 
     >>> calls = []
     >>> chat = object()

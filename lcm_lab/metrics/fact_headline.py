@@ -35,7 +35,7 @@ import numpy as np
 
 from lcm_lab.engine.assembly import estimate_serialized_message_tokens
 from lcm_lab.engine.content import PERSISTABLE_ROLES
-from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
+from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Conversation
 from lcm_lab.metrics.base import Score, message_text, per_conversation, runtime_text
 from lcm_lab.metrics.facts import FACT_WEIGHTS, Fact, TextIndex, facts_from_texts
@@ -127,7 +127,29 @@ def text_window(text: str, tokens: int, key: str) -> str:
     chars = min(len(text), 4 * tokens)
     span = max(1, len(text) - chars + 1)
     start = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], 16) % span
-    return truncate_to_tokens(text[start:], tokens).strip()
+    return prefix_within(text[start : start + 4 * max(0, tokens) + 1], tokens).strip()
+
+
+def prefix_within(text: str, tokens: int) -> str:
+    """:func:`~lcm_lab.engine.tokens.truncate_to_tokens`, the same prefix by bisection over the
+    counting estimator (``estimate_tokens`` grows with the prefix), instead of a Python walk over
+    every code point: a chance window costs ~1 ms, not ~15 ms, on text with emoji.
+
+    >>> prefix_within("abcdefgh", 1), prefix_within("ab你好", 2)
+    ('abcd', 'ab你')
+    """
+    if tokens <= 0:
+        return ""
+    if estimate_tokens(text) <= tokens:
+        return text
+    low, high = 0, len(text)  # estimate(text[:low]) <= tokens < estimate(text[:high])
+    while high - low > 1:
+        middle = (low + high) // 2
+        if estimate_tokens(text[:middle]) <= tokens:
+            low = middle
+        else:
+            high = middle
+    return text[:low]
 
 
 def _present(facts: Sequence[Fact], text: str) -> np.ndarray:

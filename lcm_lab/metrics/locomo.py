@@ -35,7 +35,7 @@ from lcm_lab.engine.assembly import estimate_serialized_message_tokens
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem
-from lcm_lab.metrics.base import Score
+from lcm_lab.metrics.base import Score, per_conversation
 from lcm_lab.metrics.headline import headline
 from lcm_lab.metrics.qa_reader import TOP_K, Bm25Index, answer_tokens, reader_text
 from lcm_lab.metrics.stats import bootstrap_normalised
@@ -139,6 +139,14 @@ def context_recall(texts: Sequence[str], questions: Sequence[str], answers: Sequ
     return hit
 
 
+def truncated_history(conversation: Conversation, budget: int) -> list[str]:
+    """Reader texts of the newest raw messages of ``conversation`` that fit ``budget``: the floor
+    of a run of it and the chance control of a run of another conversation. Fixed per
+    conversation × budget, so computed once for every run of a sweep that reads it."""
+    return per_conversation(conversation, f"qa_truncation:{budget}",
+                            lambda: newest_within(raw_texts(conversation), budget, raw_costs(conversation)))
+
+
 def sent_texts(run: Any, budget: int) -> list[str]:
     """Reader texts of what the model receives after the run (``run.sent(None, budget)``)."""
     return [reader_text(item.message) for item in run.sent(None, budget).items]
@@ -164,11 +172,9 @@ def qa_retention_scores(
     questions = [i.question for i in items]
     answers = [str(i.answer) for i in items]
     contexts: dict[str, list[str] | None] = {"method": sent_texts(run, budget)}
-    history = raw_texts(run.conversation)
-    contexts["ceiling"] = history
-    contexts["floor"] = newest_within(history, budget, raw_costs(run.conversation))
-    contexts["chance"] = (newest_within(raw_texts(chance_conversation), budget, raw_costs(chance_conversation))
-                          if chance_conversation is not None else None)
+    contexts["ceiling"] = per_conversation(run.conversation, "qa_history", lambda: raw_texts(run.conversation))
+    contexts["floor"] = truncated_history(run.conversation, budget)
+    contexts["chance"] = truncated_history(chance_conversation, budget) if chance_conversation is not None else None
     steps: Iterable[str] = progress(list(contexts)) if progress else list(contexts)
     recall: dict[str, np.ndarray | None] = {}
     for name in steps:

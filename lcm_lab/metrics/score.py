@@ -83,7 +83,8 @@ def score_replay(
 
             rid = run_id or replay.run_id or f"{replay.strategy}-run"
             return strategy_scores(
-                replay, run_id=rid, qa_items=qa_items, chance_conversation=chance_conversation, donor_text=donor_text
+                replay, run_id=rid, qa_items=qa_items, chance_conversation=chance_conversation, donor_text=donor_text,
+                donor_label=donor_label,
             )
         replay = replay.replay
     rid = run_id or replay.run_id or "replay"

@@ -196,12 +196,14 @@ def strategy_scores(
     base: MessageBase | None = None,
     chance_conversation: Any = None,
     donor_text: str | None = None,
+    donor_label: str | None = None,
 ) -> list[Score]:
     """Context, call, fact and (with ``qa_items``) LoCoMo QA scores of any strategy's run.
 
     ``qa_retention`` and ``fact_retention`` have one definition for every run
     (:func:`qa_retention_scores`, :func:`fact_headline_scores`); ``chance_conversation`` and
-    ``donor_text`` (another conversation, its text) give them their chance controls.
+    ``donor_text`` (another conversation, its text) give them their chance controls, and
+    ``donor_label`` names it in ``details["chance_donor"]``.
     """
     run = _as_run(run)
     base = base or message_base(run.messages)
@@ -230,7 +232,8 @@ def strategy_scores(
     scores += _fact_scores(run, rid, base, extra_texts, contexts, extra, seed)
     if donor_text is None and chance_conversation is not None:
         donor_text = "\n".join(raw_texts(chance_conversation))
-    scores += fact_headline_scores(run, rid, donor_text=donor_text, seed=seed)
+        donor_label = donor_label or chance_conversation.title or chance_conversation.session_id
+    scores += fact_headline_scores(run, rid, donor_text=donor_text, seed=seed, donor_label=donor_label)
     if qa_items:
         scores += qa_retention_scores(run, qa_items, rid, chance_conversation=chance_conversation)
     return scores

@@ -6,6 +6,12 @@ sweep's own process writes them to the store. ``auto`` picks processes for offli
 request in flight is never sent twice, and one bounded pool of model calls within provider
 limits).
 
+A script that runs a sweep on ``processes`` needs a main guard: spawn re-imports the script in
+every worker. Called from such a worker while it bootstraps, :func:`refuse_while_bootstrapping`
+raises :class:`~lcm_lab.errors.MainGuardError` at once, and the parent turns the broken pool into
+the same clear error (never a hang: workers get their inputs from a file, not from the pipe the
+parent writes while starting them). Units finished before stay in the store.
+
 Processes and Ray get *chunks*: several configurations of one conversation per task (largest
 first, about :data:`CHUNKS_PER_WORKER` per worker), so a worker reuses what it cached for that
 conversation (the QA and fact controls) and the writer gets results in batches. Workers return
@@ -21,11 +27,54 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import pickle
+import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from lcm_lab.errors import MAIN_GUARD_FIX, MainGuardError
 from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult, build_summarizer, run_unit
+
+
+class WorkerDiedError(RuntimeError):
+    """A sweep worker process died (killed, out of memory): the pool cannot go on."""
+
+
+def refuse_while_bootstrapping() -> None:
+    """Raise :class:`~lcm_lab.errors.MainGuardError` when this process is a spawned worker still
+    importing its parent's ``__main__``: a script without a main guard calling ``sweep()`` again.
+
+    >>> refuse_while_bootstrapping()  # the main process: nothing to refuse
+    """
+    # While a spawned child unpickles its inputs and re-imports __main__, multiprocessing marks the
+    # current process as inheriting (its own _check_not_importing_main reads the same flag);
+    # parent_process() is only set after that, when the worker starts running.
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # runpy runs the re-imported script as __mp_main__ (__main__ is replaced only afterwards)
+        script = next((m.__file__ for m in map(sys.modules.get, ("__mp_main__", "__main__")) if getattr(m, "__file__", None)),
+                      "__main__")
+        raise MainGuardError(
+            f"sweep() was called while a worker process was re-importing your script "
+            f"({script}): executor='processes' starts "
+            f"workers with spawn, which re-runs the script's top-level code in each of them; {MAIN_GUARD_FIX} "
+            "(or use executor='serial' or 'threads')"
+        )
+
+
+def _broken_pool_error(delivered: int) -> Exception:
+    """What a broken process pool means for the user (``delivered``: batches that came back before)."""
+    resume = "Units finished before are in the store: run the same sweep again to resume."
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if delivered == 0 and script is not None:
+        return MainGuardError(
+            f"the sweep's worker processes died before finishing any unit. executor='processes' starts them with "
+            f"spawn, which re-imports the script that called sweep() ({script}): if it calls sweep() at top level, "
+            f"{MAIN_GUARD_FIX} (the worker's own error is above); otherwise a worker was killed (out of memory?). {resume}"
+        )
+    return WorkerDiedError(f"a sweep worker process died unexpectedly (killed, or out of memory?). {resume}")
 
 
 def resolve_executor(executor: str, summarizer: str) -> str:
@@ -70,6 +119,8 @@ class Runner:
         self.tick = tick  # called about every TICK_SECONDS while threads are busy (the writer flushes the ledger)
         self._pool: Any = None
         self._ray: Any = None
+        self._inputs: str | None = None  # the file worker processes read the job from
+        self._delivered = 0  # batches that came back from worker processes
 
     def run(self, units: Sequence[Unit]) -> Iterator[UnitResult]:
         """Results one by one, as units finish."""
@@ -92,14 +143,7 @@ class Runner:
                                                                  fault=job.fault, score_cost=job.score_cost)
                                                 for u in units], self.tick))
         if self.executor == "processes":
-            if self._pool is None:
-                # spawn: the sweep's process has threads (store release, litellm loop) that fork would copy mid-state.
-                # The pool lives for the whole sweep: each worker starts, imports and receives the conversations once.
-                self._pool = ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
-                    initargs=(job.data, job.recipe, job.score_qa, job.fault, job.score_cost),
-                )
-            return _as_completed([self._pool.submit(_work_in_process, chunk) for chunk in chunk_units(units, job.data, self.workers)])
+            return self._process_batches(units)
         if self.executor == "ray" or self.executor.startswith("ray://"):
             from lcm_lab.sweeps.ray_executor import RaySession
 
@@ -108,10 +152,36 @@ class Runner:
             return self._ray.run(chunk_units(units, job.data, self.workers))
         raise ValueError(f"unknown executor {self.executor!r}; allowed: serial, threads, processes, ray, ray://HOST:PORT")
 
+    def _process_batches(self, units: Sequence[Unit]) -> Iterator[list[UnitResult]]:
+        job = self.job
+        try:
+            if self._pool is None:
+                # spawn: the sweep's process has threads (store release, litellm loop) that fork would copy mid-state.
+                # The pool lives for the whole sweep: each worker starts, imports and reads the conversations once,
+                # from a file: sent as initargs they went down the pipe the parent writes while starting a worker,
+                # and a worker that died importing the script (no main guard) left that write, and the sweep, hanging.
+                self._inputs = _write_inputs(job)
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                    initargs=(self._inputs,),
+                )
+            futures = [self._pool.submit(_work_in_process, chunk) for chunk in chunk_units(units, job.data, self.workers)]
+            for batch in _as_completed(futures):
+                self._delivered += 1
+                yield batch
+        except BrokenProcessPool as exc:
+            raise _broken_pool_error(self._delivered) from exc
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._inputs is not None:
+            try:
+                os.unlink(self._inputs)
+            except FileNotFoundError:
+                pass
+            self._inputs = None
         if self._ray is not None:
             self._ray.close()
             self._ray = None
@@ -122,7 +192,17 @@ class Runner:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(data: Conversations, recipe: SummarizerRecipe, score_qa: bool, fault: str | None, score_cost: bool) -> None:
+def _write_inputs(job: Job) -> str:
+    """The job's inputs for worker processes, pickled once into a private temporary file."""
+    handle, path = tempfile.mkstemp(prefix="lcm-lab-sweep-", suffix=".pickle")
+    with os.fdopen(handle, "wb") as out:
+        pickle.dump((job.data, job.recipe, job.score_qa, job.fault, job.score_cost), out, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def _init_worker(inputs: str) -> None:
+    with open(inputs, "rb") as source:
+        data, recipe, score_qa, fault, score_cost = pickle.load(source)
     _WORKER.update(data=data, summarizer=build_summarizer(recipe), score_qa=score_qa, fault=fault, score_cost=score_cost)
 
 

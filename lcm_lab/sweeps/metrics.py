@@ -96,6 +96,39 @@ def _headline_or(run: ScoredRun, name: str, source: Callable[[], Score | None]) 
     return [Score(fallback.run_id, "run", "", name, fallback.value, details)]
 
 
+# The headlines a sweep reports with their chance control, and the sweep_df column of each.
+CHANCE_COLUMNS: dict[str, str] = {"qa_retention": "qa_retention_chance", "fact_retention": "fact_retention_chance"}
+CONTROL_COLUMNS: tuple[str, ...] = (*CHANCE_COLUMNS.values(), "chance_donor", "chance_note")
+
+
+def chance_value(score: Score | None) -> float | None:
+    """A headline's chance control on the headline's own scale (``(chance − floor) / (ceiling −
+    floor)``, comparable with its value); ``None`` when the headline is withheld or has no chance.
+
+    >>> chance_value(Score("r", "run", "", "qa_retention", 0.5, {"chance": 0.2, "floor": 0.1, "ceiling": 0.9}))
+    0.125
+    """
+    if score is None or score.value is None:
+        return None
+    d = score.details
+    chance, floor, ceiling = d.get("chance"), d.get("floor"), d.get("ceiling")
+    if chance is None or floor is None or ceiling is None or ceiling == floor:
+        return None
+    if not d.get("normalised", True):
+        return float(chance)
+    return (float(chance) - float(floor)) / (float(ceiling) - float(floor))
+
+
+def chance_controls(run: ScoredRun, donor: str | None, note: str | None = None) -> dict[str, Any]:
+    """A sweep row's chance controls: ``qa_retention_chance`` and ``fact_retention_chance`` (on the
+    scale of their headlines), ``chance_donor`` (the key of the conversation they read) and
+    ``chance_note`` (why there is none, when there is none)."""
+    out: dict[str, Any] = {column: chance_value(run_score(run, name)) for name, column in CHANCE_COLUMNS.items()}
+    out["chance_donor"] = donor
+    out["chance_note"] = note
+    return out
+
+
 def metric_values(run: ScoredRun, names: Sequence[str] | None = None) -> dict[str, float | None]:
     """``{metric: value}`` for ``names`` (default: every registered metric)."""
     out: dict[str, float | None] = {}

@@ -7,7 +7,9 @@ objectives. Only an LCM configuration has plugin settings: when a sweep over str
 by another strategy, the recommendation says so and gives no ``openclaw.json`` / ``LCM_*``
 lines for it (it names the best LCM configuration instead). The trade-off per metric is the mean paired difference (chosen − defaults) over
 conversations with a 95% t-interval; a warning says when an interval includes 0 (within noise)
-or when there is a single conversation (no interval at all).
+or when there is a single conversation (no interval at all), and when a headline objective
+(``qa_retention``, ``fact_retention``) of the chosen configuration is not above its chance control
+(or has none: the sweep had no second conversation of the same kind to read as chance).
 
 >>> env_lines({"freshTailCount": 16, "contextThreshold": 0.6, "promptAwareEviction": True})
 {'LCM_FRESH_TAIL_COUNT': '16', 'LCM_CONTEXT_THRESHOLD': '0.6', 'LCM_PROMPT_AWARE_EVICTION_ENABLED': 'true'}
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.config import FIELDS, LcmConfig
+from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
 from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
 from lcm_lab.sweeps.run import BASELINE_ID
 
@@ -77,8 +80,9 @@ class Recommendation(NamedTuple):
         for t in self.tradeoff:
             interval = "no interval" if t["ci_low"] is None else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
             diff = "n/a" if t["difference"] is None else f"{t['difference']:+.4g}"
+            chance = f"  chance {_fmt(t['chance'])}" if "chance" in t else ""
             lines.append(f"{t['metric']:<24} {t['direction']:<9} chosen {_fmt(t['chosen'])}  defaults {_fmt(t['defaults'])}"
-                         f"  diff {diff} {interval}  n={t['n']}")
+                         f"  diff {diff} {interval}  n={t['n']}{chance}")
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -135,6 +139,7 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
     params = _params(store, sweep_id, config_id)
     strategy = str(params.get("strategy", "lcm"))
     tradeoff, warnings = _tradeoff(frame, config_id, metrics, objectives)
+    warnings += _chance_warnings(frame, config_id, objectives, tradeoff)
     if config_id == BASELINE_ID:
         warnings.insert(0, "the plugin defaults scored best: no change recommended")
     if strategy == "lcm":
@@ -185,6 +190,40 @@ def _meets(row: Mapping[str, Any], constraints: list[Mapping[str, Any]]) -> bool
         if c.get("min") is not None and v < c["min"]:
             return False
     return True
+
+
+def _chance_warnings(frame: pd.DataFrame, config_id: str, objectives: Mapping[str, str],
+                     tradeoff: list[dict[str, Any]]) -> list[str]:
+    """Warnings when a headline objective of the chosen configuration is not above its chance
+    control (the same reader over a donor conversation), or has none; each objective's trade-off
+    row gets the chosen configuration's mean ``chance`` (and how many conversations it covers)."""
+    ok = frame[(frame.status == "ok") & (frame.config_id == config_id)]
+    rows = {t["metric"]: t for t in tradeoff}
+    warnings = []
+    for metric, column in CHANCE_COLUMNS.items():
+        if metric not in objectives or column not in frame:
+            continue
+        pairs = [(float(v), float(c)) for v, c in zip(ok[metric], ok[column], strict=True) if _number(v) and _number(c)]
+        if metric in rows:
+            rows[metric]["chance"] = sum(c for _, c in pairs) / len(pairs) if pairs else None
+            rows[metric]["chance_n"] = len(pairs)
+        if not pairs:
+            notes = sorted({str(n) for n in ok.get("chance_note", []) if isinstance(n, str) and n})
+            why = "; ".join(notes) or "the headline was withheld or not scored on these conversations"
+            warnings.append(f"{metric}: no chance control to compare with ({why})")
+            continue
+        value, chance = sum(v for v, _ in pairs) / len(pairs), sum(c for _, c in pairs) / len(pairs)
+        if value <= chance:
+            donors = sorted({str(d) for d in ok.chance_donor if isinstance(d, str)}) if "chance_donor" in ok else []
+            warnings.append(f"{metric}: the chosen configuration ({value:.4g}) is not above its chance control ({chance:.4g}, "
+                            f"the same reader over donor conversation{'s' if len(donors) > 1 else ''} {', '.join(donors)}; "
+                            f"mean over {len(pairs)} conversation{'s' if len(pairs) > 1 else ''}): "
+                            "the score does not show that this configuration keeps what matters")
+    return warnings
+
+
+def _number(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 def _tradeoff(frame: pd.DataFrame, config_id: str, metrics: list[str], objectives: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:

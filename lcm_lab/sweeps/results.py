@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.sweeps.metrics import METRICS
+from lcm_lab.sweeps.metrics import CONTROL_COLUMNS, METRICS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,8 +33,10 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
     """One row per (configuration, conversation): ``config_id``, ``trial``, ``baseline``,
     ``strategy`` (``lcm`` for the plugin defaults and every plugin-knob configuration), the varied
     parameters (plugin knobs, then other strategies' own; ``None`` where a parameter is not the
-    row's strategy's), ``conversation``, ``run_id``, ``status``, ``error``, ``seconds`` and every
-    registered metric (see :data:`lcm_lab.sweeps.metrics.METRICS`)."""
+    row's strategy's), ``conversation``, ``run_id``, ``status``, ``error``, ``seconds``, every
+    registered metric (see :data:`lcm_lab.sweeps.metrics.METRICS`), and the chance controls:
+    ``qa_retention_chance`` / ``fact_retention_chance`` (on their headline's scale), ``chance_donor``
+    (the conversation they read) and ``chance_note`` (why there is none, when there is none)."""
     import pandas as pd
 
     from lcm_lab.store.sweeps import sweep_row, sweep_runs_df
@@ -60,10 +62,23 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
             "seconds": r["seconds"], "model_calls": r["model_calls"],
         })
         record.update({name: metrics.get(name) for name in sorted(METRICS)})
+        record.update(_controls(metrics, r["status"]))
         records.append(record)
     columns = ["sweep_id", "config_id", "trial", "baseline", "strategy", *space, "conversation", "run_id", "status", "error",
-               "seconds", "model_calls", *sorted(METRICS)]
+               "seconds", "model_calls", *sorted(METRICS), *CONTROL_COLUMNS]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _controls(metrics: Mapping[str, Any], status: str) -> dict[str, Any]:
+    """A row's chance-control columns from its stored metrics (a run stored before sweeps computed
+    chance controls says so rather than showing blanks)."""
+    controls = metrics.get("controls")
+    if isinstance(controls, Mapping):
+        return {column: controls.get(column) for column in CONTROL_COLUMNS}
+    out: dict[str, Any] = dict.fromkeys(CONTROL_COLUMNS)
+    if status == "ok":
+        out["chance_note"] = "not recorded: this run was stored before sweeps computed chance controls"
+    return out
 
 
 def config_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
@@ -89,7 +104,8 @@ def config_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-_NON_PARAM = {"sweep_id", "config_id", "trial", "baseline", "conversation", "run_id", "status", "error", "seconds", "model_calls"}
+_NON_PARAM = {"sweep_id", "config_id", "trial", "baseline", "conversation", "run_id", "status", "error", "seconds", "model_calls",
+              *CONTROL_COLUMNS}
 
 
 def pareto_front(table: pd.DataFrame, directions: Mapping[str, str]) -> list[str]:

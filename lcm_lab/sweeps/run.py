@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.config import LcmConfig
-from lcm_lab.sweeps.executors import Job, Runner, default_workers, resolve_executor
+from lcm_lab.sweeps.executors import (
+    Job,
+    Runner,
+    default_workers,
+    refuse_while_bootstrapping,
+    resolve_executor,
+)
 from lcm_lab.sweeps.metrics import COST_METRICS
 from lcm_lab.sweeps.spec import (
     Point,
@@ -66,13 +72,12 @@ def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
 
 
 def read_conversations(spec: SweepSpec) -> Conversations:
-    """The spec's conversations keyed ``<file name>#<index>``, with their QA items and the host's
-    recorded events (for the ``recorded`` strategy)."""
+    """The spec's conversations keyed ``<file name>#<index>``, with their QA items, the host's
+    recorded events (for the ``recorded`` strategy) and their chance-control donors
+    (:func:`chance_donors`)."""
     from lcm_lab.io.transcripts import read_transcript
 
-    conversations: dict[str, Any] = {}
-    qa: dict[str, tuple[Any, ...]] = {}
-    events: dict[str, tuple[Any, ...]] = {}
+    loaded: dict[str, Any] = {}
     for source in spec.conversations:
         path = Path(source.path)
         if not path.exists():
@@ -80,13 +85,36 @@ def read_conversations(spec: SweepSpec) -> Conversations:
         read = read_transcript(path).conversations
         stop = None if source.limit is None else source.skip + source.limit
         for index, item in list(enumerate(read))[source.skip : stop]:
-            key = f"{path.name}#{index}"
-            conversations[key] = item.conversation
-            qa[key] = tuple(getattr(item, "qa_items", ()) or ())
-            events[key] = tuple(getattr(item, "events", ()) or ())
-    if not conversations:
+            loaded[f"{path.name}#{index}"] = item
+    if not loaded:
         raise ValueError("conversations: the sources hold no conversations (check skip and limit)")
-    return Conversations(conversations, qa, events)
+    donors, no_donor = chance_donors(loaded)
+    return Conversations(
+        {key: item.conversation for key, item in loaded.items()},
+        {key: tuple(getattr(item, "qa_items", ()) or ()) for key, item in loaded.items()},
+        {key: tuple(getattr(item, "events", ()) or ()) for key, item in loaded.items()},
+        donors,
+        no_donor,
+    )
+
+
+def chance_donors(loaded: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """Each conversation's chance-control donor among the sweep's own conversations, by the rule
+    the demo and reports use (:func:`~lcm_lab.metrics.donor.pick_donor`: same kind, another
+    session, closest in size): ``({key: donor key}, {key: why there is none})``."""
+    from lcm_lab.metrics.donor import kind_name, pick_donor
+
+    candidates = list(loaded.items())
+    donors: dict[str, str] = {}
+    no_donor: dict[str, str] = {}
+    for key, item in loaded.items():
+        donor = pick_donor(item, candidates)
+        if donor is not None:
+            donors[key] = donor.label
+        else:
+            no_donor[key] = (f"no chance control possible: the sweep has no other {kind_name(item)} (another "
+                             "session, with text) to read as chance; add one to conversations")
+    return donors, no_donor
 
 
 def random_points(spec: SweepSpec) -> list[Point]:
@@ -213,9 +241,11 @@ class _Session:
             write_score_rows(self.store, scores, replace_runs=True)
             for result, sent in zip(results, sent_by_unit, strict=True):
                 unit = result.unit
+                # The chance controls ride in the metrics JSON under "controls" (not metrics: never objectives).
+                metrics = {**result.metrics, "controls": result.controls} if result.controls else result.metrics
                 write_run_row(
                     self.store, self.sweep_id, unit.config_id, unit.conversation_key, unit.run_id,
-                    "ok" if result.error is None else "error", result.error, result.seconds, result.metrics, sent,
+                    "ok" if result.error is None else "error", result.error, result.seconds, metrics, sent,
                 )
         # Give the file back between batches: a notebook or the CLI may read while the sweep runs.
         self.store.release()
@@ -273,6 +303,7 @@ def sweep(
     from lcm_lab.store import LabStore
     from lcm_lab.store.sweeps import register_sweep, set_sweep_status, sweep_row
 
+    refuse_while_bootstrapping()  # a script without a main guard, re-imported by a process worker: before the store is touched
     spec = load_spec(spec)
     if executor is not None or workers is not None:
         overrides = {k: v for k, v in {"executor": executor, "workers": workers}.items() if v is not None}

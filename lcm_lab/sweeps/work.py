@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from lcm_lab.engine.config import LcmConfig
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
-from lcm_lab.sweeps.metrics import ScoredRun, metric_values
+from lcm_lab.sweeps.metrics import ScoredRun, chance_controls, metric_values
 
 
 class Unit(NamedTuple):
@@ -32,11 +32,14 @@ class Unit(NamedTuple):
 
 class Conversations(NamedTuple):
     """The sweep's conversations by key, with LoCoMo QA items and recorded host events where the
-    source has them."""
+    source has them, and each conversation's chance-control donor: the key of another of the
+    sweep's conversations (``donors``), or why there is none (``no_donor``)."""
 
     conversations: dict[str, Any]
     qa_items: dict[str, tuple[Any, ...]]
     events: dict[str, tuple[Any, ...]] = {}  # noqa: RUF012  (never mutated)
+    donors: dict[str, str] = {}  # noqa: RUF012  (never mutated)
+    no_donor: dict[str, str] = {}  # noqa: RUF012  (never mutated)
 
 
 class StoredRun(NamedTuple):
@@ -56,6 +59,7 @@ class UnitResult(NamedTuple):
     seconds: float
     ledger_entries: list[Any]
     stored: StoredRun | None = None  # set instead of replay and scores when the unit ran with encode=True
+    controls: dict[str, Any] = {}  # noqa: RUF012  (never mutated) the chance controls (sweeps.metrics.chance_controls)
 
 
 def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool, fault: str | None = None,
@@ -71,6 +75,7 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
     conversation key equals it fail.
     """
     from lcm_lab.engine.replay import replay
+    from lcm_lab.metrics.donor import donor_text
     from lcm_lab.metrics.score import score_replay
 
     started = time.perf_counter()
@@ -85,10 +90,14 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
             run = _run_strategy(unit, data, conversation, summarizer)
         qa = data.qa_items.get(unit.conversation_key) if score_qa else None
         last = [run.turns[-1].turn] if run.turns else []
-        scores = score_replay(run, run_id=unit.run_id, qa_items=qa or None, context_turns=last)
+        donor_key = data.donors.get(unit.conversation_key)
+        donor = data.conversations[donor_key] if donor_key is not None else None
+        scores = score_replay(run, run_id=unit.run_id, qa_items=qa or None, context_turns=last, chance_conversation=donor,
+                              donor_text=donor_text(donor) if donor is not None else None, donor_label=donor_key)
         if score_cost:
             scores += cost_scores(run, conversation, unit.run_id)
         metrics = metric_values(ScoredRun(run, scores))
+        controls = chance_controls(ScoredRun(run, scores), donor_key, data.no_donor.get(unit.conversation_key))
         if unit.strategy != "lcm":
             metrics = strategy_metrics(run, scores, metrics)
         run = dataclasses.replace(run, meta={**run.meta, "sweep_id": unit.sweep_id, "config_id": unit.config_id})
@@ -97,8 +106,8 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         return UnitResult(unit, None, [], {}, error, time.perf_counter() - started, _drain(summarizer))
     if stored is not None:
-        return UnitResult(unit, None, [], metrics, None, time.perf_counter() - started, _drain(summarizer), stored)
-    return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer))
+        return UnitResult(unit, None, [], metrics, None, time.perf_counter() - started, _drain(summarizer), stored, controls)
+    return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer), controls=controls)
 
 
 def _run_strategy(unit: Unit, data: Conversations, conversation: Any, summarizer: Any) -> Any:
