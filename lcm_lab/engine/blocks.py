@@ -276,7 +276,17 @@ def block_from_part(part: StoredPart, message_has_identity: bool | None = None, 
     has_identity = (
         model_identity([part]) is not None if message_has_identity is None else message_has_identity
     )
-    meta = _metadata(part)
+    return block_from_metadata(part, _metadata(part), has_identity, part_id)
+
+
+def block_from_metadata(part: StoredPart, meta: dict[str, Any], has_identity: bool, part_id: str | None) -> Any:
+    """:func:`block_from_part` with the part's metadata object given.
+
+    ``meta`` must be what :func:`part_metadata` returns for ``part`` (``JSON.parse`` of
+    ``part.metadata``), or a value equal to it node for node with the same types and key order
+    (ingest holds the object it has just serialised; ``js_stringify_checked`` says when that
+    holds). It is only read; the result may share nodes with it.
+    """
     meta_raw_type = _nonempty_str(meta.get("rawType"))
     raw = meta.get("raw")
     tool_call_id, tool_name, tool_input = part.tool_call_id, part.tool_name, part.tool_input
@@ -324,7 +334,9 @@ def block_from_part(part: StoredPart, message_has_identity: bool | None = None, 
         return {"type": "text", "text": part.text_content if part.text_content is not None else ""}
     if part.text_content:
         return {"type": "text", "text": part.text_content}
-    decoded = parse_json_loose(part.metadata)
+    # JSON.parse(metadata) is an object here exactly when ``meta`` is non-empty or the text is "{}"
+    # (an array parses to a list, which _metadata turns into {}; that case is handled by parsing).
+    decoded = meta if meta else parse_json_loose(part.metadata)
     if isinstance(decoded, dict | list):
         return {"type": "text", "text": js_stringify(decoded)}
     return {"type": "text", "text": ""}

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from lcm_lab.engine.blocks import block_from_part
-from lcm_lab.engine.jsjson import UNDEFINED, js_stringify
+from lcm_lab.engine.blocks import _metadata, block_from_metadata, block_from_part
+from lcm_lab.engine.jsjson import UNDEFINED, js_stringify, js_stringify_checked
 from lcm_lab.engine.jsstr import js_trim
 from lcm_lab.engine.jsvalues import (  # JavaScript value semantics (to_json is re-exported)
     _defined,
@@ -333,12 +333,36 @@ def _tool_output(record: Any) -> str | None:
     return safe_string(prop(record, "tool_output"))
 
 
+class _PartHint(NamedTuple):
+    """What :func:`_build_parts` knows about a part it built, so the token estimate need not
+    parse the metadata back or serialise the raw block again."""
+
+    meta: dict[str, Any]  # the object part.metadata is JSON.stringify of
+    round_trips: bool  # JSON.parse(part.metadata) gives ``meta`` back node for node (same types)
+    raw: Any = UNDEFINED  # meta["raw"] (UNDEFINED: none)
+    raw_text: str | None = None  # JSON.stringify(raw)
+
+
+def _part(
+    part_type: str, ordinal: int, meta: dict[str, Any], text_content: str | None, **columns: Any
+) -> tuple[StoredPart, _PartHint]:
+    """A part whose metadata is ``meta`` serialised, with its hint."""
+    text, round_trips = js_stringify_checked(meta)
+    part = StoredPart(part_type, ordinal, text_content=text_content, metadata=text, **columns)
+    return part, _PartHint(meta, round_trips)
+
+
 def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> list[StoredPart]:
     """``buildMessageParts``: one part per content block, metadata JSON byte-exact.
 
     ``fallback_content`` is the stored ``messages.content`` of the row. Part ids are left
     ``None`` (the plugin draws random UUIDs).
     """
+    return [part for part, _ in _build_parts(message, fallback_content)]
+
+
+def _build_parts(message: Mapping[str, Any], fallback_content: str) -> list[tuple[StoredPart, _PartHint]]:
+    """:func:`build_message_parts`, each part with its :class:`_PartHint`."""
     role = message["role"] if isinstance(message.get("role"), str) else "unknown"
     top_call_id = first_string(message, _TOP_LEVEL_CALL_ID_KEYS)
     top_tool_name = first_string(message, ("toolName", "tool_name"))
@@ -368,11 +392,11 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 ("command", _opt(safe_string(message.get("command")))),
             ]
         )
-        return [StoredPart("text", 0, text_content=fallback_content, metadata=to_json(meta))]
+        return [_part("text", 0, meta, fallback_content)]
 
     if "content" not in message:
         meta = _defined([("originalRole", role), ("source", "unknown-message-shape"), ("raw", message)])
-        return [StoredPart("agent", 0, text_content=fallback_content or None, metadata=to_json(meta))]
+        return [_part("agent", 0, meta, fallback_content or None)]
 
     content = message["content"]
     if isinstance(content, str):
@@ -392,7 +416,7 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 ("externalizationReason", _opt(externalization_reason)),
             ]
         )
-        return [StoredPart("text", 0, text_content=content, metadata=to_json(meta))]
+        return [_part("text", 0, meta, content)]
 
     if not isinstance(content, list):
         meta = _defined(
@@ -403,9 +427,9 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 *_reasoning_metadata(reasoning),
             ]
         )
-        return [StoredPart("agent", 0, text_content=fallback_content or None, metadata=to_json(meta))]
+        return [_part("agent", 0, meta, fallback_content or None)]
 
-    parts: list[StoredPart] = []
+    parts: list[tuple[StoredPart, _PartHint]] = []
     if not content and reasoning is not None:
         meta = _defined(
             [
@@ -415,7 +439,7 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 *_reasoning_metadata(reasoning, only=True),
             ]
         )
-        parts.append(StoredPart("reasoning", 0, text_content=None, metadata=to_json(meta)))
+        parts.append(_part("reasoning", 0, meta, None))
 
     for ordinal, original in enumerate(content):
         block_type, block_text, record = _normalize_unknown_block(original)
@@ -450,21 +474,28 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 ("toolOutputExternalized", _opt(safe_boolean(prop(record, "toolOutputExternalized")))),
                 ("externalizationReason", _opt(safe_string(prop(record, "externalizationReason")))),
                 ("rawType", raw_block_type),
-                ("raw", raw_block),
             ]
         )
-        parts.append(
-            StoredPart(
-                part_type,
-                ordinal,
-                text_content=block_text,
-                tool_call_id=tool_call_id,
-                tool_name=tool_name,
-                tool_input=_tool_input(record),
-                tool_output=_tool_output(record),
-                metadata=to_json(meta),
-            )
-        )
+        columns = {
+            "text_content": block_text,
+            "tool_call_id": tool_call_id,
+            "tool_name": tool_name,
+            "tool_input": _tool_input(record),
+            "tool_output": _tool_output(record),
+        }
+        if raw_block is UNDEFINED:  # only from Python callers; JSON content has no undefined element
+            part, hint = _part(part_type, ordinal, meta, **columns)
+            parts.append((part, hint))
+            continue
+        # JSON.stringify writes an object member by member, so the metadata text is the text of
+        # the other members with ``"raw":<raw text>`` appended ("raw" is the last key, none of
+        # the keys is integer-like, and "originalRole" is always there): the raw block, often a
+        # whole file, is serialised once and its text reused for the token estimate.
+        head_text, head_round_trips = js_stringify_checked(meta)
+        raw_text, raw_round_trips = js_stringify_checked(raw_block)
+        meta["raw"] = raw_block
+        part = StoredPart(part_type, ordinal, metadata=f'{head_text[:-1]},"raw":{raw_text}}}', **columns)
+        parts.append((part, _PartHint(meta, head_round_trips and raw_round_trips, raw_block, raw_text)))
     return parts
 
 
@@ -525,6 +556,37 @@ def estimate_content_tokens_for_role(role: str, content: Any, fallback_content: 
     return estimate_tokens(fallback_content)
 
 
+def _stored_content_tokens(
+    message: Mapping[str, Any], fallback_content: str, built: Sequence[tuple[StoredPart, _PartHint]]
+) -> int:
+    """``estimate_content_tokens_for_role(role, normalize_content_for_storage(message, …), …)``.
+
+    The same steps, on what :func:`_build_parts` already holds: each part's metadata object
+    instead of parsing its text back, and the raw block's text where the rebuilt block is the
+    raw block itself (``JSON.stringify`` of an array is its elements' texts joined by commas).
+    ``tests/test_ingest_units.py`` checks it against the two public functions.
+    """
+    role = to_runtime_role_for_tokens(message.get("role"))
+    if not built:
+        return estimate_content_tokens_for_role(role, _empty_fallback(role, fallback_content), fallback_content)
+    has_identity = extract_model_identity(message) is not None
+    blocks: list[Any] = []
+    texts: list[str | None] = []
+    for part, hint in built:
+        meta = hint.meta if hint.round_trips else _metadata(part)
+        block = block_from_metadata(part, meta, has_identity, f"estimate-part-{part.ordinal}")
+        if block is not None:
+            blocks.append(block)
+            texts.append(hint.raw_text if block is hint.raw else None)
+    if not blocks:
+        return estimate_content_tokens_for_role(role, _empty_fallback(role, fallback_content), fallback_content)
+    if role == "user" and len(blocks) == 1 and _is_text_block(blocks[0]):
+        return estimate_tokens(blocks[0]["text"])
+    # Blocks are dicts or lists (never undefined), so each element's text stands on its own.
+    joined = ",".join(text if text is not None else js_stringify(block) for block, text in zip(blocks, texts, strict=True))
+    return estimate_tokens(f"[{joined}]")
+
+
 @dataclass(frozen=True)
 class ProjectedMessage:
     """``toStoredMessage``: role, stored content and stored token count of a message."""
@@ -547,10 +609,9 @@ def project_message(message: Mapping[str, Any]) -> ProjectedMessage:
     role = message.get("role")
     parts: tuple[StoredPart, ...] | None = None
     if "content" in message:
-        runtime_role = to_runtime_role_for_tokens(role)
-        parts = tuple(build_message_parts(message, content))
-        normalized = normalize_content_for_storage(message, content, parts)
-        tokens = estimate_content_tokens_for_role(runtime_role, normalized, content)
+        built = _build_parts(message, content)
+        parts = tuple(part for part, _ in built)
+        tokens = _stored_content_tokens(message, content, built)
     else:
         tokens = estimate_tokens(content)
     reasoning = _top_level_reasoning(role if isinstance(role, str) else "", message)
