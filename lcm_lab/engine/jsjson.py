@@ -218,10 +218,14 @@ def _shape(value: Any) -> int:
     if kind is float:
         return _FLOATS
     shape = _PLAIN
+    # Members that are strings, booleans or null (most of them) are settled here without a call.
     if kind is dict:
         for key, member in value.items():
             if type(key) is not str or key[:1] in _DIGITS:
                 return _DIFFERS
+            kind = type(member)
+            if kind is str or kind is bool or member is None:
+                continue
             found = _shape(member)
             if found == _DIFFERS:
                 return _DIFFERS
@@ -231,6 +235,9 @@ def _shape(value: Any) -> int:
         if kind is tuple:
             shape = _TUPLES
         for member in value:
+            kind = type(member)
+            if kind is str or kind is bool or member is None:
+                continue
             found = _shape(member)
             if found == _DIFFERS:
                 return _DIFFERS
