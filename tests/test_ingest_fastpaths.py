@@ -22,6 +22,7 @@ from lcm_lab.engine.content import (
     to_runtime_role_for_tokens,
 )
 from lcm_lab.engine.jsjson import UNDEFINED, js_parse, js_stringify
+from lcm_lab.engine.jsvalues import _defined, _opt, first_string, is_number, prop, safe_boolean, safe_string
 from lcm_lab.engine.tokens import estimate_tokens
 
 # Strings and numbers where JSON text, JSON.parse and Python part ways.
@@ -58,18 +59,20 @@ def _blocks(draw: st.DrawFn) -> Any:
         block["thinkingSignature"] = draw(st.sampled_from(_STRINGS))
     if draw(st.integers(0, 4)) == 0:
         block["rawType"] = draw(st.sampled_from(_TYPES))
-    for key in ("toolOutputExternalized", "imageExternalized", "originalByteSize", "externalizedFileId"):
-        if draw(st.integers(0, 6)) == 0:
-            block[key] = draw(_values)
+    for key in ("toolOutputExternalized", "imageExternalized", "originalByteSize", "externalizedFileId",
+                "externalizationReason"):  # fmt: skip
+        if draw(st.integers(0, 2)) == 0:
+            block[key] = draw(st.sampled_from([True, False, 12, 1.5, "file_1", "", None]) | _values)
     return block
 
 
 @st.composite
 def messages(draw: st.DrawFn) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": draw(st.sampled_from(["user", "assistant", "toolResult", "tool", "system", "x"]))}
+    roles = ["assistant", "assistant", "user", "toolResult", "tool", "system", "x"]
+    message: dict[str, Any] = {"role": draw(st.sampled_from(roles))}
     shape = draw(st.integers(0, 9))
     if shape <= 5:
-        message["content"] = draw(st.lists(_blocks(), max_size=4))
+        message["content"] = draw(st.lists(_blocks(), min_size=draw(st.sampled_from([0, 2])), max_size=5))
     elif shape == 6:
         message["content"] = draw(st.sampled_from(_STRINGS) | st.text(max_size=8))
     elif shape == 7:
@@ -101,6 +104,46 @@ def _exact_tokens(message: dict[str, Any]) -> int:
     return tokens
 
 
+def _block_metadata(message: dict[str, Any], ordinal: int, block: Any) -> str:
+    """A content block's metadata, written from ``buildMessageParts``' object literal member by member."""
+    role = message["role"]
+    first = ordinal == 0
+    model = [safe_string(message.get(key)) for key in ("provider", "api", "model")]
+    identity = (
+        [("modelProvider", model[0]), ("modelApi", model[1]), ("modelId", model[2]),
+         ("responseModelId", _opt(safe_string(message.get("responseModel"))))]
+        if role == "assistant" and None not in model else []
+    )  # fmt: skip
+    reasoning = safe_string(message.get("reasoning_content")) if role == "assistant" else None
+    if reasoning is not None and not reasoning.strip(" \t\n\r\v\f\ufeff\u00a0"):
+        reasoning = None
+    is_error = safe_boolean(message.get("isError"))
+    override = safe_string(prop(block, "rawType"))
+    block_type = safe_string(prop(block, "type"))
+    block_type = "agent" if block_type is None else block_type
+    raw_type = override if override is not None else block_type
+    raw = {**block, "type": raw_type} if isinstance(block, dict) and raw_type != block_type and block else block
+    byte_size = prop(block, "originalByteSize")
+    meta = [
+        ("originalRole", role),
+        *(identity if first else []),
+        ("toolCallId", _opt(first_string(message, ("toolCallId", "tool_call_id", "toolUseId", "tool_use_id",
+                                                   "call_id", "id")))),
+        ("toolName", _opt(first_string(message, ("toolName", "tool_name")))),
+        ("isError", _opt(is_error if is_error is not None else safe_boolean(message.get("is_error")))),
+        *([("topLevelReasoningField", "reasoning_content"), ("topLevelReasoningContent", reasoning)]
+          if first and reasoning is not None else []),
+        ("externalizedFileId", _opt(safe_string(prop(block, "externalizedFileId")))),
+        ("originalByteSize", byte_size if is_number(byte_size) else UNDEFINED),
+        ("imageExternalized", _opt(safe_boolean(prop(block, "imageExternalized")))),
+        ("toolOutputExternalized", _opt(safe_boolean(prop(block, "toolOutputExternalized")))),
+        ("externalizationReason", _opt(safe_string(prop(block, "externalizationReason")))),
+        ("rawType", raw_type),
+        ("raw", raw),
+    ]  # fmt: skip
+    return js_stringify(_defined(meta))
+
+
 def _same_value(a: object, b: object) -> bool:
     if type(a) is not type(b):
         return False
@@ -130,6 +173,9 @@ def test_projection_matches_the_parsing_steps(message: dict[str, Any]) -> None:
     assert projected.token_count == _exact_tokens(message)
     if "content" in message:
         assert projected.parts == tuple(build_message_parts(message, projected.content))
+        if isinstance(message["content"], list) and message["content"]:
+            for part, block in zip(projected.parts, message["content"], strict=True):
+                assert part.metadata == _block_metadata(message, part.ordinal, block)
 
 
 @settings(deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -145,6 +191,9 @@ def test_part_metadata_is_the_whole_object_serialised(message: dict[str, Any]) -
             assert hint.raw_text == js_stringify(hint.raw)
         if hint.round_trips:
             assert _same_value(js_parse(part.metadata), hint.meta)
+        if hint.tool_input is not UNDEFINED:  # stands for parsing the tool_input column
+            assert part.tool_input == js_stringify(hint.tool_input)
+            assert _same_value(js_parse(part.tool_input), hint.tool_input)
 
 
 def test_hints_cover_transcript_shaped_messages() -> None:

@@ -31,7 +31,6 @@ from lcm_lab.engine.jsvalues import (  # JavaScript value semantics (to_json is 
     is_number,
     js_to_string,
     js_truthy,
-    prop,
     safe_boolean,
     safe_string,
     strict_json_parse,
@@ -317,20 +316,38 @@ _TOP_LEVEL_CALL_ID_KEYS = ("toolCallId", "tool_call_id", "toolUseId", "tool_use_
 _BLOCK_CALL_ID_KEYS = ("toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id")
 
 
-def _tool_input(record: Any) -> str | None:
+def _absent(key: str, default: Any = None) -> Any:
+    """``get`` of a value that is not an object: every member is missing."""
+    return default
+
+
+def _first_str(get: Any, keys: Sequence[str]) -> str | None:
+    """:func:`first_string` through the record's ``get``."""
+    for key in keys:
+        found = get(key)
+        if isinstance(found, str):
+            return found
+    return None
+
+
+def _tool_input(get: Any) -> tuple[str | None, Any]:
+    """The ``tool_input`` column, and ``JSON.parse`` of it when known without parsing (else UNDEFINED)."""
     for key in ("input", "arguments", "toolInput"):
-        value = prop(record, key)
+        value = get(key, UNDEFINED)
         if value is not UNDEFINED:
-            return to_json(value)
-    return safe_string(prop(record, "tool_input"))
+            text, round_trips = js_stringify_checked(value)
+            return text, value if round_trips else UNDEFINED
+    found = get("tool_input")
+    return (found if isinstance(found, str) else None), UNDEFINED
 
 
-def _tool_output(record: Any) -> str | None:
+def _tool_output(get: Any) -> str | None:
     for key in ("output", "toolOutput"):
-        value = prop(record, key)
+        value = get(key, UNDEFINED)
         if value is not UNDEFINED:
             return to_json(value)
-    return safe_string(prop(record, "tool_output"))
+    found = get("tool_output")
+    return found if isinstance(found, str) else None
 
 
 class _PartHint(NamedTuple):
@@ -341,6 +358,7 @@ class _PartHint(NamedTuple):
     round_trips: bool  # JSON.parse(part.metadata) gives ``meta`` back node for node (same types)
     raw: Any = UNDEFINED  # meta["raw"] (UNDEFINED: none)
     raw_text: str | None = None  # JSON.stringify(raw)
+    tool_input: Any = UNDEFINED  # JSON.parse(part.tool_input) when known without parsing
 
 
 def _part(
@@ -441,47 +459,65 @@ def _build_parts(message: Mapping[str, Any], fallback_content: str) -> list[tupl
         )
         parts.append(_part("reasoning", 0, meta, None))
 
+    # The members every block's metadata starts with (the first block also carries the model
+    # identity and top-level reasoning), in the object literal's order.
+    first_head = _defined(
+        [
+            ("originalRole", role),
+            *identity_pairs,
+            ("toolCallId", _opt(top_call_id)),
+            ("toolName", _opt(top_tool_name)),
+            ("isError", _opt(top_is_error)),
+            *_reasoning_metadata(reasoning),
+        ]
+    )
+    head = _defined(
+        [
+            ("originalRole", role),
+            ("toolCallId", _opt(top_call_id)),
+            ("toolName", _opt(top_tool_name)),
+            ("isError", _opt(top_is_error)),
+        ]
+    )
     for ordinal, original in enumerate(content):
         block_type, block_text, record = _normalize_unknown_block(original)
-        raw_type_override = safe_string(prop(record, "rawType"))
-        raw_block_type = raw_type_override if raw_type_override is not None else block_type
+        # record?.[key]: a missing member (or any member of a non-object) is undefined.
+        get = record.get if type(record) is dict or isinstance(record, Mapping) else _absent
+        raw_type_override = get("rawType")
+        raw_block_type = raw_type_override if isinstance(raw_type_override, str) else block_type
         part_type = _PART_TYPES.get(raw_block_type, "agent")
-        if js_truthy(record) and raw_block_type != block_type:
+        if raw_block_type != block_type and js_truthy(record):
             raw_block: Any = dict(record)
             raw_block["type"] = raw_block_type  # spread keeps the key's original position
         else:
             raw_block = record
-        tool_call_id = first_string(record, _BLOCK_CALL_ID_KEYS)
+        tool_call_id = _first_str(get, _BLOCK_CALL_ID_KEYS)
         if tool_call_id is None and part_type == "tool":
-            tool_call_id = safe_string(prop(record, "id"))
+            tool_call_id = safe_string(get("id"))
         if tool_call_id is None:
             tool_call_id = top_call_id
-        tool_name = first_string(record, ("name", "toolName", "tool_name"))
+        tool_name = _first_str(get, ("name", "toolName", "tool_name"))
         if tool_name is None:
             tool_name = top_tool_name
-        byte_size = prop(record, "originalByteSize")
-        meta = _defined(
-            [
-                ("originalRole", role),
-                *(identity_pairs if ordinal == 0 else []),
-                ("toolCallId", _opt(top_call_id)),
-                ("toolName", _opt(top_tool_name)),
-                ("isError", _opt(top_is_error)),
-                *(_reasoning_metadata(reasoning) if ordinal == 0 else []),
-                ("externalizedFileId", _opt(safe_string(prop(record, "externalizedFileId")))),
-                ("originalByteSize", byte_size if is_number(byte_size) else UNDEFINED),
-                ("imageExternalized", _opt(safe_boolean(prop(record, "imageExternalized")))),
-                ("toolOutputExternalized", _opt(safe_boolean(prop(record, "toolOutputExternalized")))),
-                ("externalizationReason", _opt(safe_string(prop(record, "externalizationReason")))),
-                ("rawType", raw_block_type),
-            ]
-        )
+        meta = dict(first_head if ordinal == 0 else head)
+        if isinstance(value := get("externalizedFileId"), str):
+            meta["externalizedFileId"] = value
+        if is_number(value := get("originalByteSize")):
+            meta["originalByteSize"] = value
+        if isinstance(value := get("imageExternalized"), bool):
+            meta["imageExternalized"] = value
+        if isinstance(value := get("toolOutputExternalized"), bool):
+            meta["toolOutputExternalized"] = value
+        if isinstance(value := get("externalizationReason"), str):
+            meta["externalizationReason"] = value
+        meta["rawType"] = raw_block_type
+        tool_input, tool_input_value = _tool_input(get)
         columns = {
             "text_content": block_text,
             "tool_call_id": tool_call_id,
             "tool_name": tool_name,
-            "tool_input": _tool_input(record),
-            "tool_output": _tool_output(record),
+            "tool_input": tool_input,
+            "tool_output": _tool_output(get),
         }
         if raw_block is UNDEFINED:  # only from Python callers; JSON content has no undefined element
             part, hint = _part(part_type, ordinal, meta, **columns)
@@ -495,7 +531,8 @@ def _build_parts(message: Mapping[str, Any], fallback_content: str) -> list[tupl
         raw_text, raw_round_trips = js_stringify_checked(raw_block)
         meta["raw"] = raw_block
         part = StoredPart(part_type, ordinal, metadata=f'{head_text[:-1]},"raw":{raw_text}}}', **columns)
-        parts.append((part, _PartHint(meta, head_round_trips and raw_round_trips, raw_block, raw_text)))
+        hint = _PartHint(meta, head_round_trips and raw_round_trips, raw_block, raw_text, tool_input_value)
+        parts.append((part, hint))
     return parts
 
 
@@ -574,7 +611,7 @@ def _stored_content_tokens(
     texts: list[str | None] = []
     for part, hint in built:
         meta = hint.meta if hint.round_trips else _metadata(part)
-        block = block_from_metadata(part, meta, has_identity, f"estimate-part-{part.ordinal}")
+        block = block_from_metadata(part, meta, has_identity, f"estimate-part-{part.ordinal}", hint.tool_input)
         if block is not None:
             blocks.append(block)
             texts.append(hint.raw_text if block is hint.raw else None)
