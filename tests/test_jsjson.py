@@ -216,3 +216,21 @@ def test_stringify_checked_refuses_values_parse_would_change() -> None:
     for value in ({"a": [1, None, True, "é\u2028", "\ud800"], "__proto__": {}}, [], {}, "😀", "\ud800x", 2**53, None):
         text, round_trips = js_stringify_checked(value)
         assert round_trips and _same_value(js_parse(text), value)
+
+
+@pytest.mark.parametrize(
+    "text", ['{"b":1,"2":[1.5,"x"]}', '{"\\u0062":1}', "[1e400]", '"NaN"', "null", '{"a" : 1, "10" : 2}']
+)
+def test_strict_parse_is_js_parse_for_json(text: str) -> None:
+    from lcm_lab.engine.jsvalues import strict_json_parse
+
+    assert strict_json_parse(text) == js_parse(text)
+    assert list(js_stringify(strict_json_parse(text))) == list(js_stringify(js_parse(text)))
+
+
+@pytest.mark.parametrize("text", ["[NaN]", '{"a":Infinity}', '{"\\u0031":-Infinity}', '{"1" : NaN}', "{", ""])
+def test_strict_parse_refuses_what_json_parse_refuses(text: str) -> None:
+    from lcm_lab.engine.jsvalues import strict_json_parse
+
+    with pytest.raises(ValueError):
+        strict_json_parse(text)

@@ -363,8 +363,13 @@ def js_parse(text: str) -> Any:
     Integral numbers stay ``int``; other numbers become ``float`` (as JavaScript would hold
     them). Raises ``ValueError`` on invalid JSON, as ``JSON.parse`` throws.
     """
+    return _parse(text, None)
+
+
+def _parse(text: str, parse_constant: Any) -> Any:
+    """:func:`js_parse`, with ``json.loads``' ``parse_constant`` hook (None: Python's default)."""
     if "\\u" not in text and not _INDEX_KEY_SPACED.search(text):
         # No integer-like key anywhere: Python's own dict order (first position, last value for a
         # repeated key) is already JavaScript's, and the C decoder needs no per-object hook.
-        return json.loads(text)
-    return json.loads(text, object_pairs_hook=_object_pairs)
+        return json.loads(text, parse_constant=parse_constant)
+    return json.loads(text, object_pairs_hook=_object_pairs, parse_constant=parse_constant)
