@@ -141,7 +141,7 @@ def extract_structured_text(value: Any, depth: int = 0) -> str | None:
             t for t in (extract_structured_text(e, depth + 1) for e in value) if t is not None and js_trim(t)
         ]
         return "\n".join(texts) if texts else None
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # the type test skips a slow ABC check
         return None
 
     block_type = value.get("type")
@@ -179,7 +179,7 @@ def extract_structured_text(value: Any, depth: int = 0) -> str | None:
 
 def _is_tool_or_reasoning_block(item: Any) -> bool:
     return (
-        isinstance(item, Mapping)
+        (type(item) is dict or isinstance(item, Mapping))
         and isinstance(item.get("type"), str)
         and (item["type"] in TOOL_RAW_TYPES or item["type"] in REASONING_RAW_TYPES)
     )
@@ -301,7 +301,7 @@ def _reasoning_metadata(reasoning: str | None, only: bool = False) -> list[tuple
 
 def _normalize_unknown_block(value: Any) -> tuple[str, str | None, Any]:
     """``normalizeUnknownBlock`` → (type, text, raw)."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         return "agent", None, value
     raw_type = safe_string(value.get("type"))
     text = safe_string(value.get("text"))
@@ -540,7 +540,7 @@ def _build_parts(message: Mapping[str, Any], fallback_content: str) -> list[tupl
 
 
 def _is_text_block(value: Any) -> bool:
-    return isinstance(value, Mapping) and value.get("type") == "text" and isinstance(value.get("text"), str)
+    return (type(value) is dict or isinstance(value, Mapping)) and value.get("type") == "text" and isinstance(value.get("text"), str)
 
 
 def _empty_fallback(role: str, fallback_content: str) -> Any:

@@ -70,7 +70,7 @@ class IngestResult:
 
 def is_persistable(message: Mapping[str, Any]) -> bool:
     """``hasPersistableMessageRole``: role is user, assistant, system, tool or toolResult."""
-    return isinstance(message, Mapping) and message.get("role") in PERSISTABLE_ROLES
+    return (type(message) is dict or isinstance(message, Mapping)) and message.get("role") in PERSISTABLE_ROLES
 
 
 def _skip(reason: str) -> IngestResult:
@@ -232,7 +232,7 @@ def to_stored_message(
     ``intercept_large_payloads=False`` gives the ``migrate-sessions`` projection (no
     externalisation). Raises ``TypeError`` if ``message`` is not a mapping.
     """
-    if not isinstance(message, Mapping):
+    if type(message) is not dict and not isinstance(message, Mapping):
         raise TypeError(f"message must be a mapping (a parsed AgentMessage), got {type(message).__name__}")
     if not is_persistable(message):
         return _skip(SKIP_NON_PERSISTABLE)
