@@ -80,6 +80,15 @@ def test_reasoning_without_raw_and_unknown_parts() -> None:
     }
     assert block_from_part(part("reasoning", text_content="")) == {"type": "reasoning"}
     assert block_from_part(part("agent", meta={"x": 1})) == {"type": "text", "text": '{"x":1}'}
+    assert block_from_part(part("agent", meta={"x": [1.0, 1e21, "\ud800"]})) == {
+        "type": "text",
+        "text": '{"x":[1,1e+21,"\\ud800"]}',
+    }
+    # Metadata that is not a non-empty object is parsed again: an array is written back as text.
+    assert block_from_part(StoredPart("agent", 0, metadata="[1, 2.50]")) == {"type": "text", "text": "[1,2.5]"}
+    assert block_from_part(StoredPart("agent", 0, metadata=" {} ")) == {"type": "text", "text": "{}"}
+    assert block_from_part(StoredPart("agent", 0, metadata='"x"')) == {"type": "text", "text": ""}
+    assert block_from_part(StoredPart("agent", 0, metadata="{")) == {"type": "text", "text": ""}
     assert block_from_part(part("agent")) == {"type": "text", "text": ""}
     assert block_from_part(part("text", meta={"originalRole": "user"})) == {"type": "text", "text": ""}
 

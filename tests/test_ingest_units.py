@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lcm_lab.engine import content as content_mod
 from lcm_lab.engine.content import block_from_part, build_message_parts, project_message
@@ -460,6 +462,30 @@ def test_created_at_extreme_years() -> None:
     assert format_created_at(8.64e15) == "+275760-09-13 00:00"
     assert format_created_at(-62198755200000) == "-000001-01-01 00:00"
     assert format_created_at(float("nan")) is None
+
+
+def _iso_created_at(epoch_ms: float) -> str | None:
+    """``new Date(ms).toISOString().slice(0, 19).replace("T", " ")`` step by step (Python's
+    datetime covers years 1-9999; the day-number arithmetic of the engine covers the rest)."""
+    import math
+    from datetime import datetime, timedelta
+
+    if not math.isfinite(epoch_ms) or abs(epoch_ms) > 8.64e15:
+        return None
+    moment = datetime(1970, 1, 1) + timedelta(milliseconds=int(epoch_ms))
+    iso = f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+    return iso[:19].replace("T", " ", 1)
+
+
+@settings(deadline=None)
+@given(
+    st.integers(-62135596800000, 253402300799999)
+    | st.floats(-62135596800000, 253402300799999)
+    | st.sampled_from([0, -1, -0.0, 0.5, -0.5, 951782400000, 951868800000, 253402300799999.9, -62135596800000.0])
+)
+def test_created_at_matches_the_iso_text(epoch_ms: float) -> None:
+    assert format_created_at(epoch_ms) == _iso_created_at(epoch_ms)
+    assert format_created_at(epoch_ms) == format_created_at(epoch_ms)  # the memoised date is reused
 
 
 # -- exploration summaries and JS string helpers -------------------------------------------------

@@ -159,3 +159,78 @@ def test_fast_path_is_taken_for_plain_transcript_data() -> None:
     assert _c_stringify(message) == json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     for refused in ({"a": 1.0}, {"a": 1e21}, {"a": 2**60}, {"10": 1}, {"a": "\ud800"}, {1: 1}, {"a": UNDEFINED}):
         assert _c_stringify(refused) is None  # the exact writer decides these
+
+
+def _same_value(a: object, b: object) -> bool:
+    """Equal node for node with the same Python types and the same key order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return list(a) == list(b) and all(_same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+# Split surrogate pairs (two code points that JSON.parse joins into one), keys JavaScript treats
+# specially or that look numeric, and values whose text parses back to another type.
+_ROUND_TRIP_TRAPS = [
+    "\ud83d" + "\ude00", "a\udbff" + "\udfffb", "\\ud83d\\ude00", "\\\ud83d", "__proto__", "constructor",
+    "-0", "1e21", "0x1", " 1", "1 ", "01", "4294967294", "4294967295",
+]  # fmt: skip
+_round_trip_values = st.recursive(
+    st.none() | st.booleans() | _tricky_scalars | st.sampled_from(_ROUND_TRIP_TRAPS) | st.just(UNDEFINED),
+    lambda children: st.lists(children, max_size=4)
+    | st.tuples(children)
+    | st.dictionaries(st.sampled_from(_ROUND_TRIP_TRAPS) | st.text(alphabet="0123456789ab\ud800:_", max_size=4),
+                      children, max_size=4),  # fmt: skip
+    max_leaves=25,
+)
+
+
+@settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
+@given(_round_trip_values)
+def test_stringify_checked_says_exactly_when_parse_gives_the_value_back(value: object) -> None:
+    from lcm_lab.engine.jsjson import js_stringify_checked
+
+    if value is UNDEFINED:
+        with pytest.raises(ValueError):
+            js_stringify_checked(value)
+        return
+    text, round_trips = js_stringify_checked(value)
+    assert text == js_stringify(value)
+    if round_trips:
+        assert _same_value(js_parse(text), value)
+
+
+def test_stringify_checked_refuses_values_parse_would_change() -> None:
+    from lcm_lab.engine.jsjson import js_stringify_checked
+
+    for value in ({"a": 1.0}, {"a": -0.0}, [float("nan")], [2**53 + 1], {"10": 1}, {"1a": 1}, ("x",), [("x",)],
+                  {"a": UNDEFINED}, ["\ud83d" + "\ude00"], {"\ud83d" + "\ude00": 1}):  # fmt: skip
+        text, round_trips = js_stringify_checked(value)
+        assert text == js_stringify(value)
+        assert not round_trips
+    for value in ({"a": [1, None, True, "é\u2028", "\ud800"], "__proto__": {}}, [], {}, "😀", "\ud800x", 2**53, None):
+        text, round_trips = js_stringify_checked(value)
+        assert round_trips and _same_value(js_parse(text), value)
+
+
+@pytest.mark.parametrize(
+    "text", ['{"b":1,"2":[1.5,"x"]}', '{"\\u0062":1}', "[1e400]", '"NaN"', "null", '{"a" : 1, "10" : 2}']
+)
+def test_strict_parse_is_js_parse_for_json(text: str) -> None:
+    from lcm_lab.engine.jsvalues import strict_json_parse
+
+    assert strict_json_parse(text) == js_parse(text)
+    assert list(js_stringify(strict_json_parse(text))) == list(js_stringify(js_parse(text)))
+
+
+@pytest.mark.parametrize("text", ["[NaN]", '{"a":Infinity}', '{"\\u0031":-Infinity}', '{"1" : NaN}', "{", ""])
+def test_strict_parse_refuses_what_json_parse_refuses(text: str) -> None:
+    from lcm_lab.engine.jsvalues import strict_json_parse
+
+    with pytest.raises(ValueError):
+        strict_json_parse(text)

@@ -196,10 +196,14 @@ def tool_call_block(
     tool_input: str | None,
     raw_type: str | None,
     part_id: str | None,
+    parsed_input: Any = UNDEFINED,
 ) -> dict[str, Any]:
-    """A tool-call block rebuilt from columns (``toolCallBlockFromPart``)."""
+    """A tool-call block rebuilt from columns (``toolCallBlockFromPart``).
+
+    ``parsed_input``, when given, is ``parse_stored_value(tool_input)`` already in hand.
+    """
     block_type = raw_type if raw_type in TOOL_CALL_TYPES else "toolCall"
-    arguments = parse_stored_value(tool_input)
+    arguments = parse_stored_value(tool_input) if parsed_input is UNDEFINED else parsed_input
     block: dict[str, Any] = {"type": block_type}
     if block_type == "function_call":
         if _nonempty_str(tool_call_id):
@@ -276,7 +280,20 @@ def block_from_part(part: StoredPart, message_has_identity: bool | None = None, 
     has_identity = (
         model_identity([part]) is not None if message_has_identity is None else message_has_identity
     )
-    meta = _metadata(part)
+    return block_from_metadata(part, _metadata(part), has_identity, part_id)
+
+
+def block_from_metadata(
+    part: StoredPart, meta: dict[str, Any], has_identity: bool, part_id: str | None, parsed_input: Any = UNDEFINED
+) -> Any:
+    """:func:`block_from_part` with the part's metadata object given.
+
+    ``meta`` must be what :func:`part_metadata` returns for ``part`` (``JSON.parse`` of
+    ``part.metadata``), or a value equal to it node for node with the same types and key order
+    (ingest holds the object it has just serialised; ``js_stringify_checked`` says when that
+    holds); ``parsed_input``, when given, must be such a value of ``JSON.parse(part.tool_input)``.
+    They are only read; the result may share nodes with them.
+    """
     meta_raw_type = _nonempty_str(meta.get("rawType"))
     raw = meta.get("raw")
     tool_call_id, tool_name, tool_input = part.tool_call_id, part.tool_name, part.tool_input
@@ -304,6 +321,7 @@ def block_from_part(part: StoredPart, message_has_identity: bool | None = None, 
         if raw_name and not _nonempty_str(tool_name):
             tool_name = raw_name
         if not tool_input:
+            parsed_input = UNDEFINED  # the column is empty; the raw block's arguments stand in
             raw_args = _field(raw, "arguments")
             if raw_args is UNDEFINED or raw_args is None:
                 raw_args = _field(raw, "input")
@@ -315,16 +333,18 @@ def block_from_part(part: StoredPart, message_has_identity: bool | None = None, 
     if part.part_type == "tool":
         if meta.get("originalRole") == "toolResult" or meta_raw_type == "function_call_output":
             return tool_result_block(part, tool_call_id, tool_name, meta_raw_type, raw_record)
-        return tool_call_block(tool_call_id, tool_name, tool_input, meta_raw_type, part_id)
+        return tool_call_block(tool_call_id, tool_name, tool_input, meta_raw_type, part_id, parsed_input)
     if meta_raw_type in TOOL_CALL_TYPES:
-        return tool_call_block(tool_call_id, tool_name, tool_input, meta_raw_type, part_id)
+        return tool_call_block(tool_call_id, tool_name, tool_input, meta_raw_type, part_id, parsed_input)
     if meta_raw_type in TOOL_RESULT_TYPES:
         return tool_result_block(part, tool_call_id, tool_name, meta_raw_type, raw_record)
     if part.part_type == "text":
         return {"type": "text", "text": part.text_content if part.text_content is not None else ""}
     if part.text_content:
         return {"type": "text", "text": part.text_content}
-    decoded = parse_json_loose(part.metadata)
+    # JSON.parse(metadata) is an object here exactly when ``meta`` is non-empty or the text is "{}"
+    # (an array parses to a list, which _metadata turns into {}; that case is handled by parsing).
+    decoded = meta if meta else parse_json_loose(part.metadata)
     if isinstance(decoded, dict | list):
         return {"type": "text", "text": js_stringify(decoded)}
     return {"type": "text", "text": ""}

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from lcm_lab.engine.blocks import block_from_part
-from lcm_lab.engine.jsjson import UNDEFINED, js_stringify
+from lcm_lab.engine.blocks import _metadata, block_from_metadata, block_from_part
+from lcm_lab.engine.jsjson import UNDEFINED, js_stringify, js_stringify_checked
 from lcm_lab.engine.jsstr import js_trim
 from lcm_lab.engine.jsvalues import (  # JavaScript value semantics (to_json is re-exported)
     _defined,
@@ -31,7 +31,6 @@ from lcm_lab.engine.jsvalues import (  # JavaScript value semantics (to_json is 
     is_number,
     js_to_string,
     js_truthy,
-    prop,
     safe_boolean,
     safe_string,
     strict_json_parse,
@@ -142,7 +141,7 @@ def extract_structured_text(value: Any, depth: int = 0) -> str | None:
             t for t in (extract_structured_text(e, depth + 1) for e in value) if t is not None and js_trim(t)
         ]
         return "\n".join(texts) if texts else None
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # the type test skips a slow ABC check
         return None
 
     block_type = value.get("type")
@@ -180,7 +179,7 @@ def extract_structured_text(value: Any, depth: int = 0) -> str | None:
 
 def _is_tool_or_reasoning_block(item: Any) -> bool:
     return (
-        isinstance(item, Mapping)
+        (type(item) is dict or isinstance(item, Mapping))
         and isinstance(item.get("type"), str)
         and (item["type"] in TOOL_RAW_TYPES or item["type"] in REASONING_RAW_TYPES)
     )
@@ -302,7 +301,7 @@ def _reasoning_metadata(reasoning: str | None, only: bool = False) -> list[tuple
 
 def _normalize_unknown_block(value: Any) -> tuple[str, str | None, Any]:
     """``normalizeUnknownBlock`` → (type, text, raw)."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         return "agent", None, value
     raw_type = safe_string(value.get("type"))
     text = safe_string(value.get("text"))
@@ -317,20 +316,58 @@ _TOP_LEVEL_CALL_ID_KEYS = ("toolCallId", "tool_call_id", "toolUseId", "tool_use_
 _BLOCK_CALL_ID_KEYS = ("toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id")
 
 
-def _tool_input(record: Any) -> str | None:
+def _absent(key: str, default: Any = None) -> Any:
+    """``get`` of a value that is not an object: every member is missing."""
+    return default
+
+
+def _first_str(get: Any, keys: Sequence[str]) -> str | None:
+    """:func:`first_string` through the record's ``get``."""
+    for key in keys:
+        found = get(key)
+        if isinstance(found, str):
+            return found
+    return None
+
+
+def _tool_input(get: Any) -> tuple[str | None, Any]:
+    """The ``tool_input`` column, and ``JSON.parse`` of it when known without parsing (else UNDEFINED)."""
     for key in ("input", "arguments", "toolInput"):
-        value = prop(record, key)
+        value = get(key, UNDEFINED)
         if value is not UNDEFINED:
-            return to_json(value)
-    return safe_string(prop(record, "tool_input"))
+            text, round_trips = js_stringify_checked(value)
+            return text, value if round_trips else UNDEFINED
+    found = get("tool_input")
+    return (found if isinstance(found, str) else None), UNDEFINED
 
 
-def _tool_output(record: Any) -> str | None:
+def _tool_output(get: Any) -> str | None:
     for key in ("output", "toolOutput"):
-        value = prop(record, key)
+        value = get(key, UNDEFINED)
         if value is not UNDEFINED:
             return to_json(value)
-    return safe_string(prop(record, "tool_output"))
+    found = get("tool_output")
+    return found if isinstance(found, str) else None
+
+
+class _PartHint(NamedTuple):
+    """What :func:`_build_parts` knows about a part it built, so the token estimate need not
+    parse the metadata back or serialise the raw block again."""
+
+    meta: dict[str, Any]  # the object part.metadata is JSON.stringify of
+    round_trips: bool  # JSON.parse(part.metadata) gives ``meta`` back node for node (same types)
+    raw: Any = UNDEFINED  # meta["raw"] (UNDEFINED: none)
+    raw_text: str | None = None  # JSON.stringify(raw)
+    tool_input: Any = UNDEFINED  # JSON.parse(part.tool_input) when known without parsing
+
+
+def _part(
+    part_type: str, ordinal: int, meta: dict[str, Any], text_content: str | None, **columns: Any
+) -> tuple[StoredPart, _PartHint]:
+    """A part whose metadata is ``meta`` serialised, with its hint."""
+    text, round_trips = js_stringify_checked(meta)
+    part = StoredPart(part_type, ordinal, text_content=text_content, metadata=text, **columns)
+    return part, _PartHint(meta, round_trips)
 
 
 def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> list[StoredPart]:
@@ -339,6 +376,11 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
     ``fallback_content`` is the stored ``messages.content`` of the row. Part ids are left
     ``None`` (the plugin draws random UUIDs).
     """
+    return [part for part, _ in _build_parts(message, fallback_content)]
+
+
+def _build_parts(message: Mapping[str, Any], fallback_content: str) -> list[tuple[StoredPart, _PartHint]]:
+    """:func:`build_message_parts`, each part with its :class:`_PartHint`."""
     role = message["role"] if isinstance(message.get("role"), str) else "unknown"
     top_call_id = first_string(message, _TOP_LEVEL_CALL_ID_KEYS)
     top_tool_name = first_string(message, ("toolName", "tool_name"))
@@ -368,11 +410,11 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 ("command", _opt(safe_string(message.get("command")))),
             ]
         )
-        return [StoredPart("text", 0, text_content=fallback_content, metadata=to_json(meta))]
+        return [_part("text", 0, meta, fallback_content)]
 
     if "content" not in message:
         meta = _defined([("originalRole", role), ("source", "unknown-message-shape"), ("raw", message)])
-        return [StoredPart("agent", 0, text_content=fallback_content or None, metadata=to_json(meta))]
+        return [_part("agent", 0, meta, fallback_content or None)]
 
     content = message["content"]
     if isinstance(content, str):
@@ -392,7 +434,7 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 ("externalizationReason", _opt(externalization_reason)),
             ]
         )
-        return [StoredPart("text", 0, text_content=content, metadata=to_json(meta))]
+        return [_part("text", 0, meta, content)]
 
     if not isinstance(content, list):
         meta = _defined(
@@ -403,9 +445,9 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 *_reasoning_metadata(reasoning),
             ]
         )
-        return [StoredPart("agent", 0, text_content=fallback_content or None, metadata=to_json(meta))]
+        return [_part("agent", 0, meta, fallback_content or None)]
 
-    parts: list[StoredPart] = []
+    parts: list[tuple[StoredPart, _PartHint]] = []
     if not content and reasoning is not None:
         meta = _defined(
             [
@@ -415,56 +457,82 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
                 *_reasoning_metadata(reasoning, only=True),
             ]
         )
-        parts.append(StoredPart("reasoning", 0, text_content=None, metadata=to_json(meta)))
+        parts.append(_part("reasoning", 0, meta, None))
 
+    # The members every block's metadata starts with (the first block also carries the model
+    # identity and top-level reasoning), in the object literal's order.
+    first_head = _defined(
+        [
+            ("originalRole", role),
+            *identity_pairs,
+            ("toolCallId", _opt(top_call_id)),
+            ("toolName", _opt(top_tool_name)),
+            ("isError", _opt(top_is_error)),
+            *_reasoning_metadata(reasoning),
+        ]
+    )
+    head = _defined(
+        [
+            ("originalRole", role),
+            ("toolCallId", _opt(top_call_id)),
+            ("toolName", _opt(top_tool_name)),
+            ("isError", _opt(top_is_error)),
+        ]
+    )
     for ordinal, original in enumerate(content):
         block_type, block_text, record = _normalize_unknown_block(original)
-        raw_type_override = safe_string(prop(record, "rawType"))
-        raw_block_type = raw_type_override if raw_type_override is not None else block_type
+        # record?.[key]: a missing member (or any member of a non-object) is undefined.
+        get = record.get if type(record) is dict or isinstance(record, Mapping) else _absent
+        raw_type_override = get("rawType")
+        raw_block_type = raw_type_override if isinstance(raw_type_override, str) else block_type
         part_type = _PART_TYPES.get(raw_block_type, "agent")
-        if js_truthy(record) and raw_block_type != block_type:
+        if raw_block_type != block_type and js_truthy(record):
             raw_block: Any = dict(record)
             raw_block["type"] = raw_block_type  # spread keeps the key's original position
         else:
             raw_block = record
-        tool_call_id = first_string(record, _BLOCK_CALL_ID_KEYS)
+        tool_call_id = _first_str(get, _BLOCK_CALL_ID_KEYS)
         if tool_call_id is None and part_type == "tool":
-            tool_call_id = safe_string(prop(record, "id"))
+            tool_call_id = safe_string(get("id"))
         if tool_call_id is None:
             tool_call_id = top_call_id
-        tool_name = first_string(record, ("name", "toolName", "tool_name"))
+        tool_name = _first_str(get, ("name", "toolName", "tool_name"))
         if tool_name is None:
             tool_name = top_tool_name
-        byte_size = prop(record, "originalByteSize")
-        meta = _defined(
-            [
-                ("originalRole", role),
-                *(identity_pairs if ordinal == 0 else []),
-                ("toolCallId", _opt(top_call_id)),
-                ("toolName", _opt(top_tool_name)),
-                ("isError", _opt(top_is_error)),
-                *(_reasoning_metadata(reasoning) if ordinal == 0 else []),
-                ("externalizedFileId", _opt(safe_string(prop(record, "externalizedFileId")))),
-                ("originalByteSize", byte_size if is_number(byte_size) else UNDEFINED),
-                ("imageExternalized", _opt(safe_boolean(prop(record, "imageExternalized")))),
-                ("toolOutputExternalized", _opt(safe_boolean(prop(record, "toolOutputExternalized")))),
-                ("externalizationReason", _opt(safe_string(prop(record, "externalizationReason")))),
-                ("rawType", raw_block_type),
-                ("raw", raw_block),
-            ]
-        )
-        parts.append(
-            StoredPart(
-                part_type,
-                ordinal,
-                text_content=block_text,
-                tool_call_id=tool_call_id,
-                tool_name=tool_name,
-                tool_input=_tool_input(record),
-                tool_output=_tool_output(record),
-                metadata=to_json(meta),
-            )
-        )
+        meta = dict(first_head if ordinal == 0 else head)
+        if isinstance(value := get("externalizedFileId"), str):
+            meta["externalizedFileId"] = value
+        if is_number(value := get("originalByteSize")):
+            meta["originalByteSize"] = value
+        if isinstance(value := get("imageExternalized"), bool):
+            meta["imageExternalized"] = value
+        if isinstance(value := get("toolOutputExternalized"), bool):
+            meta["toolOutputExternalized"] = value
+        if isinstance(value := get("externalizationReason"), str):
+            meta["externalizationReason"] = value
+        meta["rawType"] = raw_block_type
+        tool_input, tool_input_value = _tool_input(get)
+        columns = {
+            "text_content": block_text,
+            "tool_call_id": tool_call_id,
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "tool_output": _tool_output(get),
+        }
+        if raw_block is UNDEFINED:  # only from Python callers; JSON content has no undefined element
+            part, hint = _part(part_type, ordinal, meta, **columns)
+            parts.append((part, hint))
+            continue
+        # JSON.stringify writes an object member by member, so the metadata text is the text of
+        # the other members with ``"raw":<raw text>`` appended ("raw" is the last key, none of
+        # the keys is integer-like, and "originalRole" is always there): the raw block, often a
+        # whole file, is serialised once and its text reused for the token estimate.
+        head_text, head_round_trips = js_stringify_checked(meta)
+        raw_text, raw_round_trips = js_stringify_checked(raw_block)
+        meta["raw"] = raw_block
+        part = StoredPart(part_type, ordinal, metadata=f'{head_text[:-1]},"raw":{raw_text}}}', **columns)
+        hint = _PartHint(meta, head_round_trips and raw_round_trips, raw_block, raw_text, tool_input_value)
+        parts.append((part, hint))
     return parts
 
 
@@ -472,7 +540,7 @@ def build_message_parts(message: Mapping[str, Any], fallback_content: str) -> li
 
 
 def _is_text_block(value: Any) -> bool:
-    return isinstance(value, Mapping) and value.get("type") == "text" and isinstance(value.get("text"), str)
+    return (type(value) is dict or isinstance(value, Mapping)) and value.get("type") == "text" and isinstance(value.get("text"), str)
 
 
 def _empty_fallback(role: str, fallback_content: str) -> Any:
@@ -525,6 +593,37 @@ def estimate_content_tokens_for_role(role: str, content: Any, fallback_content: 
     return estimate_tokens(fallback_content)
 
 
+def _stored_content_tokens(
+    message: Mapping[str, Any], fallback_content: str, built: Sequence[tuple[StoredPart, _PartHint]]
+) -> int:
+    """``estimate_content_tokens_for_role(role, normalize_content_for_storage(message, …), …)``.
+
+    The same steps, on what :func:`_build_parts` already holds: each part's metadata object
+    instead of parsing its text back, and the raw block's text where the rebuilt block is the
+    raw block itself (``JSON.stringify`` of an array is its elements' texts joined by commas).
+    ``tests/test_ingest_units.py`` checks it against the two public functions.
+    """
+    role = to_runtime_role_for_tokens(message.get("role"))
+    if not built:
+        return estimate_content_tokens_for_role(role, _empty_fallback(role, fallback_content), fallback_content)
+    has_identity = extract_model_identity(message) is not None
+    blocks: list[Any] = []
+    texts: list[str | None] = []
+    for part, hint in built:
+        meta = hint.meta if hint.round_trips else _metadata(part)
+        block = block_from_metadata(part, meta, has_identity, f"estimate-part-{part.ordinal}", hint.tool_input)
+        if block is not None:
+            blocks.append(block)
+            texts.append(hint.raw_text if block is hint.raw else None)
+    if not blocks:
+        return estimate_content_tokens_for_role(role, _empty_fallback(role, fallback_content), fallback_content)
+    if role == "user" and len(blocks) == 1 and _is_text_block(blocks[0]):
+        return estimate_tokens(blocks[0]["text"])
+    # Blocks are dicts or lists (never undefined), so each element's text stands on its own.
+    joined = ",".join(text if text is not None else js_stringify(block) for block, text in zip(blocks, texts, strict=True))
+    return estimate_tokens(f"[{joined}]")
+
+
 @dataclass(frozen=True)
 class ProjectedMessage:
     """``toStoredMessage``: role, stored content and stored token count of a message."""
@@ -547,10 +646,9 @@ def project_message(message: Mapping[str, Any]) -> ProjectedMessage:
     role = message.get("role")
     parts: tuple[StoredPart, ...] | None = None
     if "content" in message:
-        runtime_role = to_runtime_role_for_tokens(role)
-        parts = tuple(build_message_parts(message, content))
-        normalized = normalize_content_for_storage(message, content, parts)
-        tokens = estimate_content_tokens_for_role(runtime_role, normalized, content)
+        built = _build_parts(message, content)
+        parts = tuple(part for part, _ in built)
+        tokens = _stored_content_tokens(message, content, built)
     else:
         tokens = estimate_tokens(content)
     reasoning = _top_level_reasoning(role if isinstance(role, str) else "", message)

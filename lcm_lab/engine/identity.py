@@ -68,7 +68,7 @@ def _single_tool_result_id(message: Mapping[str, Any]) -> str | None:
     count = 0
     content_id: str | None = None
     for block in content:
-        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+        if (type(block) is not dict and not isinstance(block, Mapping)) or not isinstance(block.get("type"), str):
             continue
         if block["type"] not in _TOOL_RESULT_TYPES:
             continue

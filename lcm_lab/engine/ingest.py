@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from lcm_lab.engine.content import (
@@ -69,7 +70,7 @@ class IngestResult:
 
 def is_persistable(message: Mapping[str, Any]) -> bool:
     """``hasPersistableMessageRole``: role is user, assistant, system, tool or toolResult."""
-    return isinstance(message, Mapping) and message.get("role") in PERSISTABLE_ROLES
+    return (type(message) is dict or isinstance(message, Mapping)) and message.get("role") in PERSISTABLE_ROLES
 
 
 def _skip(reason: str) -> IngestResult:
@@ -117,12 +118,18 @@ def format_created_at(epoch_ms: float) -> str | None:
         return None
     ms = int(epoch_ms)  # TimeClip truncates toward zero
     days, rest = divmod(ms, 86_400_000)
-    year, month, day = _civil_from_days(days)
     seconds = rest // 1000
-    hh, mm, ss = seconds // 3600, seconds % 3600 // 60, seconds % 60
+    # The date holds no "T", so replacing the first "T" of the ISO text is putting a space there.
+    # A 4-digit year gives exactly 19 characters; an extended year is cut inside the time.
+    return f"{_iso_date(days)} {seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"[:19]
+
+
+@lru_cache(maxsize=4096)
+def _iso_date(days: int) -> str:
+    """``YYYY-MM-DD`` (or ``±YYYYYY-MM-DD``) of a day number, as ``toISOString`` writes it."""
+    year, month, day = _civil_from_days(days)
     year_text = f"{year:04d}" if 0 <= year <= 9999 else f"{'+' if year > 0 else '-'}{abs(year):06d}"
-    iso = f"{year_text}-{month:02d}-{day:02d}T{hh:02d}:{mm:02d}:{ss:02d}.000Z"
-    return iso[:19].replace("T", " ", 1)
+    return f"{year_text}-{month:02d}-{day:02d}"
 
 
 _ISO = re.compile(
@@ -225,7 +232,7 @@ def to_stored_message(
     ``intercept_large_payloads=False`` gives the ``migrate-sessions`` projection (no
     externalisation). Raises ``TypeError`` if ``message`` is not a mapping.
     """
-    if not isinstance(message, Mapping):
+    if type(message) is not dict and not isinstance(message, Mapping):
         raise TypeError(f"message must be a mapping (a parsed AgentMessage), got {type(message).__name__}")
     if not is_persistable(message):
         return _skip(SKIP_NON_PERSISTABLE)

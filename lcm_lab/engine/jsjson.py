@@ -25,7 +25,16 @@ import orjson
 
 from lcm_lab.engine.jsstr import js_trim  # re-exported: JavaScript's String.prototype.trim
 
-__all__ = ["UNDEFINED", "js_key_order", "js_number", "js_parse", "js_string", "js_stringify", "js_trim"]
+__all__ = [
+    "UNDEFINED",
+    "js_key_order",
+    "js_number",
+    "js_parse",
+    "js_string",
+    "js_stringify",
+    "js_stringify_checked",
+    "js_trim",
+]
 
 
 class _Undefined:
@@ -186,7 +195,7 @@ def _refuse(value: Any) -> Any:
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
-_PLAIN, _FLOATS, _DIFFERS = 0, 1, 2
+_PLAIN, _FLOATS, _DIFFERS, _TUPLES = 0, 1, 2, 4  # _FLOATS and _TUPLES combine; _DIFFERS stands alone
 _MAX_SAFE_INTEGER = 2**53
 _DIGITS = frozenset("0123456789")
 
@@ -194,10 +203,12 @@ _DIGITS = frozenset("0123456789")
 def _shape(value: Any) -> int:
     """Whether orjson's text of ``value`` is ``JSON.stringify``'s, by walking the value's nodes.
 
-    ``_PLAIN``: certainly (strings, booleans, null, integers within ±2**53, lists, tuples and
-    dicts whose keys are strings not led by a digit); ``_FLOATS``: the same but with floats,
-    whose text must be checked; ``_DIFFERS``: anything else (the exact writer decides). Costs a
-    step per node, not per character: transcript values are few nodes holding long strings.
+    ``_PLAIN``: certainly (strings, booleans, null, integers within ±2**53, lists and dicts
+    whose keys are strings not led by a digit); ``_FLOATS``: the same but with floats, whose
+    text must be checked; ``_TUPLES``: tuples among the nodes (written as arrays, so orjson's
+    text stands, but ``JSON.parse`` of it gives lists back); ``_DIFFERS``: anything else (the
+    exact writer decides). Costs a step per node, not per character: transcript values are
+    few nodes holding long strings.
     """
     kind = type(value)
     if kind is str or kind is bool or value is None:
@@ -207,17 +218,26 @@ def _shape(value: Any) -> int:
     if kind is float:
         return _FLOATS
     shape = _PLAIN
+    # Members that are strings, booleans or null (most of them) are settled here without a call.
     if kind is dict:
         for key, member in value.items():
             if type(key) is not str or key[:1] in _DIGITS:
                 return _DIFFERS
+            kind = type(member)
+            if kind is str or kind is bool or member is None:
+                continue
             found = _shape(member)
             if found == _DIFFERS:
                 return _DIFFERS
             shape |= found
         return shape
     if kind is list or kind is tuple:
+        if kind is tuple:
+            shape = _TUPLES
         for member in value:
+            kind = type(member)
+            if kind is str or kind is bool or member is None:
+                continue
             found = _shape(member)
             if found == _DIFFERS:
                 return _DIFFERS
@@ -237,14 +257,54 @@ def _c_stringify(value: dict[Any, Any] | list[Any]) -> str | None:
     exponent forms at other magnitudes). The exact writer runs then. ``tests/test_jsjson.py``
     compares both paths on generated tricky values.
     """
-    shape = _shape(value)
+    return _c_stringify_shaped(value, _shape(value))
+
+
+def _c_stringify_shaped(value: dict[Any, Any] | list[Any], shape: int) -> str | None:
+    """:func:`_c_stringify` for a value whose :func:`_shape` is known."""
     if shape == _DIFFERS:
         return None
     try:
         text = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS).decode()
     except (_NotPlain, TypeError, ValueError):
         return None  # lone surrogates, nesting deeper than orjson goes
-    return None if shape == _FLOATS and _js_would_differ(text) else text
+    return None if shape & _FLOATS and _js_would_differ(text) else text
+
+
+def js_stringify_checked(value: Any) -> tuple[str, bool]:
+    """``JSON.stringify(value)``, and whether ``JSON.parse`` of that text rebuilds ``value`` itself.
+
+    The flag is true only when :func:`js_parse` of the text is certain to give a value equal to
+    ``value`` node for node with the same Python types and key order: dicts, lists, strings
+    (lone surrogates included), booleans, ``None`` and integers within ±2**53, with no key led
+    by a digit. Floats (``1.0`` comes back as ``1``, ``-0.0`` as ``0``, NaN as ``null``), tuples
+    (come back as lists), ``UNDEFINED`` members (dropped), integer-like keys (reordered), a
+    high surrogate followed by a low one as two code points (``JSON.parse`` joins the two
+    escapes into one astral character) and anything else give false. Callers that hold
+    ``value`` can then skip parsing the text back.
+
+    >>> js_stringify_checked({"a": [1, "é"]})
+    ('{"a":[1,"é"]}', True)
+    >>> js_stringify_checked({"a": 1.0})
+    ('{"a":1}', False)
+    """
+    if value is UNDEFINED:
+        raise ValueError("JSON.stringify(undefined) has no JSON text")
+    shape = _shape(value)
+    if type(value) is dict or type(value) is list:
+        fast = _c_stringify_shaped(value, shape)
+        if fast is not None:
+            return fast, shape == _PLAIN
+    parts: list[str] = []
+    _write(value, parts)
+    text = "".join(parts)
+    # orjson refuses every surrogate, so only the exact writer can have written a split pair.
+    return text, shape == _PLAIN and not _SPLIT_PAIR.search(text)
+
+
+# A high-surrogate escape right before a low-surrogate one; an escaped backslash before "ud8.."
+# also matches, which only costs the caller a parse.
+_SPLIT_PAIR = re.compile(r"\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}")
 
 
 def _write(value: Any, out: list[str]) -> None:
@@ -303,8 +363,13 @@ def js_parse(text: str) -> Any:
     Integral numbers stay ``int``; other numbers become ``float`` (as JavaScript would hold
     them). Raises ``ValueError`` on invalid JSON, as ``JSON.parse`` throws.
     """
+    return _parse(text, None)
+
+
+def _parse(text: str, parse_constant: Any) -> Any:
+    """:func:`js_parse`, with ``json.loads``' ``parse_constant`` hook (None: Python's default)."""
     if "\\u" not in text and not _INDEX_KEY_SPACED.search(text):
         # No integer-like key anywhere: Python's own dict order (first position, last value for a
         # repeated key) is already JavaScript's, and the C decoder needs no per-object hook.
-        return json.loads(text)
-    return json.loads(text, object_pairs_hook=_object_pairs)
+        return json.loads(text, parse_constant=parse_constant)
+    return json.loads(text, object_pairs_hook=_object_pairs, parse_constant=parse_constant)

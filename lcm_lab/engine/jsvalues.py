@@ -8,11 +8,10 @@ JavaScript, and JSON is parsed as strictly as ``JSON.parse``. Shared by the cont
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lcm_lab.engine.jsjson import UNDEFINED, js_number, js_parse, js_stringify
+from lcm_lab.engine.jsjson import UNDEFINED, _parse, js_number, js_stringify
 
 
 def prop(value: Any, key: str) -> Any:
@@ -92,9 +91,8 @@ def _reject_constant(name: str) -> Any:
 
 def strict_json_parse(text: str) -> Any:
     """``JSON.parse``: rejects NaN/Infinity (which :func:`json.loads` would accept)."""
-    # js_parse gives objects JavaScript key order; constants are not JSON.
-    json.loads(text, parse_constant=_reject_constant)  # validation only
-    return js_parse(text)
+    # js_parse's key order; NaN/Infinity are not JSON (one pass validates and decodes).
+    return _parse(text, _reject_constant)
 
 
 def _defined(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
