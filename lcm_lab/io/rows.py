@@ -48,7 +48,10 @@ def dumps(value: Any) -> str | None:
     """JSON text of a reader value (None stays None; bytes, sets and mappings are made JSON)."""
     if value is None:
         return None
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=_fallback).decode()
+    try:
+        return orjson.dumps(value, default=_fallback).decode()
+    except TypeError:  # keys that are not strings (the same text, written more slowly)
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=_fallback).decode()
 
 
 def _fallback(value: Any) -> Any:
@@ -240,7 +243,7 @@ def _entry_message_row(cid: int, seq: int, entry: InputEntry, stored: StoredMess
         "token_estimate": _token_estimate(stored.content), "created_at": stored.created_at,
         "transcript_entry_id": entry.entry_id, "line": entry.line, "identity_hash": stored.identity_hash,
         "sender_metadata": stored.sender_metadata, "stable_event_key": stored.stable_event_key,
-        "raw": dumps(dict(message)),
+        "raw": dumps(message),
     }
 
 
