@@ -11,7 +11,6 @@ Loading is idempotent (identical bytes are recognised by sha256) and a session f
 gets only its new entries appended. Sources are never modified.
 
 >>> from lcm_lab.store import LabStore
-from lcm_lab.store.core import BIG_COMMIT_CHECKPOINT_THRESHOLD
 >>> results = load("datasets/lcm-v0.15.3.db.gz", LabStore(":memory:"))  # doctest: +SKIP
 >>> results[0].messages  # doctest: +SKIP
 217
@@ -245,7 +244,8 @@ class _LcmDbJob:
             self.lab.attached_sqlite(self.snap.path, "_lcm_src", read_only=self.snap.read_only)
             if scanner else nullcontext(None)
         )
-        with attached as alias, self.lab.setting("checkpoint_threshold", BIG_COMMIT_CHECKPOINT_THRESHOLD), self.lab.transaction():
+        one_big_commit = self.lab.setting("checkpoint_threshold", BIG_COMMIT_CHECKPOINT_THRESHOLD)
+        with attached as alias, one_big_commit, self.lab.transaction():
             source_id = add_source(
                 self.lab, path=str(self.target), kind="lcm_db", status="loaded", loader_version=loader_version(),
                 fp=self.fp, meta=meta,
