@@ -4,7 +4,7 @@ Every message entry is projected the way lossless-claw stores it (``messages`` c
 count and parts, through the engine's whole-file import projection) and every other entry is
 kept as an ``entries`` row, so nothing read is lost. Rows are buffered per table and handed to
 a *sink* as Arrow tables every ``flush_rows`` rows, so memory stays bounded: the store's sink
-inserts them, a load worker's sink keeps them to send to the parent
+inserts them, a load worker's sink writes them to Arrow files for the parent
 (:mod:`lcm_lab.io.prepare`).
 
 A conversation may start part-way (a session file that grew): :class:`Start` says where its
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -108,11 +109,8 @@ class _Buffers:
 
     def flush(self) -> None:
         for table, rows in self.rows.items():
-            names = dict.fromkeys(rows[0])
-            for row in rows:
-                if len(row) != len(names) or row.keys() != names.keys():
-                    names.update(dict.fromkeys(row))
-            if all(len(row) == len(names) for row in rows):
+            names = dict.fromkeys(chain.from_iterable(rows))  # union of keys, first-seen order
+            if all(len(row) == len(names) for row in rows):  # the usual case: every row has every column
                 columns = {name: [row[name] for row in rows] for name in names}
             else:
                 columns = {name: [row.get(name) for row in rows] for name in names}

@@ -2,8 +2,8 @@
 
 A conversation already loaded from the same path whose entries are a prefix of the new read (a
 session file that grew) gets only the new entries appended. Rows a load worker built
-(:class:`lcm_lab.io.prepare.Prepared`) are inserted as they are, with their conversation and
-source ids shifted in SQL.
+(:class:`lcm_lab.io.prepare.Prepared`) are inserted as they are, several files at a time, with
+their conversation and source ids shifted first.
 """
 
 from __future__ import annotations
