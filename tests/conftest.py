@@ -70,3 +70,16 @@ def archive_members(archive: str, suffix: str) -> list[str]:
 def reference_db(run_id: str) -> Path:
     """The lcm.db the real lossless-claw wrote for reference run ``run_id`` (extracted, read-only use)."""
     return unpacked("reference-runs/lcm-dbs") / f"{run_id}.db"
+
+
+def same_json_value(a: object, b: object) -> bool:
+    """Equal node for node, with the same Python types and the same key order (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return list(a) == list(b) and all(same_json_value(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(same_json_value(x, y) for x, y in zip(a, b, strict=True))
+    return a == b or (a != a and b != b)

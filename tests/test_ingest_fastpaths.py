@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import same_json_value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -144,18 +145,6 @@ def _block_metadata(message: dict[str, Any], ordinal: int, block: Any) -> str:
     return js_stringify(_defined(meta))
 
 
-def _same_value(a: object, b: object) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        assert isinstance(b, dict)
-        return list(a) == list(b) and all(_same_value(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        assert isinstance(b, list)
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
-    return a == b or (a != a and b != b)
-
-
 def _outcome(function: Any, *args: Any) -> Any:
     try:
         return function(*args)
@@ -190,10 +179,10 @@ def test_part_metadata_is_the_whole_object_serialised(message: dict[str, Any]) -
             assert hint.raw is hint.meta["raw"]
             assert hint.raw_text == js_stringify(hint.raw)
         if hint.round_trips:
-            assert _same_value(js_parse(part.metadata), hint.meta)
+            assert same_json_value(js_parse(part.metadata), hint.meta)
         if hint.tool_input is not UNDEFINED:  # stands for parsing the tool_input column
             assert part.tool_input == js_stringify(hint.tool_input)
-            assert _same_value(js_parse(part.tool_input), hint.tool_input)
+            assert same_json_value(js_parse(part.tool_input), hint.tool_input)
 
 
 def test_hints_cover_transcript_shaped_messages() -> None:

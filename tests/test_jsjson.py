@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import same_json_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -161,19 +162,6 @@ def test_fast_path_is_taken_for_plain_transcript_data() -> None:
         assert _c_stringify(refused) is None  # the exact writer decides these
 
 
-def _same_value(a: object, b: object) -> bool:
-    """Equal node for node with the same Python types and the same key order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        assert isinstance(b, dict)
-        return list(a) == list(b) and all(_same_value(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        assert isinstance(b, list)
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
-
-
 # Split surrogate pairs (two code points that JSON.parse joins into one), keys JavaScript treats
 # specially or that look numeric, and values whose text parses back to another type.
 _ROUND_TRIP_TRAPS = [
@@ -202,7 +190,7 @@ def test_stringify_checked_says_exactly_when_parse_gives_the_value_back(value: o
     text, round_trips = js_stringify_checked(value)
     assert text == js_stringify(value)
     if round_trips:
-        assert _same_value(js_parse(text), value)
+        assert same_json_value(js_parse(text), value)
 
 
 def test_stringify_checked_refuses_values_parse_would_change() -> None:
@@ -215,7 +203,7 @@ def test_stringify_checked_refuses_values_parse_would_change() -> None:
         assert not round_trips
     for value in ({"a": [1, None, True, "é\u2028", "\ud800"], "__proto__": {}}, [], {}, "😀", "\ud800x", 2**53, None):
         text, round_trips = js_stringify_checked(value)
-        assert round_trips and _same_value(js_parse(text), value)
+        assert round_trips and same_json_value(js_parse(text), value)
 
 
 @pytest.mark.parametrize(
