@@ -202,31 +202,70 @@ def _session_dir(tmp_path: Path, count: int) -> Path:
     return sessions
 
 
-def test_worker_rows_of_several_files_share_one_transaction_and_a_failure_stays_with_its_file(
+def _failing_insert_of(entries: int, calls: list[int]):  # type: ignore[no-untyped-def]
+    real_insert = importlib.import_module("lcm_lab.store.write_loaded").insert_prepared
+
+    def insert_prepared(lab, files):  # type: ignore[no-untyped-def]
+        calls.append(len(files))
+        if any(prepared.counts.entries == entries for _, prepared in files):
+            raise RuntimeError("disk full")
+        return real_insert(lab, files)
+
+    return insert_prepared
+
+
+def test_a_row_batch_stores_its_files_in_one_insert_and_a_failure_stays_with_its_file(
+    tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_module = importlib.import_module("lcm_lab.load")
+    prepare = importlib.import_module("lcm_lab.io.prepare")
+    files = sorted(_session_dir(tmp_path, 4).iterdir())
+    spool = tmp_path / "spool"
+    spool.mkdir()
+
+    def batch_of_all(lab: LabStore) -> tuple[list[tuple[int, object]], object]:
+        delivered: list[tuple[int, object]] = []
+        batch = load_module._RowBatch(lab, lambda key, result: delivered.append((key, result)))
+        for key, path in enumerate(files):
+            rows = prepare.read_and_build(path, spool=spool).mapped()
+            batch.add(key, path, rows.fp, rows)
+        return delivered, batch
+
+    calls: list[int] = []
+    monkeypatch.setattr(load_module, "insert_prepared", _failing_insert_of(-1, calls))
+    delivered, batch = batch_of_all(store)
+    batch.flush()  # type: ignore[attr-defined]
+    assert calls == [4]  # one insert for the four files
+    assert [(key, result.status) for key, result in delivered] == [(0, "loaded"), (1, "loaded"), (2, "loaded"), (3, "loaded")]  # type: ignore[attr-defined]
+
+    other = LabStore(tmp_path / "other.duckdb")
+    calls.clear()
+    monkeypatch.setattr(load_module, "insert_prepared", _failing_insert_of(11, calls))  # s2.jsonl
+    delivered, batch = batch_of_all(other)
+    batch.flush()  # type: ignore[attr-defined]
+    assert calls == [4, 1, 1, 1, 1]  # the shared insert failed; then one file at a time
+    statuses = {files[key].name: result for key, result in delivered}
+    assert statuses["s2.jsonl"].status == "failed" and "disk full" in (statuses["s2.jsonl"].error or "")  # type: ignore[attr-defined]
+    assert {statuses[n].status for n in ("s0.jsonl", "s1.jsonl", "s3.jsonl")} == {"loaded"}  # type: ignore[attr-defined]
+    sessions = other.fetch_all("SELECT DISTINCT session_id FROM conversations ORDER BY 1")
+    assert [row[0] for row in sessions] == ["session-0", "session-1", "session-3"]
+
+
+def test_with_workers_a_file_that_cannot_be_stored_fails_alone(
     tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     load_module = importlib.import_module("lcm_lab.load")
     monkeypatch.setenv(load_module.WORKERS_ENV, "2")
     sessions = _session_dir(tmp_path, 4)
+    calls: list[int] = []
     real_insert = load_module.insert_prepared
-    batches: list[int] = []
-
-    def insert_prepared(lab, files):  # type: ignore[no-untyped-def]
-        batches.append(len(files))
-        if any(prepared.counts.entries == 11 for _, prepared in files):  # the file s2.jsonl
-            raise RuntimeError("disk full")
-        return real_insert(lab, files)
-
-    monkeypatch.setattr(load_module, "insert_prepared", insert_prepared)
+    monkeypatch.setattr(load_module, "insert_prepared", _failing_insert_of(11, calls))  # s2.jsonl
     results = load(sessions, store, progress=False)
-    assert batches[0] == 4  # all four files in one insert, which failed; then one by one
-    assert sorted(batches[1:]) == [1, 1, 1, 1]
-    by_name = {Path(r.source).name: r for r in results}
+    assert calls  # the workers' rows were used (how many files share an insert depends on timing)
     assert [Path(r.source).name for r in results] == ["s0.jsonl", "s1.jsonl", "s2.jsonl", "s3.jsonl"]
-    assert by_name["s2.jsonl"].status == "failed" and "disk full" in (by_name["s2.jsonl"].error or "")
-    assert {by_name[n].status for n in ("s0.jsonl", "s1.jsonl", "s3.jsonl")} == {"loaded"}
-    stored = store.fetch_all("SELECT c.session_id, count(m.seq) FROM conversations c JOIN messages m USING"
-                             " (conversation_id) GROUP BY ALL ORDER BY 1")  # fmt: skip
+    assert [r.status for r in results] == ["loaded", "loaded", "failed", "loaded"]
+    assert "disk full" in (results[2].error or "")
+    stored = store.fetch_all("SELECT DISTINCT session_id FROM conversations ORDER BY 1")
     assert [row[0] for row in stored] == ["session-0", "session-1", "session-3"]
     assert store.fetch_all("SELECT count(*) FROM sources WHERE status = 'failed'")[0][0] == 1
     monkeypatch.setattr(load_module, "insert_prepared", real_insert)
