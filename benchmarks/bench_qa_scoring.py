@@ -98,12 +98,7 @@ def measure(budget: int, conversations: int, sweep_configs: int) -> dict[str, An
             "qa_cold_cpu_s": qa_cold, "qa_warm_cpu_s": qa_warm,
             "ratio_scored_cold": (bare[0] + scored[0]) / bare[0], "ratio_scored_warm": (bare[1] + scored[1]) / bare[1],
         })
-    bare_a = sum(r["replay_cpu_s"][0] for r in rows)
-    bare_b = sum(r["replay_cpu_s"][1] for r in rows)
-    cold = sum(r["scored_cold_cpu_s"] for r in rows)
-    warm = sum(r["scored_warm_cpu_s"] for r in rows)
-    qa_cold = sum(r["qa_cold_cpu_s"] for r in rows)
-    qa_warm = sum(r["qa_warm_cpu_s"] for r in rows)
+    bare_a, bare_b, cold, warm, qa_cold, qa_warm = _totals(rows)
     n = sweep_configs
     mean_bare = (bare_a + bare_b) / 2
     result = {
@@ -124,14 +119,18 @@ def measure(budget: int, conversations: int, sweep_configs: int) -> dict[str, An
     return result
 
 
+def _totals(rows: list[dict[str, Any]]) -> tuple[float, ...]:
+    """CPU seconds over all conversations: bare replay (two runs), scored cold/warm, QA cold/warm."""
+    return (
+        sum(r["replay_cpu_s"][0] for r in rows), sum(r["replay_cpu_s"][1] for r in rows),
+        sum(r["scored_cold_cpu_s"] for r in rows), sum(r["scored_warm_cpu_s"] for r in rows),
+        sum(r["qa_cold_cpu_s"] for r in rows), sum(r["qa_warm_cpu_s"] for r in rows),
+    )  # fmt: skip
+
+
 def markdown(result: dict[str, Any]) -> str:
     rows, n, load_before = result["rows"], result["sweep_configs"], result["load_avg_before"]
-    bare_a = sum(r["replay_cpu_s"][0] for r in rows)
-    bare_b = sum(r["replay_cpu_s"][1] for r in rows)
-    cold = sum(r["scored_cold_cpu_s"] for r in rows)
-    warm = sum(r["scored_warm_cpu_s"] for r in rows)
-    qa_cold = sum(r["qa_cold_cpu_s"] for r in rows)
-    qa_warm = sum(r["qa_warm_cpu_s"] for r in rows)
+    bare_a, bare_b, cold, warm, qa_cold, qa_warm = _totals(rows)
     lines = [
         "# Scoring cost (scored replay / bare replay)",
         "",

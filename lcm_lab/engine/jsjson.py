@@ -217,33 +217,25 @@ def _shape(value: Any) -> int:
         return _PLAIN if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER else _DIFFERS
     if kind is float:
         return _FLOATS
-    shape = _PLAIN
-    # Members that are strings, booleans or null (most of them) are settled here without a call.
     if kind is dict:
-        for key, member in value.items():
+        for key in value:
             if type(key) is not str or key[:1] in _DIGITS:
                 return _DIFFERS
-            kind = type(member)
-            if kind is str or kind is bool or member is None:
-                continue
-            found = _shape(member)
-            if found == _DIFFERS:
-                return _DIFFERS
-            shape |= found
-        return shape
-    if kind is list or kind is tuple:
-        if kind is tuple:
-            shape = _TUPLES
-        for member in value:
-            kind = type(member)
-            if kind is str or kind is bool or member is None:
-                continue
-            found = _shape(member)
-            if found == _DIFFERS:
-                return _DIFFERS
-            shape |= found
-        return shape
-    return _DIFFERS
+        shape, members = _PLAIN, value.values()
+    elif kind is list or kind is tuple:
+        shape, members = (_TUPLES if kind is tuple else _PLAIN), value
+    else:
+        return _DIFFERS
+    # Members that are strings, booleans or null (most of them) are settled here without a call.
+    for member in members:
+        kind = type(member)
+        if kind is str or kind is bool or member is None:
+            continue
+        found = _shape(member)
+        if found == _DIFFERS:
+            return _DIFFERS
+        shape |= found
+    return shape
 
 
 def _c_stringify(value: dict[Any, Any] | list[Any]) -> str | None:
