@@ -11,13 +11,15 @@ if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
 
 LOADED_STATUSES = ("loaded", "appended")
+# SQL list of the statuses whose rows are in the store (a failed load left nothing).
+LOADED_SQL = "(" + ", ".join(f"'{status}'" for status in LOADED_STATUSES) + ")"
 __all__ = ["FileFingerprint", "add_source", "find_loaded", "fingerprint", "finish_source"]
 
 
 def find_loaded(store: LabStore, sha256: str) -> tuple[int, str] | None:
     """(source_id, path) of an earlier successful load of identical bytes, if any."""
     row = store.fetch_all(
-        "SELECT source_id, path FROM sources WHERE sha256 = ? AND status IN ('loaded', 'appended') "
+        f"SELECT source_id, path FROM sources WHERE sha256 = ? AND status IN {LOADED_SQL} "
         "ORDER BY source_id LIMIT 1",
         [sha256],
     )

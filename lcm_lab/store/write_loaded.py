@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.io.prepare import Prepared
 from lcm_lab.io.rows import Start, WriteCounts, build_rows
+from lcm_lab.store.sources import LOADED_SQL
 
 if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
@@ -38,7 +39,7 @@ def _insert(store: LabStore, table: str, arrow: pa.Table) -> None:
 def loaded_before(store: LabStore, path: str) -> bool:
     """Whether the store holds conversations loaded from ``path`` (a later load may append)."""
     return bool(store.fetch_all(
-        "SELECT 1 FROM sources WHERE path = ? AND status IN ('loaded', 'appended') LIMIT 1", [path]
+        f"SELECT 1 FROM sources WHERE path = ? AND status IN {LOADED_SQL} LIMIT 1", [path]
     ))  # fmt: skip
 
 
@@ -54,7 +55,7 @@ class _Existing:
 def _find_existing(store: LabStore, path: str, session_id: str, taken: set[int]) -> _Existing | None:
     rows = store.fetch_all(
         "SELECT c.conversation_id FROM conversations c JOIN sources s USING (source_id)"
-        " WHERE s.path = ? AND s.status IN ('loaded', 'appended') AND c.session_id = ?"
+        f" WHERE s.path = ? AND s.status IN {LOADED_SQL} AND c.session_id = ?"
         " ORDER BY c.conversation_id",
         [path, session_id],
     )
