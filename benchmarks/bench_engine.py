@@ -59,7 +59,7 @@ def _best(fn: Any, repeats: int) -> tuple[float, float]:
 
 
 def _engine_inputs() -> tuple[Any, Any, int]:
-    from lcm_lab.engine.config import LcmConfig
+    from lcm_lab.engine.config.lcm_config import LcmConfig
     from lcm_lab.io.transcripts import read_transcript
 
     trace = json.loads(gzip.open(FIXTURES / "traces" / "before-compaction__C2-tight.trace.json.gz").read())
@@ -73,7 +73,7 @@ def _engine_inputs() -> tuple[Any, Any, int]:
 
 def measure_engine(repeats: int) -> dict[str, Any]:
     """Replay alone, and replay + per-turn sent(), best of ``repeats`` (this process's lcm_lab)."""
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.summarizers.stub import StubV1Summarizer
 
     conversation, config, budget = _engine_inputs()

@@ -144,7 +144,7 @@ def _naive_lcmdb(path: Path, store: Any) -> int:
 
 
 def _naive_jsonl(path: Path, store: Any) -> int:
-    from lcm_lab.engine.ingest import to_stored_message
+    from lcm_lab.engine.ingest.message import to_stored_message
 
     con = store.con
     con.execute("BEGIN")

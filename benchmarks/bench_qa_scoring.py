@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def measure(budget: int, conversations: int, sweep_configs: int) -> dict[str, Any]:
     """Time bare and scored replays (see the module docstring); the result as plain data."""
-    from lcm_lab.engine.config import LcmConfig
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.metrics import locomo
     from lcm_lab.metrics.score import score_replay

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import Conversation, InputEntry
 
 REPORT_DIR = Path(__file__).resolve().parent.parent / "reports" / "benchmarks"
@@ -67,7 +67,7 @@ def generate(n_messages: int, seed: int = 7) -> Conversation:
 
 def measure(n_messages: int) -> dict[str, float]:
     """Generate, replay and measure in this process."""
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.summarizers.stub import StubV1Summarizer
 
     conversation = generate(n_messages)

@@ -31,7 +31,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from lcm_lab.batch import ReplayOutcome, ReplaySpec, replay_many  # noqa: E402
-from lcm_lab.engine.config import LcmConfig  # noqa: E402
+from lcm_lab.engine.config.lcm_config import LcmConfig  # noqa: E402
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult  # noqa: E402
 from lcm_lab.io.transcripts import read_transcript  # noqa: E402
 from lcm_lab.store import LabStore  # noqa: E402

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.summarizers.stub import StubV1Summarizer
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,7 +28,7 @@ BUDGET = 6000
 def main() -> dict[str, Any]:
     from tqdm.auto import tqdm
 
-    from lcm_lab.engine.sent import serialized_cost
+    from lcm_lab.engine.assembly.sent import serialized_cost
     from lcm_lab.engine.tokens import estimate_tokens
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.metrics.locomo import context_recall, newest_within, raw_texts, sent_texts, usable_items

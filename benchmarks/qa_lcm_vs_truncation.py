@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> dict[str, Any]:
     from tqdm.auto import tqdm
 
-    from lcm_lab.engine.config import LcmConfig
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.metrics.compare import compare
     from lcm_lab.metrics.locomo import qa_retention_scores

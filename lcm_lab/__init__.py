@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from lcm_lab.cost.replay_cost import calibrate_conversation, reference_costs, session_cost
     from lcm_lab.cost.scores import cost_scores, price_replay, validate_transcript
     from lcm_lab.cost.validate import validation_record
-    from lcm_lab.engine.config import LcmConfig
-    from lcm_lab.engine.replay import Replay, replay
-    from lcm_lab.engine.trace import reference_trace
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.replay.driver import Replay, replay
+    from lcm_lab.engine.replay.trace import reference_trace
     from lcm_lab.errors import UserError
     from lcm_lab.host import recorded_calls
     from lcm_lab.io.lcmdb_export import export_lcm_db
@@ -68,10 +68,10 @@ _EXPORTS = {
     "load_lcm_db": "lcm_lab.load",
     "load_transcript": "lcm_lab.load",
     "read_transcript": "lcm_lab.io.transcripts",
-    "LcmConfig": "lcm_lab.engine.config",
-    "replay": "lcm_lab.engine.replay",
-    "Replay": "lcm_lab.engine.replay",
-    "reference_trace": "lcm_lab.engine.trace",
+    "LcmConfig": "lcm_lab.engine.config.lcm_config",
+    "replay": "lcm_lab.engine.replay.driver",
+    "Replay": "lcm_lab.engine.replay.driver",
+    "reference_trace": "lcm_lab.engine.replay.trace",
     "get_summarizer": "lcm_lab.summarizers",
     "save_replay": "lcm_lab.store.replays",
     "load_replay": "lcm_lab.store.replays",

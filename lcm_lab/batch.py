@@ -6,7 +6,7 @@ one summarizer — for :class:`~lcm_lab.summarizers.litellm_summarizer.LiteLLMSu
 means one bounded pool of in-flight model calls and one ledger (repeated chunks are served from
 its cache).
 
->>> from lcm_lab.engine.config import LcmConfig
+>>> from lcm_lab.engine.config.lcm_config import LcmConfig
 >>> from lcm_lab.engine.types import Conversation, InputEntry
 >>> from lcm_lab.summarizers import get_summarizer
 >>> chat = Conversation("demo", entries=(
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any, Literal, NamedTuple
 
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.types import Conversation
 
@@ -104,13 +104,13 @@ def replay_many(
     (conversation-major). With
     ``errors="raise"`` the first failure stops new replays from starting and raises
     :class:`ReplayBatchError` once running ones finish; ``"collect"`` returns failures in the
-    outcomes. ``replay_fn`` defaults to :func:`lcm_lab.engine.replay.replay`; extra keyword
+    outcomes. ``replay_fn`` defaults to :func:`lcm_lab.engine.replay.driver.replay`; extra keyword
     arguments are passed to it.
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     if replay_fn is None:
-        from lcm_lab.engine.replay import replay as replay_fn
+        from lcm_lab.engine.replay.driver import replay as replay_fn
     specs = _specs(configs, token_budget)
     jobs = [ReplayJob(i * len(specs) + j, conv, spec) for i, conv in enumerate(conversations) for j, spec in enumerate(specs)]
     stop = threading.Event()

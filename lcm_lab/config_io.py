@@ -1,6 +1,6 @@
 """Read lossless-claw configuration from files and the process environment (the impure edge).
 
-:class:`~lcm_lab.engine.config.LcmConfig` resolves from a ``Mapping`` environment and parsed
+:class:`~lcm_lab.engine.config.lcm_config.LcmConfig` resolves from a ``Mapping`` environment and parsed
 documents; this module supplies them:
 
 * :func:`load_config_file` — a JSON file holding either plugin config keys (as ``plugin_config``
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.engine.config import ConfigError, LcmConfig
+from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
 
 __all__ = ["load_config_file", "load_openclaw_config", "lcm_environment", "read_config_document"]
 

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.locomo import qa_retention_scores, raw_texts

@@ -28,10 +28,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.engine import edits
-from lcm_lab.engine.edits import EditError
 from lcm_lab.engine.protocol import Summarizer
-from lcm_lab.engine.replay import Replay
+from lcm_lab.engine.replay import edits
+from lcm_lab.engine.replay.driver import Replay
+from lcm_lab.engine.replay.edits import EditError
 from lcm_lab.engine.types import SentContext, SummarizerCall
 from lcm_lab.store.core import LabStore
 

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from lcm_lab.engine.assembly import assemble
+from lcm_lab.engine.assembly.bare import assemble
 from lcm_lab.engine.types import Assembly, ContextItem, StoredMessage, StoredPart, Summary
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.transcripts import read_transcript

@@ -15,7 +15,7 @@ from typing import Any
 
 from reference_runs import config_for, conversation_for
 
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.summarizers.stub import StubV1Summarizer
 
 FIXTURES = Path(__file__).parent / "fixtures"

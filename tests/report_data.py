@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.summarizers import get_summarizer
 

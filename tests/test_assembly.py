@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lcm_lab.engine.assembly import (
+from lcm_lab.engine.assembly.bare import (
     assemble,
     estimate_serialized_message_tokens,
     relevance_score,
     tokenize_prompt_terms,
 )
-from lcm_lab.engine.jsjson import js_stringify
-from lcm_lab.engine.repair import MISSING_TOOL_RESULT_TEXT
-from lcm_lab.engine.summary_xml import summary_xml
+from lcm_lab.engine.assembly.repair import MISSING_TOOL_RESULT_TEXT
+from lcm_lab.engine.assembly.summary_xml import summary_xml
+from lcm_lab.engine.js.json import js_stringify
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Assembly, ContextItem, StoredMessage, StoredPart, Summary
 

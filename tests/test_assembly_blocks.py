@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lcm_lab.engine.blocks import (
+from lcm_lab.engine.assembly.blocks import (
     block_from_part,
     content_from_parts,
     model_identity,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_assembly import text_message, tool_call_message, tool_result_message
 
-from lcm_lab.engine.assembly import assemble
+from lcm_lab.engine.assembly.bare import assemble
 from lcm_lab.engine.types import Assembly, ContextItem, StoredMessage, Summary
 
 

@@ -21,8 +21,8 @@ from assembly_reference import (
 )
 from conftest import reference_db
 
-from lcm_lab.engine.assembly import assemble
-from lcm_lab.engine.trace import assembly_record
+from lcm_lab.engine.assembly.bare import assemble
+from lcm_lab.engine.replay.trace import assembly_record
 
 RUN_IDS = sorted(path.name.removesuffix(".trace.json.gz") for path in TRACES.glob("*.trace.json.gz"))
 

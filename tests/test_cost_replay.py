@@ -8,8 +8,8 @@ from lcm_lab.cost.model import Calibration
 from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.replay_cost import replay_requests
 from lcm_lab.cost.scores import cost_scores, price_replay
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import RecordedEvent
 from lcm_lab.report.build import report

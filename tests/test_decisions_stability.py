@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from lcm_lab.cli import main
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.decisions import decision_scores, retained, tag_decisions

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from lcm_lab.demo import CONVERSATIONS, bundled_donor_candidates, pick_donor
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.io.transcripts import read_transcript

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from reference_sets import load_trace, replay_of, run_ids
 
-from lcm_lab.engine.deferred import retry_delay_ms
-from lcm_lab.engine.trace import compare_traces, reference_trace
+from lcm_lab.engine.compaction.deferred import retry_delay_ms
+from lcm_lab.engine.replay.trace import compare_traces, reference_trace
 
 
 @pytest.fixture(scope="module")

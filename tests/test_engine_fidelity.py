@@ -113,8 +113,8 @@ def test_quirk_8_cap_uses_prompt_target() -> None:
 def test_context_threshold_override_rules_apply_to_a_replay(tmp_path) -> None:
     from reference_runs import config_for, conversation_for, load_trace
 
-    from lcm_lab.engine.config import LcmConfig
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.summarizers.stub import StubV1Summarizer
 
     trace = load_trace("golden__G0-golden")

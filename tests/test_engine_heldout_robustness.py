@@ -12,8 +12,8 @@ from conftest import archive_members, unpacked
 from reference_runs import config_for, load_trace
 from test_engine_properties import covered_seqs
 
-from lcm_lab.engine.replay import replay
-from lcm_lab.engine.trace import compare_traces, reference_trace
+from lcm_lab.engine.replay.driver import replay
+from lcm_lab.engine.replay.trace import compare_traces, reference_trace
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.summarizers.stub import StubV1Summarizer
 

@@ -14,10 +14,10 @@ from itertools import repeat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lcm_lab.engine import text
-from lcm_lab.engine.compaction import Compactor
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.jsstr import JS_WHITESPACE, js_trim
+from lcm_lab.engine.compaction import source_text as text
+from lcm_lab.engine.compaction.sweep import Compactor
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.js.strings import JS_WHITESPACE, js_trim
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.types import StoredMessage, Summary
@@ -137,7 +137,7 @@ def _summary_item(summary: Summary):  # type: ignore[no-untyped-def]
 
 
 def test_file_ids_follow_javascript_regex_semantics() -> None:
-    from lcm_lab.engine.text import file_ids_in
+    from lcm_lab.engine.compaction.source_text import file_ids_in
 
     # JavaScript's \b sees only ASCII word characters, so a non-ASCII letter before "file_" is a boundary
     assert file_ids_in(["éfile_0123456789abcdef and FILE_0123456789ABCDEF"]) == ("file_0123456789abcdef",)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.tail import NO_TAIL, fresh_tail_start
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.summarizers.stub import StubV1Summarizer

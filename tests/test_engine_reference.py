@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from reference_runs import config_for, conversation_for, load_trace, run_ids, run_info, summarizer_for
 
-from lcm_lab.engine.replay import replay
-from lcm_lab.engine.trace import compare_traces, reference_trace
+from lcm_lab.engine.replay.driver import replay
+from lcm_lab.engine.replay.trace import compare_traces, reference_trace
 
 
 @pytest.fixture(scope="module")

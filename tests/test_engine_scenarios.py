@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from lcm_lab.engine.compaction import Compactor
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.compaction.sweep import Compactor
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import SummarizerAuthError, SummaryRequest
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.tokens import estimate_tokens
@@ -255,7 +255,7 @@ def test_14_token_estimator_vectors() -> None:
 def test_new_session_prunes_raw_messages_and_shallow_summaries(tmp_path) -> None:
     from reference_runs import config_for, conversation_for, load_trace
 
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.summarizers.stub import StubV1Summarizer
 
     trace = load_trace("golden__G0-golden")

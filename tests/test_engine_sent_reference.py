@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from reference_sets import load_trace, replay_of, run_ids
 
-from lcm_lab.engine.trace import compare_traces, reference_trace
+from lcm_lab.engine.replay.trace import compare_traces, reference_trace
 
 
 @pytest.fixture(scope="module")

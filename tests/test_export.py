@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import DATASETS, FIXTURES, gunzip_to
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.io.lcmdb_export import ExportExistsError, export_lcm_db, has_fts5
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.summarizers import get_summarizer

@@ -14,7 +14,7 @@ from conftest import same_json_value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lcm_lab.engine.content import (
+from lcm_lab.engine.ingest.content import (
     _build_parts,
     build_message_parts,
     estimate_content_tokens_for_role,
@@ -22,8 +22,8 @@ from lcm_lab.engine.content import (
     project_message,
     to_runtime_role_for_tokens,
 )
-from lcm_lab.engine.jsjson import UNDEFINED, js_parse, js_stringify
-from lcm_lab.engine.jsvalues import _defined, _opt, first_string, is_number, prop, safe_boolean, safe_string
+from lcm_lab.engine.js.json import UNDEFINED, js_parse, js_stringify
+from lcm_lab.engine.js.values import _defined, _opt, first_string, is_number, prop, safe_boolean, safe_string
 from lcm_lab.engine.tokens import estimate_tokens
 
 # Strings and numbers where JSON text, JSON.parse and Python part ways.

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from conftest import reference_db
 
-from lcm_lab.engine.identity import identity_hash
-from lcm_lab.engine.ingest import IngestResult, is_persistable, to_stored_message
+from lcm_lab.engine.ingest.identity import identity_hash
+from lcm_lab.engine.ingest.message import IngestResult, is_persistable, to_stored_message
 from lcm_lab.engine.types import LargeFile, StoredMessage
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lcm_lab.engine import content as content_mod
-from lcm_lab.engine.content import block_from_part, build_message_parts, project_message
-from lcm_lab.engine.exploration import exploration_summary, explore_code, explore_structured
-from lcm_lab.engine.identity import canonicalize_inbound_metadata, identity_hash, stable_event_key
-from lcm_lab.engine.ingest import created_at_for, format_created_at, is_persistable, to_stored_message
-from lcm_lab.engine.jsstr import js_trim, locale_int, utf16_len, utf16_slice
+from lcm_lab.engine.ingest import content as content_mod
+from lcm_lab.engine.ingest.content import block_from_part, build_message_parts, project_message
+from lcm_lab.engine.ingest.exploration import exploration_summary, explore_code, explore_structured
+from lcm_lab.engine.ingest.identity import canonicalize_inbound_metadata, identity_hash, stable_event_key
+from lcm_lab.engine.ingest.message import created_at_for, format_created_at, is_persistable, to_stored_message
+from lcm_lab.engine.js.strings import js_trim, locale_int, utf16_len, utf16_slice
 from lcm_lab.engine.tokens import estimate_tokens
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAYAAAADCAIAAAA/Y+msAAAARElEQVR4nAE5AMb/ACQmCwWUt/zwTjOnJ1hbTEijnAA2lkBpSBChaVuZ3VAYfoEg5NwAgODoBcqtV4T4DNUJH7VGQEaEj+AX+3zVn4kAAAAASUVORK5CYII="
@@ -532,10 +532,10 @@ FORBIDDEN = ("duckdb", "sqlite3", "litellm", "httpx")
 
 
 def test_ingest_modules_are_pure() -> None:
-    modules = ["jsstr", "content", "identity", "exploration", "large_payloads", "ingest", "config"]
+    modules = ["js.strings", "ingest.content", "ingest.identity", "ingest.exploration", "ingest.large_payloads", "ingest.message", "config.lcm_config"]
     for name in modules:
         module = importlib.import_module(f"lcm_lab.engine.{name}")
         source = Path(module.__file__ or "").read_text(encoding="utf-8")
         for forbidden in (*FORBIDDEN, "open(", "pathlib", "datetime.now", "time.time", "os.environ"):
             assert forbidden not in source, f"lcm_lab.engine.{name} uses {forbidden}"
-    assert content_mod is sys.modules["lcm_lab.engine.content"]
+    assert content_mod is sys.modules["lcm_lab.engine.ingest.content"]

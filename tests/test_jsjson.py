@@ -9,7 +9,7 @@ from conftest import same_json_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lcm_lab.engine.jsjson import UNDEFINED, js_number, js_parse, js_stringify
+from lcm_lab.engine.js.json import UNDEFINED, js_number, js_parse, js_stringify
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_rejects_non_json_values() -> None:
 
 
 def test_trim_uses_javascript_whitespace() -> None:
-    from lcm_lab.engine.jsjson import js_trim
+    from lcm_lab.engine.js.json import js_trim
 
     assert js_trim("\u3000 a \ufeff\n") == "a"
     assert js_trim("\x1fa\x85") == "\x1fa\x85"
@@ -85,7 +85,7 @@ _json_values = st.recursive(
 @settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
 @given(st.dictionaries(st.text(max_size=5), _json_values, max_size=5) | st.lists(_json_values, max_size=5))
 def test_c_encoder_fast_path_matches_the_exact_writer(value: object) -> None:
-    from lcm_lab.engine.jsjson import _write
+    from lcm_lab.engine.js.json import _write
 
     exact: list[str] = []
     _write(value, exact)
@@ -97,7 +97,7 @@ def test_c_encoder_fast_path_matches_the_exact_writer(value: object) -> None:
     ['{"b":1,"2":2,"a":{"10":0,"1":1}}', '{"\\u0031":1,"a":2}', '{"a":1,"a":2,"b":3}', '{"x" : 1, "3" : 2}', "[1.0, -0, 5e-06]"],
 )
 def test_parse_fast_path_keeps_javascript_key_order(text: str) -> None:
-    from lcm_lab.engine.jsjson import _object_pairs
+    from lcm_lab.engine.js.json import _object_pairs
 
     exact = json.loads(text, object_pairs_hook=_object_pairs)
     assert js_parse(text) == exact
@@ -129,7 +129,7 @@ _tricky_values = st.recursive(
 @settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
 @given(st.dictionaries(st.text(max_size=5), _tricky_values, max_size=5) | st.lists(_tricky_values, max_size=6))
 def test_orjson_fast_path_matches_the_exact_writer_on_tricky_values(value: object) -> None:
-    from lcm_lab.engine.jsjson import _c_stringify, _write
+    from lcm_lab.engine.js.json import _c_stringify, _write
 
     exact: list[str] = []
     _write(value, exact)
@@ -141,19 +141,19 @@ def test_orjson_fast_path_matches_the_exact_writer_on_tricky_values(value: objec
 @settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
 @given(st.text() | st.sampled_from(_TRICKY_STRINGS))
 def test_string_fast_path_matches_javascript_escaping(text: str) -> None:
-    from lcm_lab.engine.jsjson import _SHORT_ESCAPES
+    from lcm_lab.engine.js.json import _SHORT_ESCAPES
 
     expected = '"' + "".join(
         _SHORT_ESCAPES.get(ch) or (f"\\u{ord(ch):04x}" if ord(ch) < 0x20 or 0xD800 <= ord(ch) <= 0xDFFF else ch)
         for ch in text
     ) + '"'
-    from lcm_lab.engine.jsjson import js_string
+    from lcm_lab.engine.js.json import js_string
 
     assert js_string(text) == expected
 
 
 def test_fast_path_is_taken_for_plain_transcript_data() -> None:
-    from lcm_lab.engine.jsjson import _c_stringify
+    from lcm_lab.engine.js.json import _c_stringify
 
     block = {"type": "toolCall", "id": "toolu_01", "name": "read", "arguments": {"path": "/a/b.ts", "limit": 20}}
     message = {"role": "assistant", "content": [block, {"type": "text", "text": "é\u2028 ok\n"}], "cost": 0.0175}
@@ -181,7 +181,7 @@ _round_trip_values = st.recursive(
 @settings(deadline=None)  # a shared 2-core machine: wall-clock deadlines are noise
 @given(_round_trip_values)
 def test_stringify_checked_says_exactly_when_parse_gives_the_value_back(value: object) -> None:
-    from lcm_lab.engine.jsjson import js_stringify_checked
+    from lcm_lab.engine.js.json import js_stringify_checked
 
     if value is UNDEFINED:
         with pytest.raises(ValueError):
@@ -194,7 +194,7 @@ def test_stringify_checked_says_exactly_when_parse_gives_the_value_back(value: o
 
 
 def test_stringify_checked_refuses_values_parse_would_change() -> None:
-    from lcm_lab.engine.jsjson import js_stringify_checked
+    from lcm_lab.engine.js.json import js_stringify_checked
 
     for value in ({"a": 1.0}, {"a": -0.0}, [float("nan")], [2**53 + 1], {"10": 1}, {"1a": 1}, ("x",), [("x",)],
                   {"a": UNDEFINED}, ["\ud83d" + "\ude00"], {"\ud83d" + "\ude00": 1}):  # fmt: skip
@@ -210,7 +210,7 @@ def test_stringify_checked_refuses_values_parse_would_change() -> None:
     "text", ['{"b":1,"2":[1.5,"x"]}', '{"\\u0062":1}', "[1e400]", '"NaN"', "null", '{"a" : 1, "10" : 2}']
 )
 def test_strict_parse_is_js_parse_for_json(text: str) -> None:
-    from lcm_lab.engine.jsvalues import strict_json_parse
+    from lcm_lab.engine.js.values import strict_json_parse
 
     assert strict_json_parse(text) == js_parse(text)
     assert list(js_stringify(strict_json_parse(text))) == list(js_stringify(js_parse(text)))
@@ -218,7 +218,7 @@ def test_strict_parse_is_js_parse_for_json(text: str) -> None:
 
 @pytest.mark.parametrize("text", ["[NaN]", '{"a":Infinity}', '{"\\u0031":-Infinity}', '{"1" : NaN}', "{", ""])
 def test_strict_parse_refuses_what_json_parse_refuses(text: str) -> None:
-    from lcm_lab.engine.jsvalues import strict_json_parse
+    from lcm_lab.engine.js.values import strict_json_parse
 
     with pytest.raises(ValueError):
         strict_json_parse(text)

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from fakeserver import FakeOpenAIServer, Reply
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.types import ContextItem, Conversation, InputEntry, StoredMessage, Summary
 from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.dag import Dag

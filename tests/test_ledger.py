@@ -14,7 +14,7 @@ from fakeserver import FakeOpenAIServer
 
 from lcm_lab.batch import ReplayBatchError, ReplaySpec, replay_many
 from lcm_lab.cli import main
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import SummarizerError, SummaryRequest, SummaryResult
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.store import LabStore

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.types import Conversation, InputEntry, StoredMessage, StoredPart, Summary
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.metrics.base import Score, age_bucket, message_text
@@ -36,7 +36,7 @@ def by(scores: list[Score], scope: str, metric: str) -> dict[str, float | None]:
     ("text", "kind", "surface"),
     [
         ("see https://example.org/docs/a?b=1.", "url", "https://example.org/docs/a?b=1"),
-        ("I edited src/lcm_lab/engine/replay.py today", "path", "src/lcm_lab/engine/replay.py"),
+        ("I edited src/lcm_lab/engine/replay/driver.py today", "path", "src/lcm_lab/engine/replay/driver.py"),
         ("open config.json please", "path", "config.json"),
         ("ran `git rebase -i HEAD~3` first", "command", "git rebase -i HEAD~3"),
         ("$ npm test -- --watch", "command", "npm test -- --watch"),

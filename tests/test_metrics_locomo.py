@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.io.transcripts.locomo import read_locomo_json
 from lcm_lab.metrics.score import score_replay
 from lcm_lab.summarizers import get_summarizer

@@ -7,8 +7,8 @@ import math
 import pytest
 from test_metrics import _tool_chat
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.compare import compare
 from lcm_lab.metrics.needles import plant_needles

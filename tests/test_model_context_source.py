@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from report_data import planted_replay
 
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.report import report
 from lcm_lab.summarizers import get_summarizer
 from lcm_lab.viz import plot_budget_timeline, plot_context_at

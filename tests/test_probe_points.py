@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from reference_runs import config_for, conversation_for, load_trace
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.metrics.probe_points import compaction_turns, probe_point
 from lcm_lab.summarizers.stub import StubV1Summarizer
 

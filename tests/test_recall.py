@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import Conversation, StoredMessage, Summary
 from lcm_lab.recall import FullTextQueryError, OfflineAnswerer, recall
 from lcm_lab.recall.answer import OFFLINE_LABEL

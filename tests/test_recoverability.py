@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import ContextItem, Conversation, StoredMessage, Summary
 from lcm_lab.metrics.dag import Dag
 from lcm_lab.metrics.facts import TextIndex

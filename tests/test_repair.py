@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lcm_lab.engine.repair import (
+from lcm_lab.engine.assembly.repair import (
     MISSING_TOOL_RESULT_TEXT,
     Tagged,
     is_synthetic_missing_result,

@@ -11,8 +11,8 @@ import pytest
 from reference_runs import FIXTURES, config_for, conversation_for, load_trace
 
 from lcm_lab.cli import main
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.store import LabStore
 from lcm_lab.store.replays import latest_run_id, load_replay, replays_df, save_replay
 from lcm_lab.summarizers.stub import StubV1Summarizer
@@ -132,7 +132,7 @@ def test_saved_deferred_replay_rebuilds_the_same_model_contexts(tmp_path: Path) 
     from reference_sets import load_trace as load_set_trace
     from reference_sets import replay_of
 
-    from lcm_lab.engine.trace import CanonicalJson, sent_record, summary_keys
+    from lcm_lab.engine.replay.trace import CanonicalJson, sent_record, summary_keys
     from lcm_lab.store.replays import replay_sent_df
 
     expected = load_set_trace("deferred", "synth-2__C2-tight")

@@ -1,4 +1,4 @@
-"""The engine-level assembly rules (lcm_lab.engine.sent) on small hand-made inputs.
+"""The engine-level assembly rules (lcm_lab.engine.assembly.sent) on small hand-made inputs.
 
 The reference traces check the rules on real sessions; these pin each rule on its own: the
 clamp's ``≤ budget`` test and ``0.9 × budget`` target, tool-result drop, user re-seat, prefill
@@ -11,8 +11,13 @@ from typing import Any
 
 import pytest
 
-from lcm_lab.engine.assembly import estimate_serialized_message_tokens
-from lcm_lab.engine.sent import clamp_serialized, engine_assemble, is_substantive_assistant, strip_prefill
+from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens
+from lcm_lab.engine.assembly.sent import (
+    clamp_serialized,
+    engine_assemble,
+    is_substantive_assistant,
+    strip_prefill,
+)
 from lcm_lab.engine.types import AssembledItem, Assembly
 
 
@@ -142,8 +147,8 @@ def test_prompts_naming_identifiers_are_flagged_for_the_unmodelled_prompt_recall
 
 
 def test_replay_sent_indexes_turns_like_the_host() -> None:
-    from lcm_lab.engine.config import LcmConfig
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.engine.types import Conversation, InputEntry
     from lcm_lab.summarizers.stub import StubV1Summarizer
 

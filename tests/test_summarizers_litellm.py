@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from fakeserver import FakeOpenAIServer, Reply
 
-from lcm_lab.engine.compaction import Compactor
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.fallback import FALLBACK_MARKER
+from lcm_lab.engine.compaction.fallback import FALLBACK_MARKER
+from lcm_lab.engine.compaction.sweep import Compactor
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import SummarizerAuthError, SummarizerError, SummaryRequest
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Conversation, InputEntry

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import SummaryRequest
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.metrics.statements import is_statement, split_statements

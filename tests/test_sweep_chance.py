@@ -42,7 +42,7 @@ def qa_spec(conversations: int, **changes: Any) -> dict[str, Any]:
 
 
 def test_two_locomo_conversations_read_each_other_as_chance(tmp_path: Path) -> None:
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.metrics.donor import pick_donor
     from lcm_lab.metrics.score import score_replay

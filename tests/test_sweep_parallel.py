@@ -59,7 +59,7 @@ def test_processes_store_exactly_what_serial_stores_with_qa_scoring(tmp_path: Pa
 
 
 def test_chunks_keep_a_conversation_together_and_cover_every_unit() -> None:
-    from lcm_lab.engine.config import LcmConfig
+    from lcm_lab.engine.config.lcm_config import LcmConfig
     from lcm_lab.sweeps.work import Conversations, Unit
 
     units = [Unit("s", f"c{c}", key, f"r{c}{key}", LcmConfig(), 100) for key in "abc" for c in range(7)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lcm_lab.engine.turns import split_turns
+from lcm_lab.engine.replay.turns import split_turns
 from lcm_lab.io.transcripts import CLAUDE_CODE_JSONL, detect_format, read_transcript
 
 REPO = Path(__file__).resolve().parents[1]

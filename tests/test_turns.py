@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lcm_lab.engine.turns import split_turns
+from lcm_lab.engine.replay.turns import split_turns
 from lcm_lab.engine.types import InputEntry
 from lcm_lab.io.transcripts import read_transcript
 

@@ -6,8 +6,8 @@ import pytest
 from conftest import DATASETS
 from viz_data import trace_replay
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.types import (
     AssembledItem,
     Assembly,

@@ -12,8 +12,8 @@ from conftest import DATASETS, FIXTURES, gunzip_to
 
 import lcm_lab as lab
 from lcm_lab.cli import main
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.store import LabStore

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.summarizers import get_summarizer

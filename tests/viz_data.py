@@ -14,8 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.types import (
     ContextItem,
     Conversation,

@@ -90,7 +90,7 @@ def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     from lcm_lab.commands.replay import read_config
     from lcm_lab.cost.replay_cost import calibrate_conversation, reference_costs, session_cost
     from lcm_lab.cost.validate import session_model
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.host.recorded import recorded_calls
     from lcm_lab.summarizers import SummarizerConfigError, summarizer_from_args
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lcm_lab.cli import add_json_argument, print_json, print_json_lines
-from lcm_lab.engine.compaction import prompt_targets
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.compaction.sweep import prompt_targets
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import SummaryRequest
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.prompts import (

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument, existing_file, positive_int, print_json
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import Conversation
 from lcm_lab.errors import OptionError, UserError
 
@@ -130,8 +130,8 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from lcm_lab.engine.replay import replay
-    from lcm_lab.engine.trace import compare_traces, reference_trace
+    from lcm_lab.engine.replay.driver import replay
+    from lcm_lab.engine.replay.trace import compare_traces, reference_trace
     from lcm_lab.store import open_store
     from lcm_lab.store.replays import save_replay
     from lcm_lab.summarizers import SummarizerConfigError, summarizer_from_args

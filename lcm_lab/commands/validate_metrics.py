@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from lcm_lab.engine.config import LcmConfig
+    from lcm_lab.engine.config.lcm_config import LcmConfig
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.validity import CONTROLS, DEFAULT_CONFIG, check_properties, validate, validity_markdown
 

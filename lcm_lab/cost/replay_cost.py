@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from lcm_lab.cost.model import Calibration, CallCost, Request, simulate
 from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.validate import billable, calibrate_on_calls, host_requests
-from lcm_lab.engine.turns import split_turns
+from lcm_lab.engine.replay.turns import split_turns
 from lcm_lab.engine.types import Conversation, SentContext, TurnRecord
 from lcm_lab.host.recorded import SETTINGS_ENTRIES, in_context, is_call, recorded_calls, request_ms
 from lcm_lab.io.model import RecordedEvent
@@ -29,7 +29,7 @@ HOST_COMPACTION_TYPES = frozenset({"compaction", "compact_boundary"})
 
 
 class ReplayLike(Protocol):
-    """What pricing needs from a replay (``lcm_lab.engine.replay.Replay`` and other strategies)."""
+    """What pricing needs from a replay (``lcm_lab.engine.replay.driver.Replay`` and other strategies)."""
 
     conversation: Conversation
     turns: tuple[TurnRecord, ...]

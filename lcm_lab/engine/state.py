@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lcm_lab.engine.text import sender_label
+from lcm_lab.engine.compaction.source_text import sender_label
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import ContextItem, LargeFile, StoredMessage, Summary
 

@@ -33,7 +33,7 @@ class StoredPart:
     part_id: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # Pickle the fields only, not the parsed-metadata memo (lcm_lab.engine.blocks).
+        # Pickle the fields only, not the parsed-metadata memo (lcm_lab.engine.assembly.blocks).
         return {k: v for k, v in self.__dict__.items() if k != "_metadata_memo"}
 
     def metadata_dict(self) -> dict[str, Any]:

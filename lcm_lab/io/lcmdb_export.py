@@ -12,7 +12,7 @@ renamed into place only if nothing is there.
 
 >>> import tempfile, sqlite3, pathlib
 >>> from lcm_lab.engine.types import Conversation, StoredMessage
->>> from lcm_lab.engine.replay import replay
+>>> from lcm_lab.engine.replay.driver import replay
 >>> from lcm_lab.summarizers import get_summarizer
 >>> run = replay(Conversation("s1", stored_messages=(StoredMessage(1, "user", "hi", 1),)), summarizer=get_summarizer("offline"))
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "run.db"
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from lcm_lab.io.lcmdb_schema import FTS_TABLES, MIGRATION_STEPS, STATEMENTS
 
 if TYPE_CHECKING:
-    from lcm_lab.engine.replay import Replay
+    from lcm_lab.engine.replay.driver import Replay
 
 CONVERSATION_ID = 1
 NO_PAYLOAD_URI = "lcm-lab:no-payload/{file_id}"

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from lcm_lab.engine.ingest import IngestResult, to_stored_message
+from lcm_lab.engine.ingest.message import IngestResult, to_stored_message
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation

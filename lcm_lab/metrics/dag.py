@@ -1,6 +1,6 @@
 """A read-only view of a summary DAG for metrics: from a replay or from a loaded conversation.
 
-Both a :class:`~lcm_lab.engine.replay.Replay` and a loaded lcm.db
+Both a :class:`~lcm_lab.engine.replay.driver.Replay` and a loaded lcm.db
 :class:`~lcm_lab.engine.types.Conversation` reduce to the same three things: stored messages,
 summaries with their source edges, and the current context items. ``Dag`` adds the derived
 relations metrics need (which raw messages a summary covers, transitively; which summaries are

@@ -33,8 +33,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from lcm_lab.engine.assembly import estimate_serialized_message_tokens
-from lcm_lab.engine.content import PERSISTABLE_ROLES
+from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens
+from lcm_lab.engine.ingest.content import PERSISTABLE_ROLES
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Conversation
 from lcm_lab.metrics.base import Score, message_text, per_conversation, runtime_text

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from lcm_lab.engine.assembly import estimate_serialized_message_tokens
+from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lcm_lab.engine.replay import Replay
+from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.metrics.base import Score, assembled_message_text, message_text
 from lcm_lab.metrics.headline import headline

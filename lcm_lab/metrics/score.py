@@ -1,8 +1,8 @@
 """Run every offline metric over a replay or a loaded lcm.db conversation.
 
 >>> from lcm_lab.engine.types import Conversation, InputEntry
->>> from lcm_lab.engine.replay import replay
->>> from lcm_lab.engine.config import LcmConfig
+>>> from lcm_lab.engine.replay.driver import replay
+>>> from lcm_lab.engine.config.lcm_config import LcmConfig
 >>> from lcm_lab.summarizers.stub import StubV1Summarizer
 >>> chat = Conversation("demo", entries=(
 ...     InputEntry(2, "message", {"role": "user", "content": "edit src/app.py " * 100, "timestamp": 0}),

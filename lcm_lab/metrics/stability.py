@@ -31,9 +31,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import Summarizer
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import Conversation
 from lcm_lab.metrics.base import Score, runtime_text
 from lcm_lab.metrics.decisions import decision_scores

@@ -7,7 +7,7 @@ everything indexed in the store). Results come as frames (``.df()``/``.pl()``) a
 plugin's JSON shape (``.json()``).
 
 >>> from lcm_lab.engine.types import Conversation, StoredMessage
->>> from lcm_lab.engine.replay import replay
+>>> from lcm_lab.engine.replay.driver import replay
 >>> from lcm_lab.summarizers import get_summarizer
 >>> chat = Conversation("doc", stored_messages=(
 ...     StoredMessage(1, "user", "deploy to db01 tonight", 6, "2026-01-01 10:00:00"),
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
 
-    from lcm_lab.engine.replay import Replay
+    from lcm_lab.engine.replay.driver import Replay
 
 Mode = Literal["regex", "full_text"]
 Scope = Literal["messages", "summaries", "both", "files"]

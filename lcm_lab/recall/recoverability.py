@@ -53,7 +53,7 @@ from lcm_lab.recall.query import terms_of
 if TYPE_CHECKING:
     import pandas as pd
 
-    from lcm_lab.engine.replay import Replay
+    from lcm_lab.engine.replay.driver import Replay
     from lcm_lab.io.model import QAItem
     from lcm_lab.recall.answer import Answerer
 

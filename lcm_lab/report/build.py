@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
 from lcm_lab.report._template import PAGE
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-    from lcm_lab.engine.replay import Replay
+    from lcm_lab.engine.replay.driver import Replay
     from lcm_lab.store.core import LabStore
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}

@@ -12,8 +12,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.report.browser import screenshot
 from lcm_lab.report.build import write_report

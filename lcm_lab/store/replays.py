@@ -1,7 +1,7 @@
 """Saving replays to the lab store and rebuilding them.
 
 ``save_replay`` writes the run (exactly, as compressed JSON) and its facts as tables;
-``load_replay`` gives the identical :class:`~lcm_lab.engine.replay.Replay` back. Runs of other
+``load_replay`` gives the identical :class:`~lcm_lab.engine.replay.driver.Replay` back. Runs of other
 context strategies (:class:`~lcm_lab.strategies.base.StrategyRun`) are saved the same way with
 their strategy name and parameters, and come back as they were; :func:`load_strategy_run` gives
 any run as a ``StrategyRun``.
@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 import pandas as pd
 import polars as pl
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.types import (
     ContextItem,
     Conversation,

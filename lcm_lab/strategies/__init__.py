@@ -5,7 +5,7 @@ Every strategy runs a conversation turn by turn and yields a
 sweeps read (``sent(turn, budget)``, ``conversation``, ``token_budget``, ``turns``, plus
 ``strategy`` and ``strategy_params``). Strategies are pure; the model comes in as an argument.
 
-* ``lcm`` — the lossless-claw engine (:func:`lcm_lab.engine.replay.replay`), plugin config keys;
+* ``lcm`` — the lossless-claw engine (:func:`lcm_lab.engine.replay.driver.replay`), plugin config keys;
 * ``clawvault`` — ClawVault's observer with model compression through the ledger;
 * ``observer_regex`` — ClawVault's deterministic fallback, as its own strategy;
 * ``truncate`` — the newest raw messages that fit the budget;
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lcm_lab.engine.replay import DEFAULT_TOKEN_BUDGET
+from lcm_lab.engine.replay.driver import DEFAULT_TOKEN_BUDGET
 from lcm_lab.engine.types import Conversation
 from lcm_lab.strategies.base import MemoryItem, ModelCall, Strategy, StrategyError, StrategyRun, StrategyTurn
 

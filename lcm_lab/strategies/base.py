@@ -3,7 +3,7 @@
 Metrics, plots, the report and the sweep engine read a run through ``run.sent(turn, budget)``
 (what the model receives), ``run.conversation``, ``run.token_budget``, ``run.turns`` (one
 :class:`StrategyTurn` per turn: raw messages ingested, context tokens, model calls, memory
-state) and ``run.strategy`` / ``run.strategy_params``. LCM's :class:`~lcm_lab.engine.replay.Replay`
+state) and ``run.strategy`` / ``run.strategy_params``. LCM's :class:`~lcm_lab.engine.replay.driver.Replay`
 is wrapped, not rewritten (``run.replay``); other strategies keep their memory as versions of
 :class:`MemoryItem` tuples and compute ``sent`` from them, so a run rebuilt from the store gives
 the same context.
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
-from lcm_lab.engine.assembly import estimate_serialized_message_tokens, resolve_message
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens, resolve_message
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext, StoredMessage
 

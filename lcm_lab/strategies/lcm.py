@@ -1,8 +1,8 @@
-"""LCM (the lossless-claw summary DAG) as one strategy: :func:`lcm_lab.engine.replay.replay`, wrapped.
+"""LCM (the lossless-claw summary DAG) as one strategy: :func:`lcm_lab.engine.replay.driver.replay`, wrapped.
 
 Parameters are the plugin's config keys (camelCase, as in ``openclaw.json``) plus ``fidelity``
 (``faithful`` reproduces the plugin's quirks, ``fixed`` corrects them). The run keeps the
-:class:`~lcm_lab.engine.replay.Replay` (``run.replay``), so every LCM view still works, and
+:class:`~lcm_lab.engine.replay.driver.Replay` (``run.replay``), so every LCM view still works, and
 ``run.sent`` is the replay's own.
 
 >>> from lcm_lab.engine.types import Conversation, InputEntry
@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import Replay, replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import Conversation, SentContext
 from lcm_lab.strategies.base import ModelCall, StrategyBase, StrategyError, StrategyRun, StrategyTurn
 

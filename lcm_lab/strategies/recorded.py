@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lcm_lab.engine.ingest import is_persistable
+from lcm_lab.engine.ingest.message import is_persistable
 from lcm_lab.engine.types import Conversation, SentContext
 from lcm_lab.host.recorded import recorded_calls
 from lcm_lab.io.model import LoadedConversation, RecordedEvent

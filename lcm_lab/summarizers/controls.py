@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from lcm_lab.engine.assembly import estimate_serialized_message_tokens
+from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext

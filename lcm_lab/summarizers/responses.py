@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import re
 
-from lcm_lab.engine.fallback import DIRECTIVE_MARKER, DIRECTIVE_OMISSION, FALLBACK_MARKER, omit_directives
+from lcm_lab.engine.compaction.fallback import (
+    DIRECTIVE_MARKER,
+    DIRECTIVE_OMISSION,
+    FALLBACK_MARKER,
+    omit_directives,
+)
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 
 _CLOSED_BLOCK = re.compile(r"<(think|thinking|reasoning)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)

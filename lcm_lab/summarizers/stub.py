@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 
+from lcm_lab.engine.compaction.source_text import FILE_ID, may_name_file_id
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
-from lcm_lab.engine.text import FILE_ID, may_name_file_id
 from lcm_lab.engine.tokens import estimate_tokens
 
 CANONICAL_FILE_ID = "file_0000000000000000"

@@ -219,7 +219,7 @@ def chunk_units(units: Sequence[Unit], data: Conversations, workers: int, per_wo
     """Units in chunks of one conversation each, about ``per_worker`` chunks per worker, the
     largest (configurations × conversation length) first so the short ones fill the end.
 
-    >>> from lcm_lab.engine.config import LcmConfig
+    >>> from lcm_lab.engine.config.lcm_config import LcmConfig
     >>> units = [Unit("s", c, k, f"{c}{k}", LcmConfig(), 100) for k in "ab" for c in "wxyz"]
     >>> data = Conversations({"a": [0] * 5, "b": [0] * 50}, {})
     >>> [[u.run_id for u in chunk] for chunk in chunk_units(units, data, workers=1, per_worker=2)]

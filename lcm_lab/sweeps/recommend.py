@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from lcm_lab.engine.config import FIELDS, LcmConfig
+from lcm_lab.engine.config.lcm_config import FIELDS, LcmConfig
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
 from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
 from lcm_lab.sweeps.run import BASELINE_ID

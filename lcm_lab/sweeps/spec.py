@@ -2,7 +2,7 @@
 
 Validated at the edge with pydantic; every error names the key (as a dotted path) and what is
 allowed there. Plugin knobs use the plugin's own camelCase keys and are checked by
-:class:`~lcm_lab.engine.config.LcmConfig` itself, so an impossible configuration is refused
+:class:`~lcm_lab.engine.config.lcm_config.LcmConfig` itself, so an impossible configuration is refused
 before anything runs.
 
 >>> spec = SweepSpec.model_validate({
@@ -29,7 +29,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from lcm_lab.engine.config import FIELDS, ConfigError, LcmConfig
+from lcm_lab.engine.config.lcm_config import FIELDS, ConfigError, LcmConfig
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
 from lcm_lab.sweeps.metrics import METRICS
 from lcm_lab.sweeps.strategy_space import LCM, STRATEGY_KEY, parameter_kinds, strategy_problems

@@ -2,7 +2,7 @@
 takes in ``strategy_config``, and of what kind (for grids, random draws and Optuna).
 
 LCM's parameters are the plugin's knobs (``base`` and ``space``, checked by
-:class:`~lcm_lab.engine.config.LcmConfig`); the observer strategies (``clawvault``,
+:class:`~lcm_lab.engine.config.lcm_config.LcmConfig`); the observer strategies (``clawvault``,
 ``observer_regex``) take the fields of
 :class:`~lcm_lab.strategies.clawvault.ObserverParams`; ``truncate``, ``full`` and ``recorded``
 take none (``recorded`` replays the host's events from the conversation's own source).

@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from lcm_lab.engine.config import LcmConfig
+from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
 from lcm_lab.sweeps.metrics import ScoredRun, chance_controls, metric_values
 
@@ -74,7 +74,7 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
     fails the unit with the reason). ``fault`` (tests) makes the unit whose config id or
     conversation key equals it fail.
     """
-    from lcm_lab.engine.replay import replay
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.metrics.donor import donor_text
     from lcm_lab.metrics.score import score_replay
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from lcm_lab.engine.types import Conversation, StoredMessage, Summary
 
 if TYPE_CHECKING:
-    from lcm_lab.engine.replay import Replay
+    from lcm_lab.engine.replay.driver import Replay
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-    from lcm_lab.engine.replay import Replay
+    from lcm_lab.engine.replay.driver import Replay
 
 
 class ContextSplit(NamedTuple):

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from lcm_lab.engine.sent import serialized_cost
+from lcm_lab.engine.assembly.sent import serialized_cost
 from lcm_lab.engine.types import AssembledItem
 from lcm_lab.viz._style import ROLE_COLORS, depth_color, preview_html
 

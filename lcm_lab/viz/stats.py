@@ -30,8 +30,8 @@ class ReplayStats(NamedTuple):
 def replay_stats(replay: Any) -> ReplayStats:
     """Counts and token totals of a ``Replay``.
 
-    >>> from lcm_lab.engine.replay import Replay
-    >>> from lcm_lab.engine.config import LcmConfig
+    >>> from lcm_lab.engine.replay.driver import Replay
+    >>> from lcm_lab.engine.config.lcm_config import LcmConfig
     >>> from lcm_lab.engine.types import Conversation
     >>> replay_stats(Replay(Conversation("x"), LcmConfig(), 1000, "offline", (), (), ())).summaries
     0

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 
 import ipywidgets as widgets
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.replay import replay as run_replay
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay.driver import replay as run_replay
 from lcm_lab.engine.types import Conversation
 from lcm_lab.viz.budget import plot_budget_timeline
 from lcm_lab.viz.dag import plot_dag

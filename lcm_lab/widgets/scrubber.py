@@ -12,7 +12,7 @@ from lcm_lab.viz.dag import plot_dag
 from lcm_lab.widgets._figure import figure_widget, replace_figure
 
 if TYPE_CHECKING:
-    from lcm_lab.engine.replay import Replay
+    from lcm_lab.engine.replay.driver import Replay
 
 
 class ReplayScrubber(widgets.VBox):

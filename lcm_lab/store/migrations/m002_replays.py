@@ -1,6 +1,6 @@
 """Replays: one row per run, its turns, the summaries it created and every summarizer call.
 
-The ``replays.payload`` column holds the whole :class:`~lcm_lab.engine.replay.Replay` (compressed
+The ``replays.payload`` column holds the whole :class:`~lcm_lab.engine.replay.driver.Replay` (compressed
 JSON) so a run can be rebuilt exactly; the other tables are the same facts laid out for SQL.
 """
 

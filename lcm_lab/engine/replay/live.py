@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, NamedTuple
 
-from lcm_lab.engine.assembly import estimate_serialized_message_tokens, resolve_message
+from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens, resolve_message
 from lcm_lab.engine.types import AssembledItem, InputEntry, StoredMessage, TurnRecord
 
 __all__ = ["HostView", "debt_pending_after", "host_view_of_entries", "host_view_of_stored"]

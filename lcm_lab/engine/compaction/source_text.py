@@ -15,9 +15,14 @@ from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
-from lcm_lab.engine.blocks import RuntimeRole, content_from_parts, parse_sender_metadata, part_metadata
-from lcm_lab.engine.jsjson import UNDEFINED, js_parse, js_stringify
-from lcm_lab.engine.jsstr import JS_WHITESPACE, js_trim, js_trim_start
+from lcm_lab.engine.assembly.blocks import (
+    RuntimeRole,
+    content_from_parts,
+    parse_sender_metadata,
+    part_metadata,
+)
+from lcm_lab.engine.js.json import UNDEFINED, js_parse, js_stringify
+from lcm_lab.engine.js.strings import JS_WHITESPACE, js_trim, js_trim_start
 from lcm_lab.engine.timefmt import format_header_time
 from lcm_lab.engine.types import StoredMessage, StoredPart, Summary
 

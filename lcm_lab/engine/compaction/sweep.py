@@ -1,6 +1,6 @@
 """Compaction exactly as lossless-claw runs it (spec §4): leaf passes, condensed passes and the full
 sweep with its two condensation loops. The operations built on them (chained threshold sweeps,
-``compactUntilUnder``, ``compactLeaf``) are in :mod:`lcm_lab.engine.operations`.
+``compactUntilUnder``, ``compactLeaf``) are in :mod:`lcm_lab.engine.compaction.operations`.
 
 Faithful by default. Each documented quirk (spec §4.16) that the lab can switch off is guarded
 by ``fidelity == "fixed"`` and marked ``QUIRK`` in the code, so a researcher can measure what a
@@ -14,20 +14,20 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.fallback import MIN_FALLBACK_MAX_TOKENS, cap_summary, deterministic_fallback
-from lcm_lab.engine.jsstr import js_trim
-from lcm_lab.engine.operations import CompactionOperations, SweepResult
-from lcm_lab.engine.protocol import Summarizer, SummarizerAuthError, SummaryRequest, SummaryResult
-from lcm_lab.engine.state import EngineState
-from lcm_lab.engine.tail import fresh_tail_start
-from lcm_lab.engine.text import (
+from lcm_lab.engine.compaction.fallback import MIN_FALLBACK_MAX_TOKENS, cap_summary, deterministic_fallback
+from lcm_lab.engine.compaction.operations import CompactionOperations, SweepResult
+from lcm_lab.engine.compaction.source_text import (
     condensed_source_text,
     file_ids_in,
     leaf_block,
     leaf_message_content,
     meaningful_summary_text,
 )
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.js.strings import js_trim
+from lcm_lab.engine.protocol import Summarizer, SummarizerAuthError, SummaryRequest, SummaryResult
+from lcm_lab.engine.state import EngineState
+from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.timefmt import to_iso_ms
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import Level, SummarizerCall, Summary

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import orjson
 
-from lcm_lab.engine.jsstr import js_trim  # re-exported: JavaScript's String.prototype.trim
+from lcm_lab.engine.js.strings import js_trim  # re-exported: JavaScript's String.prototype.trim
 
 __all__ = [
     "UNDEFINED",

@@ -1,6 +1,6 @@
 """What the model receives: the engine-level ``LcmContextEngine.assemble`` (spec §6 step 7).
 
-The bare assembler (:func:`lcm_lab.engine.assembly.assemble`) is only one branch of it. Around
+The bare assembler (:func:`lcm_lab.engine.assembly.bare.assemble`) is only one branch of it. Around
 it the engine falls back to the host's live messages (no conversation yet, no context items,
 stored coverage trailing the live history, an empty or user-less bare output), degrades to the
 raw live history cut to the budget while a deferred-compaction debt is pending near or over the
@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lcm_lab.engine.assembly import estimate_serialized_message_tokens
-from lcm_lab.engine.blocks import TOOL_CALL_TYPES
-from lcm_lab.engine.jsjson import js_trim
+from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens
+from lcm_lab.engine.assembly.blocks import TOOL_CALL_TYPES
+from lcm_lab.engine.js.json import js_trim
 from lcm_lab.engine.types import AssembledItem, Assembly, SentContext
 
 __all__ = [

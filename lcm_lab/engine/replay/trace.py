@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lcm_lab.engine.jsjson import js_stringify
-from lcm_lab.engine.replay import Replay
-from lcm_lab.engine.text import FILE_ID, may_name_file_id
+from lcm_lab.engine.compaction.source_text import FILE_ID, may_name_file_id
+from lcm_lab.engine.js.json import js_stringify
+from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.types import (
     AssembledItem,
     Assembly,
@@ -381,7 +381,7 @@ def reference_trace(
         "engine": {"repo": "lcm_lab", "commit": None, "package_version": _version()},
         "driver": {
             "protocol": "afterTurn-runtime-batch",
-            "description": "lcm_lab.engine.replay: ingest each turn, evaluate stored tokens, threshold-compact inline",
+            "description": "lcm_lab.engine.replay.driver: ingest each turn, evaluate stored tokens, threshold-compact inline",
             "single_turn": bool(replay.meta.get("single_turn")),
             "stub_variant": replay.summarizer,
         },

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from functools import cmp_to_key
 from typing import Any
 
-from lcm_lab.engine.jsjson import js_stringify
-from lcm_lab.engine.jsstr import JS_NON_WS_CLASS, js_trim, js_trim_end, js_trim_start
+from lcm_lab.engine.js.json import js_stringify
+from lcm_lab.engine.js.strings import JS_NON_WS_CLASS, js_trim, js_trim_end, js_trim_start
 
 __all__ = [
     "canonicalize_inbound_metadata",

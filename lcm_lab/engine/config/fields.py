@@ -1,6 +1,6 @@
 """The plugin's settings table: every ``LcmConfig`` field with its plugin keys, ``LCM_*``
 environment variables and allowed values, and the plugin's value coercion (``toNumber``,
-``toBool``, ``toStr``), made strict. :mod:`lcm_lab.engine.config` resolves values with it.
+``toBool``, ``toStr``), made strict. :mod:`lcm_lab.engine.config.lcm_config` resolves values with it.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Messages are the runtime ``AgentMessage`` dicts exactly as parsed from a transcr
 ``message`` field. JavaScript semantics matter throughout: a missing key (``undefined``) differs
 from ``null`` for ``JSON.stringify`` and ``!==  undefined`` tests, ``??`` skips both, and the
 ``safeString``/``safeBoolean`` helpers accept only real strings/booleans. The helpers below keep
-those distinctions (:data:`~lcm_lab.engine.jsjson.UNDEFINED` marks a missing value).
+those distinctions (:data:`~lcm_lab.engine.js.json.UNDEFINED` marks a missing value).
 
 >>> project_message({"role": "user", "content": [{"type": "text", "text": "list files"}]})
 ProjectedMessage(role='user', content='list files', token_count=3)
@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from lcm_lab.engine.blocks import _metadata, block_from_metadata, block_from_part
-from lcm_lab.engine.jsjson import UNDEFINED, js_stringify, js_stringify_checked
-from lcm_lab.engine.jsstr import js_trim
-from lcm_lab.engine.jsvalues import (  # JavaScript value semantics (to_json is re-exported)
+from lcm_lab.engine.assembly.blocks import _metadata, block_from_metadata, block_from_part
+from lcm_lab.engine.js.json import UNDEFINED, js_stringify, js_stringify_checked
+from lcm_lab.engine.js.strings import js_trim
+from lcm_lab.engine.js.values import (  # JavaScript value semantics (to_json is re-exported)
     _defined,
     _opt,
     first_string,

@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from lcm_lab.engine.content import (
+from lcm_lab.engine.ingest.content import (
     PERSISTABLE_ROLES,
     build_message_parts,
     project_message,
 )
-from lcm_lab.engine.identity import identity_hash, sender_metadata_json, stable_event_key
-from lcm_lab.engine.jsstr import js_trim, js_trim_start
-from lcm_lab.engine.large_payloads import FileIdFactory, Interceptor, default_file_id
+from lcm_lab.engine.ingest.identity import identity_hash, sender_metadata_json, stable_event_key
+from lcm_lab.engine.ingest.large_payloads import FileIdFactory, Interceptor, default_file_id
+from lcm_lab.engine.js.strings import js_trim, js_trim_start
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import LargeFile, StoredMessage
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from lcm_lab.engine.jsstr import js_trim, js_trim_end
+from lcm_lab.engine.js.strings import js_trim, js_trim_end
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
 
 DIRECTIVE_OMISSION = "[LCM fallback summary omitted directive-shaped untrusted content]."

@@ -25,17 +25,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lcm_lab.engine.content import extract_structured_text, has_replay_critical_raw_block
-from lcm_lab.engine.exploration import (
+from lcm_lab.engine.ingest.content import extract_structured_text, has_replay_critical_raw_block
+from lcm_lab.engine.ingest.exploration import (
     exploration_summary,
     format_file_reference,
     format_raw_payload_reference,
     format_tool_output_reference,
     split_lines,
 )
-from lcm_lab.engine.jsjson import UNDEFINED, js_stringify
-from lcm_lab.engine.jsstr import JS_WS_CLASS, js_trim, locale_int, utf16_len
-from lcm_lab.engine.jsvalues import first_string, safe_boolean, safe_string, to_json
+from lcm_lab.engine.js.json import UNDEFINED, js_stringify
+from lcm_lab.engine.js.strings import JS_WS_CLASS, js_trim, locale_int, utf16_len
+from lcm_lab.engine.js.values import first_string, safe_boolean, safe_string, to_json
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import LargeFile
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lcm_lab.engine.config_fields import ConfigError, _js_number, _to_str
+from lcm_lab.engine.config.fields import ConfigError, _js_number, _to_str
 
 # -- context-threshold overrides ---------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 (``engine.compact`` with a threshold target, also what every deferred drain runs),
 ``compactUntilUnder`` and ``compactLeaf``.
 
-:class:`CompactionOperations` is mixed into :class:`lcm_lab.engine.compaction.Compactor`, which
+:class:`CompactionOperations` is mixed into :class:`lcm_lab.engine.compaction.sweep.Compactor`, which
 provides the passes and the sweep these operations chain.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from lcm_lab.engine.types import Level, SweepRecord
 
 if TYPE_CHECKING:
-    from lcm_lab.engine.compaction import Compactor
+    from lcm_lab.engine.compaction.sweep import Compactor
 
 
 @dataclass

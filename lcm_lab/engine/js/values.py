@@ -1,9 +1,9 @@
 """JavaScript value semantics the plugin's content code relies on, in Python.
 
-``undefined`` differs from ``null`` (:data:`~lcm_lab.engine.jsjson.UNDEFINED`), ``safeString``
+``undefined`` differs from ``null`` (:data:`~lcm_lab.engine.js.json.UNDEFINED`), ``safeString``
 and ``safeBoolean`` accept only real strings and booleans, truthiness and ``String(x)`` follow
 JavaScript, and JSON is parsed as strictly as ``JSON.parse``. Shared by the content projection
-(:mod:`lcm_lab.engine.content`) and the large-payload externaliser.
+(:mod:`lcm_lab.engine.ingest.content`) and the large-payload externaliser.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lcm_lab.engine.jsjson import UNDEFINED, _parse, js_number, js_stringify
+from lcm_lab.engine.js.json import UNDEFINED, _parse, js_number, js_stringify
 
 
 def prop(value: Any, key: str) -> Any:

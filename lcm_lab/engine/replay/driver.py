@@ -22,18 +22,18 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any
 
-from lcm_lab.engine.assembly import ResolveCache
-from lcm_lab.engine.assembly import assemble as assemble_context
-from lcm_lab.engine.compaction import Compactor, Fidelity, SimulatedClock
-from lcm_lab.engine.config import LcmConfig
-from lcm_lab.engine.deferred import FORCED_EMERGENCY_ATTEMPTS, DeferredCompaction
-from lcm_lab.engine.host import HostView, debt_pending_after, host_view_of_entries, host_view_of_stored
-from lcm_lab.engine.ingest import is_persistable, to_stored_message
+from lcm_lab.engine.assembly.bare import ResolveCache
+from lcm_lab.engine.assembly.bare import assemble as assemble_context
+from lcm_lab.engine.assembly.sent import engine_assemble, memoized_cost
+from lcm_lab.engine.compaction.deferred import FORCED_EMERGENCY_ATTEMPTS, DeferredCompaction
+from lcm_lab.engine.compaction.sweep import Compactor, Fidelity, SimulatedClock
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.ingest.message import is_persistable, to_stored_message
 from lcm_lab.engine.protocol import Summarizer
-from lcm_lab.engine.sent import engine_assemble, memoized_cost
+from lcm_lab.engine.replay.live import HostView, debt_pending_after, host_view_of_entries, host_view_of_stored
+from lcm_lab.engine.replay.turns import split_turns
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.timefmt import parse_utc
-from lcm_lab.engine.turns import split_turns
 from lcm_lab.engine.types import (
     AssembledItem,
     Assembly,
@@ -144,7 +144,7 @@ class Replay:
     def sent(self, turn: int | None = None, budget: int | None = None) -> SentContext:
         """What the model receives: at the start of ``turn`` (per-turn call), or after the run (``None``).
 
-        The engine-level ``assemble`` (spec §6 step 7, :mod:`lcm_lab.engine.sent`): live-message
+        The engine-level ``assemble`` (spec §6 step 7, :mod:`lcm_lab.engine.assembly.sent`): live-message
         fallbacks, degraded contexts while compaction debt is pending, prefill strip and the
         serialized clamp around the bare assembler. ``turn=k`` is the call at the start of turn
         k (the state after turn k−1 and, in deferred mode, after its emergency drain; the host

@@ -27,7 +27,7 @@ from lcm_lab.engine.types import DebtSnapshot, DrainAttempt
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from lcm_lab.engine.compaction import Compactor
+    from lcm_lab.engine.compaction.sweep import Compactor
 
 __all__ = ["FORCED_EMERGENCY_ATTEMPTS", "DeferredCompaction", "DebtRow", "retry_delay_ms"]
 

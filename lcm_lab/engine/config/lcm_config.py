@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lcm_lab.engine.config_fields import (
+from lcm_lab.engine.config.fields import (
     _KIND_TEXT,
     _LAB_ONLY,
     _NESTED,
@@ -37,7 +37,7 @@ from lcm_lab.engine.config_fields import (
     _parse_int_prefix,
     _to_str,
 )
-from lcm_lab.engine.thresholds import (
+from lcm_lab.engine.config.thresholds import (
     EffectiveThreshold,
     ThresholdOverride,
     compile_session_pattern,

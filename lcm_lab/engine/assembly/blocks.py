@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from lcm_lab.engine.jsjson import UNDEFINED, js_parse, js_stringify, js_trim
+from lcm_lab.engine.js.json import UNDEFINED, js_parse, js_stringify, js_trim
 from lcm_lab.engine.types import StoredPart
 
 RuntimeRole = Literal["user", "assistant", "toolResult"]

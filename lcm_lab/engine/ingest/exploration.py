@@ -24,8 +24,15 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from lcm_lab.engine.jsjson import js_parse
-from lcm_lab.engine.jsstr import JS_NON_WS_CLASS, JS_WS_CLASS, js_trim, locale_int, utf16_len, utf16_slice
+from lcm_lab.engine.js.json import js_parse
+from lcm_lab.engine.js.strings import (
+    JS_NON_WS_CLASS,
+    JS_WS_CLASS,
+    js_trim,
+    locale_int,
+    utf16_len,
+    utf16_slice,
+)
 
 __all__ = [
     "exploration_summary",

@@ -21,8 +21,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from lcm_lab.engine.blocks import TOOL_CALL_TYPES
-from lcm_lab.engine.jsjson import js_trim
+from lcm_lab.engine.assembly.blocks import TOOL_CALL_TYPES
+from lcm_lab.engine.js.json import js_trim
 
 MISSING_TOOL_RESULT_TEXT = "[lossless-claw] missing tool result in session history; inserted synthetic error result for transcript repair."
 _OPENAI_FUNCTION_CALL_TYPES = frozenset({"functionCall", "function_call"})

@@ -1,9 +1,9 @@
 """What-if edits of a replay's final state: dissolve a summary, rewrite summaries (pure).
 
 An edit applies to the state after the last turn — the context the end-of-run call assembles
-(:meth:`~lcm_lab.engine.replay.Replay.sent`) — and gives a new :class:`Replay` that keeps the
+(:meth:`~lcm_lab.engine.replay.driver.Replay.sent`) — and gives a new :class:`Replay` that keeps the
 parent's turn history. Nothing here touches a store or a model: the summarizer comes in as an
-argument like in :func:`~lcm_lab.engine.replay.replay`; :mod:`lcm_lab.whatif` saves the result
+argument like in :func:`~lcm_lab.engine.replay.driver.replay`; :mod:`lcm_lab.whatif` saves the result
 as a derived run.
 
 * :func:`dissolve` replaces a summary in the final context by its inputs, in order: the source
@@ -21,11 +21,16 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from lcm_lab.engine.compaction import Compactor
+from lcm_lab.engine.compaction.source_text import (
+    condensed_source_text,
+    file_ids_in,
+    leaf_block,
+    leaf_message_content,
+)
+from lcm_lab.engine.compaction.sweep import Compactor
 from lcm_lab.engine.protocol import Summarizer, SummarizerError
-from lcm_lab.engine.replay import Replay
+from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.state import EngineState
-from lcm_lab.engine.text import condensed_source_text, file_ids_in, leaf_block, leaf_message_content
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import ContextItem, SummarizerCall, Summary
 from lcm_lab.errors import UserError
@@ -62,9 +67,9 @@ def dissolve(run: Replay, summary_id: str) -> Replay:
     """``run`` with ``summary_id`` in its final context replaced by the summary's inputs, in order.
 
     >>> from lcm_lab.engine.types import Conversation, StoredMessage
-    >>> from lcm_lab.engine.replay import replay
+    >>> from lcm_lab.engine.replay.driver import replay
     >>> from lcm_lab.summarizers.stub import StubV1Summarizer
-    >>> from lcm_lab.engine.config import LcmConfig
+    >>> from lcm_lab.engine.config.lcm_config import LcmConfig
     >>> chat = Conversation("d", stored_messages=tuple(
     ...     StoredMessage(i, "user" if i % 2 else "assistant", f"message {i} " * 60, 120) for i in range(1, 9)))
     >>> run = replay(chat, LcmConfig(fresh_tail_count=2), StubV1Summarizer(), token_budget=600)

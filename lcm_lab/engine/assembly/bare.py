@@ -4,7 +4,7 @@
 context item into a runtime message, protect the fresh tail, fill the rest of the budget
 (everything, newest-first chronological, or prompt-aware), strip tool calls whose results
 were evicted, drop empty messages and repair tool call/result pairing. What the model receives
-is the engine-level assembly around it (step 7, :mod:`lcm_lab.engine.sent`), priced with
+is the engine-level assembly around it (step 7, :mod:`lcm_lab.engine.assembly.sent`), priced with
 ``estimate_serialized_message_tokens``.
 
 Context items are addressed by position: ``context[i]`` has ordinal ``i`` (the plugin's
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lcm_lab.engine.blocks import (
+from lcm_lab.engine.assembly.blocks import (
     TOOL_CALL_TYPES,
     RuntimeRole,
     content_from_parts,
@@ -31,9 +31,9 @@ from lcm_lab.engine.blocks import (
     runtime_role,
     top_level_reasoning,
 )
-from lcm_lab.engine.jsjson import js_stringify, js_trim
-from lcm_lab.engine.repair import Tagged, repair_tagged, result_id
-from lcm_lab.engine.summary_xml import summary_xml
+from lcm_lab.engine.assembly.repair import Tagged, repair_tagged, result_id
+from lcm_lab.engine.assembly.summary_xml import summary_xml
+from lcm_lab.engine.js.json import js_stringify, js_trim
 from lcm_lab.engine.tail import NO_TAIL, fresh_tail_start
 from lcm_lab.engine.tokens import estimate_tokens, utf16_length
 from lcm_lab.engine.types import AssembledItem, Assembly, ContextItem, StoredMessage, Summary
