@@ -9,7 +9,7 @@
   followed by the engine-level ``sent()`` assembly at the start of every turn and at the end.
   ``--baseline-ref`` also measures the engine of another git ref (default ``main``) in the same
   run, in a child process importing that ref's ``lcm_lab`` (extracted with ``git archive``).
-* **JSONL load**: ``lcm_lab.load`` of an OpenClaw-style session directory into a fresh
+* **JSONL load**: ``lcm_lab.loading.dispatch`` of an OpenClaw-style session directory into a fresh
   file-backed lab store, in MB/s, with load workers (the default) and without, against DuckDB's
   ``read_json`` of the same files in the same run (the floor of what any loader can do: it
   parses, but projects and stores nothing); target ≥ 25 MB/s on 2 cores. Wall and CPU seconds
@@ -156,7 +156,7 @@ def _load_once(root: Path, workers: int) -> dict[str, float | int]:
 
     from lcm_lab.store import LabStore
 
-    load_module = importlib.import_module("lcm_lab.load")  # the attribute lcm_lab.load is the function
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")  # the attribute lcm_lab.loading.dispatch is the function
     load = load_module.load
     WORKERS_ENV = getattr(load_module, "WORKERS_ENV", "LCM_LAB_LOAD_WORKERS")  # a baseline ref may predate it
     previous = os.environ.get(WORKERS_ENV)
@@ -187,7 +187,7 @@ def _load_once_json(root: str, workers: int) -> dict[str, float | int]:
 def jsonl_load(mb: int, repeats: int, baseline_ref: str | None = None) -> dict[str, Any]:
     import duckdb
 
-    from lcm_lab.load import load_workers
+    from lcm_lab.loading.dispatch import load_workers
 
     root = generate_session_dir(DATA / f"sessions-{mb}mb", target_mb=mb)
     files = sorted((root / "agents" / "main" / "sessions").glob("*.jsonl"))

@@ -94,8 +94,8 @@ def naive_full_text(docs: list[tuple[str, str]], query: str, limit: int = LIMIT)
 
 def build_store(rebuild: bool) -> dict[str, Any]:
     """Build (or reuse) the indexed 500k store; returns the one-off setup timings."""
-    from lcm_lab.load import load_lcm_db
-    from lcm_lab.recall import index_store
+    from lcm_lab.loading.dispatch import load_lcm_db
+    from lcm_lab.recall_tools import index_store
     from lcm_lab.store import LabStore
     from lcm_lab.store import recall_index as ix
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rebuild", action="store_true", help="build the 500k store again even if one is kept")
     args = parser.parse_args(argv)
 
-    from lcm_lab.recall import Recall
+    from lcm_lab.recall_tools import Recall
     from lcm_lab.store import LabStore
     from lcm_lab.store import recall_index as ix
 

@@ -49,7 +49,7 @@ def _size(path: Path) -> int:
 
 
 def _fast_lcmdb(path: Path, store: Any, backend: str) -> int:
-    from lcm_lab.load import load_lcm_db
+    from lcm_lab.loading.dispatch import load_lcm_db
 
     result = load_lcm_db(path, store, backend=backend)
     assert result.status == "loaded", result.warnings
@@ -57,7 +57,7 @@ def _fast_lcmdb(path: Path, store: Any, backend: str) -> int:
 
 
 def _fast_jsonl(path: Path, store: Any) -> int:
-    from lcm_lab.load import load
+    from lcm_lab.loading.dispatch import load
 
     results = load(path, store, progress=False)
     assert all(r.status == "loaded" for r in results), [r.error for r in results if r.error]

@@ -30,13 +30,13 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from lcm_lab.batch import ReplayOutcome, ReplaySpec, replay_many  # noqa: E402
 from lcm_lab.engine.config.lcm_config import LcmConfig  # noqa: E402
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult  # noqa: E402
 from lcm_lab.io.transcripts import read_transcript  # noqa: E402
 from lcm_lab.store import LabStore  # noqa: E402
 from lcm_lab.store.ledger import Ledger  # noqa: E402
 from lcm_lab.summarizers.litellm_summarizer import LiteLLMSummarizer  # noqa: E402
+from lcm_lab.sweeps.batch import ReplayOutcome, ReplaySpec, replay_many  # noqa: E402
 from tests.fakeserver import FakeOpenAIServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,8 +34,8 @@ def main() -> dict[str, Any]:
     from lcm_lab.metrics.locomo import context_recall, newest_within, raw_texts, sent_texts, usable_items
     from lcm_lab.metrics.qa_reader import reader_text
     from lcm_lab.metrics.stats import bootstrap_difference
+    from lcm_lab.metrics.validity import DEFAULT_CONFIG, control_run
     from lcm_lab.summarizers.controls import ControlRun
-    from lcm_lab.validity import DEFAULT_CONFIG, control_run
 
     convs = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)
     configs = {

@@ -26,9 +26,9 @@ def main() -> dict[str, Any]:
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.metrics.compare import compare
     from lcm_lab.metrics.locomo import qa_retention_scores
+    from lcm_lab.metrics.validity import DEFAULT_CONFIG
     from lcm_lab.summarizers.controls import ControlRun
     from lcm_lab.summarizers.offline import OfflineSummarizer
-    from lcm_lab.validity import DEFAULT_CONFIG
 
     convs = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)
     out: dict[str, Any] = {}

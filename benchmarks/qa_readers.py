@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from lcm_lab.metrics.locomo import newest_within, raw_texts, sent_texts, usable_items
     from lcm_lab.metrics.qa_embed import EmbeddingIndex
     from lcm_lab.metrics.qa_reader import TOP_K, Bm25Index
-    from lcm_lab.validity import control_run
+    from lcm_lab.metrics.validity import control_run
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--budget", type=int, default=6000)

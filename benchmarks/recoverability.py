@@ -18,7 +18,7 @@ from typing import Any
 
 import lcm_lab as lab
 from lcm_lab.demo import CONVERSATIONS, SETTINGS
-from lcm_lab.recall.recoverability import score_recoverability
+from lcm_lab.recall_tools.recoverability import score_recoverability
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "reports" / "recall"

@@ -17,8 +17,6 @@ stays cheap; type checkers and IDEs see the real signatures)::
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -36,13 +34,13 @@ if TYPE_CHECKING:
     from lcm_lab.host import recorded_calls
     from lcm_lab.io.lcmdb_export import export_lcm_db
     from lcm_lab.io.transcripts import read_transcript
-    from lcm_lab.load import load, load_lcm_db, load_transcript
+    from lcm_lab.loading.dispatch import load, load_lcm_db, load_transcript
     from lcm_lab.metrics.compare import compare
     from lcm_lab.metrics.observer_bench import observer_benchmark
     from lcm_lab.metrics.score import score_conversation, score_replay
     from lcm_lab.metrics.strategies import strategy_scores
-    from lcm_lab.recall import recall
-    from lcm_lab.recall.recoverability import score_recoverability
+    from lcm_lab.recall_tools import recall
+    from lcm_lab.recall_tools.recoverability import score_recoverability
     from lcm_lab.report import write_report
     from lcm_lab.store import LabStore, open_store
     from lcm_lab.store.ledger import Ledger
@@ -64,9 +62,9 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "LabStore": "lcm_lab.store",
     "open_store": "lcm_lab.store",
-    "load": "lcm_lab.load",
-    "load_lcm_db": "lcm_lab.load",
-    "load_transcript": "lcm_lab.load",
+    "load": "lcm_lab.loading.dispatch",
+    "load_lcm_db": "lcm_lab.loading.dispatch",
+    "load_transcript": "lcm_lab.loading.dispatch",
     "read_transcript": "lcm_lab.io.transcripts",
     "LcmConfig": "lcm_lab.engine.config.lcm_config",
     "replay": "lcm_lab.engine.replay.driver",
@@ -104,8 +102,8 @@ _EXPORTS = {
     "StrategySpec": "lcm_lab.strategies.compare",
     "recorded_params": "lcm_lab.strategies.recorded",
     "observer_benchmark": "lcm_lab.metrics.observer_bench",
-    "recall": "lcm_lab.recall",
-    "score_recoverability": "lcm_lab.recall.recoverability",
+    "recall": "lcm_lab.recall_tools",
+    "score_recoverability": "lcm_lab.recall_tools.recoverability",
     "export_lcm_db": "lcm_lab.io.lcmdb_export",
     "sweep": "lcm_lab.sweeps",
     "sweep_df": "lcm_lab.sweeps",
@@ -183,19 +181,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Namespace(types.ModuleType):
-    """``lcm_lab`` itself. ``load`` and ``recall`` name both an exported function and a submodule.
-    Importing a submodule binds it on its package, which would replace the function after its
-    first use (``lab.load(...)`` would work once, then fail with "'module' object is not
-    callable"); here the exported name wins. (So ``import lcm_lab.load as m`` also gives the
-    function: use ``importlib.import_module("lcm_lab.load")`` for the module.)"""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Namespace

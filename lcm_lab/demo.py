@@ -24,7 +24,7 @@ from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.errors import InputFileError
 from lcm_lab.io.model import LoadedConversation, QAItem
 from lcm_lab.io.transcripts import read_transcript
-from lcm_lab.load import SourceResult, format_table, load
+from lcm_lab.loading.dispatch import SourceResult, format_table, load
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.donor import pick_donor
 from lcm_lab.metrics.score import score_replay

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lcm_lab.config_io import lcm_environment, load_config_file, load_openclaw_config
 from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig, compile_session_pattern
+from lcm_lab.io.config_files import lcm_environment, load_config_file, load_openclaw_config
 
 TRACES = sorted((Path(__file__).parent / "fixtures" / "reference-runs" / "traces").glob("*.trace.json.gz"))
 

@@ -73,7 +73,7 @@ def test_exported_file_opens_read_only_with_integrity_and_row_counts(run: Replay
 
 
 def test_round_trip_through_load_lcm_db(run: Replay, exported: Path, store) -> None:  # type: ignore[no-untyped-def]
-    from lcm_lab.load import load_lcm_db
+    from lcm_lab.loading.dispatch import load_lcm_db
 
     result = load_lcm_db(exported, store)
     assert result.status == "loaded"

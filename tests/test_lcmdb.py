@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES, gunzip_to, unpacked
 
 from lcm_lab.io.lcmdb import count_rows
-from lcm_lab.load import load_lcm_db
+from lcm_lab.loading.dispatch import load_lcm_db
 from lcm_lab.store import LabStore
 from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed
 
@@ -186,8 +186,7 @@ def test_loading_the_same_db_twice_adds_nothing(store: LabStore, tmp_path: Path)
 
 
 def test_scanner_failure_falls_back_to_sqlite3_with_a_warning(store: LabStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    # not `import lcm_lab.load as ...`: on the package, `load` is the exported function
-    load_module = importlib.import_module("lcm_lab.load")
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")
 
     real = load_module.import_lcm_db
 

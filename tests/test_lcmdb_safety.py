@@ -14,7 +14,7 @@ import pytest
 from conftest import FIXTURES, gunzip_to
 
 from lcm_lab.io.sqlite_read import sqlite_snapshot
-from lcm_lab.load import load, load_lcm_db
+from lcm_lab.loading.dispatch import load, load_lcm_db
 from lcm_lab.store import LabStore
 from lcm_lab.store.lcmdb_import import BACKENDS
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from fakeserver import FakeOpenAIServer
 
-from lcm_lab.batch import ReplayBatchError, ReplaySpec, replay_many
 from lcm_lab.cli import main
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import SummarizerError, SummaryRequest, SummaryResult
@@ -21,6 +20,7 @@ from lcm_lab.store import LabStore
 from lcm_lab.store.ledger import Ledger, LedgerEntry, cache_key, public_api_base, redact
 from lcm_lab.summarizers import OfflineSummarizer
 from lcm_lab.summarizers.litellm_summarizer import LiteLLMSummarizer
+from lcm_lab.sweeps.batch import ReplayBatchError, ReplaySpec, replay_many
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

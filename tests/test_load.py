@@ -12,7 +12,7 @@ import pytest
 from conftest import DATASETS, FIXTURES, gunzip_to
 
 from lcm_lab.cli import main
-from lcm_lab.load import detect_kind, load, load_transcript
+from lcm_lab.loading.dispatch import detect_kind, load, load_transcript
 from lcm_lab.store import LabStore
 
 GOLDEN = DATASETS / "lossless-claw-ref" / "golden-session.jsonl"
@@ -159,7 +159,7 @@ def _rows(store: LabStore) -> dict[str, list[tuple[object, ...]]]:
 
 
 def test_load_workers_build_exactly_the_rows_the_parent_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    load_module = importlib.import_module("lcm_lab.load")  # `import lcm_lab.load` gives lab.load, the function
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")
 
     submitted: list[Path] = []
     real_pool = load_module.ProcessPoolExecutor
@@ -217,7 +217,7 @@ def _failing_insert_of(entries: int, calls: list[int]):  # type: ignore[no-untyp
 def test_a_row_batch_stores_its_files_in_one_insert_and_a_failure_stays_with_its_file(
     tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    load_module = importlib.import_module("lcm_lab.load")
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")
     prepare = importlib.import_module("lcm_lab.io.prepare")
     files = sorted(_session_dir(tmp_path, 4).iterdir())
     spool = tmp_path / "spool"
@@ -254,7 +254,7 @@ def test_a_row_batch_stores_its_files_in_one_insert_and_a_failure_stays_with_its
 def test_with_workers_a_file_that_cannot_be_stored_fails_alone(
     tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    load_module = importlib.import_module("lcm_lab.load")
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")
     monkeypatch.setenv(load_module.WORKERS_ENV, "2")
     sessions = _session_dir(tmp_path, 4)
     calls: list[int] = []
@@ -276,7 +276,7 @@ def test_with_workers_a_file_that_cannot_be_stored_fails_alone(
 def test_with_workers_a_file_named_twice_is_stored_once_and_a_grown_one_appends(
     tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    load_module = importlib.import_module("lcm_lab.load")
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")
     monkeypatch.setenv(load_module.WORKERS_ENV, "2")
     sessions = _session_dir(tmp_path, 3)
     first = load([sessions, sessions / "s1.jsonl"], store, progress=False)
@@ -296,7 +296,7 @@ def test_with_workers_a_file_named_twice_is_stored_once_and_a_grown_one_appends(
 def test_worker_rows_of_a_file_that_changed_since_are_not_used_and_the_spool_is_removed(
     tmp_path: Path, store: LabStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    load_module = importlib.import_module("lcm_lab.load")
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")
     monkeypatch.setenv(load_module.WORKERS_ENV, "2")
     spool = tmp_path / "tmp"
     spool.mkdir()

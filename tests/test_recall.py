@@ -9,8 +9,8 @@ import pytest
 
 from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import Conversation, StoredMessage, Summary
-from lcm_lab.recall import FullTextQueryError, OfflineAnswerer, recall
-from lcm_lab.recall.answer import OFFLINE_LABEL
+from lcm_lab.recall_tools import FullTextQueryError, OfflineAnswerer, recall
+from lcm_lab.recall_tools.answer import OFFLINE_LABEL
 from lcm_lab.summarizers import get_summarizer
 
 TEXTS = (
@@ -160,7 +160,7 @@ def test_expand_query_walks_down_to_sources_within_the_cap(rec) -> None:  # type
 def test_expand_query_answers_through_a_model_via_the_ledger(rec, store) -> None:  # type: ignore[no-untyped-def]
     from fakeserver import FakeOpenAIServer
 
-    from lcm_lab.recall import ModelAnswerer
+    from lcm_lab.recall_tools import ModelAnswerer
     from lcm_lab.store.ledger import Ledger
 
     with FakeOpenAIServer(responder=lambda body: "It ran on the cluster [msg 1].") as server:
@@ -174,7 +174,7 @@ def test_expand_query_answers_through_a_model_via_the_ledger(rec, store) -> None
 
 
 def test_offline_answerer_respects_its_token_cap() -> None:
-    from lcm_lab.recall import Passage
+    from lcm_lab.recall_tools import Passage
 
     long = Passage("1", 1, "user", "word " * 400, 500, None, "t", "s")
     answer = OfflineAnswerer().answer("q", [long], 60)
@@ -185,7 +185,7 @@ def test_loaded_lcm_db_session_family_and_cli(tmp_path: Path) -> None:
     from conftest import FIXTURES
 
     from lcm_lab.cli import main
-    from lcm_lab.load import load_lcm_db
+    from lcm_lab.loading.dispatch import load_lcm_db
     from lcm_lab.store import LabStore
 
     db = tmp_path / "lab.duckdb"

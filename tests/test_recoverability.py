@@ -11,7 +11,7 @@ from lcm_lab.engine.types import ContextItem, Conversation, StoredMessage, Summa
 from lcm_lab.metrics.dag import Dag
 from lcm_lab.metrics.facts import TextIndex
 from lcm_lab.metrics.retention import FactBase
-from lcm_lab.recall.recoverability import footer_scores, lost_items, score_recoverability
+from lcm_lab.recall_tools.recoverability import footer_scores, lost_items, score_recoverability
 from lcm_lab.summarizers import get_summarizer
 
 TEXTS = (

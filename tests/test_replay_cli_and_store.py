@@ -108,7 +108,7 @@ def test_replay_continues_from_recorded_lcm_db_state(tmp_path: Path) -> None:
     db = Path(__file__).parent / "fixtures" / "lcm-db-versions" / "lcm-v0.15.3.db.gz"
     if not db.exists():
         pytest.skip("lcm-db-versions fixtures not bundled")
-    from lcm_lab.load import load_lcm_db
+    from lcm_lab.loading.dispatch import load_lcm_db
 
     store = LabStore(":memory:")
     load_lcm_db(db, store)

@@ -44,15 +44,16 @@ def test_all_lists_exactly_the_lazy_exports() -> None:
     assert sorted(lab.__all__) == sorted([*lab._EXPORTS, *lab._SUBMODULES])
 
 
-def test_exported_functions_outlive_their_same_named_submodules() -> None:
-    # `load` and `recall` are both functions on the package and its submodules lcm_lab.load /
-    # lcm_lab.recall; importing a submodule must not replace the function (second call would fail).
+def test_no_exported_function_is_also_a_submodule() -> None:
+    # No exported name is also a submodule of the package, so importing one never shadows the other.
     import importlib
+    import pkgutil
 
+    submodules = {m.name for m in pkgutil.iter_modules(lab.__path__)}
+    assert not submodules & set(lab._EXPORTS), submodules & set(lab._EXPORTS)
     first = lab.load
-    importlib.import_module("lcm_lab.load")
-    importlib.import_module("lcm_lab.recall")
-    importlib.import_module("lcm_lab.demo")  # imports lcm_lab.load itself
+    importlib.import_module("lcm_lab.loading.dispatch")
+    importlib.import_module("lcm_lab.recall_tools")
+    importlib.import_module("lcm_lab.demo")
     assert lab.load is first and callable(lab.load)
-    assert callable(lab.recall) and lab.recall.__module__ == "lcm_lab.recall.api"
-    assert importlib.import_module("lcm_lab.load").load is first
+    assert callable(lab.recall) and lab.recall.__module__ == "lcm_lab.recall_tools.api"

@@ -14,7 +14,7 @@ from lcm_lab.io.transcripts.locomo import read_locomo_json
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.compare import compare
 from lcm_lab.metrics.stats import bootstrap_normalised, t_quantile
-from lcm_lab.validity import (
+from lcm_lab.metrics.validity import (
     MAX_NO_ANSWER,
     MIN_OFFLINE_MARGIN,
     NO_SUMMARY_METRIC,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from lcm_lab.cli import add_db_argument
 
 if TYPE_CHECKING:
-    from lcm_lab.recall import Recall
+    from lcm_lab.recall_tools import Recall
     from lcm_lab.store import LabStore
 
 
@@ -26,7 +26,7 @@ def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
 
 def open_recall(store: LabStore, args: argparse.Namespace) -> tuple[Recall, dict[str, Any]]:
     """The Recall object and the scoping keywords the command's flags ask for."""
-    from lcm_lab.recall import index_store, recall
+    from lcm_lab.recall_tools import index_store, recall
 
     if args.run:
         return recall(args.run, store), {}
@@ -35,14 +35,14 @@ def open_recall(store: LabStore, args: argparse.Namespace) -> tuple[Recall, dict
     targets = index_store(store)
     if not targets:
         raise LookupError("the lab store has no conversations or replays; run `lcm-lab load PATH` or `lcm-lab replay …` first")
-    from lcm_lab.recall import Recall
+    from lcm_lab.recall_tools import Recall
 
     return Recall(store, targets[0]), {"all_conversations": True}
 
 
 def run_recall_command(args: argparse.Namespace, body: Callable[[Recall, dict[str, Any]], int]) -> int:
     """Open the store, scope the recall, run ``body``; user errors become a message and exit code 2."""
-    from lcm_lab.recall import FullTextQueryError
+    from lcm_lab.recall_tools import FullTextQueryError
     from lcm_lab.store import open_store
 
     try:

@@ -28,8 +28,8 @@ HEADLINE_METRICS = (
 
 
 def read_strategy_config(path: str | None) -> dict[str, Any]:
-    from lcm_lab.config_io import read_config_document
     from lcm_lab.engine.config.lcm_config import ConfigError
+    from lcm_lab.io.config_files import read_config_document
 
     try:
         return read_config_document(path) if path is not None else {}

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     def body(rec: Any, scope: dict[str, Any]) -> int:
         answerer: Any = None
         if args.model:
-            from lcm_lab.recall import ModelAnswerer
+            from lcm_lab.recall_tools import ModelAnswerer
             from lcm_lab.store.ledger import Ledger
 
             answerer = ModelAnswerer(args.model, ledger=Ledger(rec.store), api_base=args.api_base)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from lcm_lab.cli import add_db_argument, add_json_argument
-from lcm_lab.load import DEFAULT_BACKEND, SourceResult, format_table, load
+from lcm_lab.loading.dispatch import DEFAULT_BACKEND, SourceResult, format_table, load
 from lcm_lab.store import open_store
 from lcm_lab.store.lcmdb_import import BACKENDS
 

@@ -85,7 +85,7 @@ def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
 def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversation, int | None]]:
     """The conversations to replay, with their lab-store ids when they came through the store."""
     from lcm_lab.io.transcripts import LCM_DB, TranscriptFormatError, detect_format, read_transcript
-    from lcm_lab.load import load_lcm_db
+    from lcm_lab.loading.dispatch import load_lcm_db
 
     path = Path(args.input)
     if not path.exists():

@@ -46,7 +46,13 @@ def run(args: argparse.Namespace) -> int:
 
     from lcm_lab.engine.config.lcm_config import LcmConfig
     from lcm_lab.io.transcripts import read_transcript
-    from lcm_lab.validity import CONTROLS, DEFAULT_CONFIG, check_properties, validate, validity_markdown
+    from lcm_lab.metrics.validity import (
+        CONTROLS,
+        DEFAULT_CONFIG,
+        check_properties,
+        validate,
+        validity_markdown,
+    )
 
     controls = tuple(args.controls.split(",")) if args.controls else CONTROLS
     unknown = [c for c in controls if c not in CONTROLS]

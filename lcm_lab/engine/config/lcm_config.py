@@ -4,7 +4,7 @@ The plugin (``src/db/config.ts`` ``resolveLcmConfig(env, pluginConfig)``) takes 
 its ``LCM_*`` environment variable, else from the plugin config (``plugins.entries.lossless-claw.
 config`` of ``openclaw.json``, camelCase keys, with aliases), else the default. This module does
 the same, purely: the environment is a ``Mapping`` argument and files arrive already parsed
-(:mod:`lcm_lab.config_io` reads them).
+(:mod:`lcm_lab.io.config_files` reads them).
 
 Unlike the plugin, which silently falls back to the default for a value it cannot use, resolution
 here raises :class:`ConfigError` naming the key, the bad value and what is allowed.

@@ -5,9 +5,17 @@
 ('recall', 'Recall')
 """
 
-from lcm_lab.recall.answer import ModelAnswerer, OfflineAnswerer, Passage
-from lcm_lab.recall.api import ExpandResult, GrepMatch, GrepResult, Recall, index_replay, index_store, recall
-from lcm_lab.recall.query import FullTextQueryError, parse_full_text
+from lcm_lab.recall_tools.answer import ModelAnswerer, OfflineAnswerer, Passage
+from lcm_lab.recall_tools.api import (
+    ExpandResult,
+    GrepMatch,
+    GrepResult,
+    Recall,
+    index_replay,
+    index_store,
+    recall,
+)
+from lcm_lab.recall_tools.query import FullTextQueryError, parse_full_text
 
 __all__ = [
     "ExpandResult", "FullTextQueryError", "GrepMatch", "GrepResult", "ModelAnswerer", "OfflineAnswerer", "Passage",

@@ -46,16 +46,16 @@ from lcm_lab.metrics.qa_reader import answer_tokens
 from lcm_lab.metrics.retention import FactBase
 from lcm_lab.metrics.statements import split_statements
 from lcm_lab.metrics.stats import bootstrap_interval
-from lcm_lab.recall.answer_match import best_window_f1, dialogue_seqs
-from lcm_lab.recall.api import Recall, recall
-from lcm_lab.recall.query import terms_of
+from lcm_lab.recall_tools.answer_match import best_window_f1, dialogue_seqs
+from lcm_lab.recall_tools.api import Recall, recall
+from lcm_lab.recall_tools.query import terms_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from lcm_lab.engine.replay.driver import Replay
     from lcm_lab.io.model import QAItem
-    from lcm_lab.recall.answer import Answerer
+    from lcm_lab.recall_tools.answer import Answerer
 
 FOOTER = "expand for details about:"
 _STOP = frozenset(

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from lcm_lab.recall.answer import Answerer, Passage, get_answerer
-from lcm_lab.recall.query import parse_full_text, terms_of
+from lcm_lab.recall_tools.answer import Answerer, Passage, get_answerer
+from lcm_lab.recall_tools.query import parse_full_text, terms_of
 from lcm_lab.store import recall_index as ix
 from lcm_lab.store.core import LabStore
 
