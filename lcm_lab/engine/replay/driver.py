@@ -46,6 +46,7 @@ from lcm_lab.engine.types import (
     Summary,
     TurnRecord,
 )
+from lcm_lab.engine.versions import DEFAULT_ENGINE
 
 DEFAULT_TOKEN_BUDGET = 128_000  # what the plugin assumes when the host reports no window
 
@@ -63,6 +64,7 @@ class Replay:
     summaries: tuple[Summary, ...]  # creation order
     large_files: tuple[LargeFile, ...] = ()
     fidelity: str = "faithful"
+    engine: str = DEFAULT_ENGINE  # lossless-claw version replayed (lcm_lab.engine.versions)
     run_id: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
 
