@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from lcm_lab.cli import add_db_argument
-from lcm_lab.cost.validate import BUNDLED_SESSIONS
 
 STRATEGIES = ("lcm", "recorded")
 
@@ -37,13 +36,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--validate", action="store_true", help="validation table of the bundled real sessions (or INPUTs)")
     parser.add_argument("--json", action="store_true", help="print only JSON")
     add_db_argument(parser)
-    from lcm_lab.summarizers import add_summarizer_arguments
+    from lcm_lab.commands._summarizer_args import add_summarizer_arguments
 
     add_summarizer_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def _bundled() -> list[Path]:
+    from lcm_lab.cost.validate import BUNDLED_SESSIONS
+
     root = Path(__file__).resolve().parents[2] / "datasets"
     paths = [root / p for p in BUNDLED_SESSIONS]
     missing = [str(p) for p in paths if not p.exists()]
@@ -87,12 +88,12 @@ def recorded_record(path: Path, main_model: str | None) -> dict[str, Any]:
 
 def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Cost of an LCM replay of one transcript, with its references, as a JSON-ready dict."""
+    from lcm_lab.commands._summarizer_args import SummarizerConfigError, summarizer_from_args
     from lcm_lab.commands.replay import read_config
     from lcm_lab.cost.replay_cost import calibrate_conversation, reference_costs, session_cost
     from lcm_lab.cost.validate import session_model
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.host.recorded import recorded_calls
-    from lcm_lab.summarizers import SummarizerConfigError, summarizer_from_args
 
     loaded = _read(path).conversations[0]
     config, _ = read_config(args.config)

@@ -12,9 +12,6 @@ import json
 import sys
 from collections import Counter
 
-from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
-from lcm_lab.metrics.doctor import CHECKS, SEVERITY_RANK, diagnose
-
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -36,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
+    from lcm_lab.metrics.doctor import CHECKS, SEVERITY_RANK, diagnose
+
     if args.list_checks:
         for check, severity in CHECKS.items():
             print(json.dumps({"check": check, "severity": severity}) if args.json else f"{severity:7} {check}")

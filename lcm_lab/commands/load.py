@@ -13,11 +13,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lcm_lab.cli import add_db_argument, add_json_argument
-from lcm_lab.loading.dispatch import DEFAULT_BACKEND, SourceResult, format_table, load
-from lcm_lab.store import open_store
-from lcm_lab.store.lcmdb_import import BACKENDS
+from lcm_lab.store.lcmdb_backends import BACKENDS, DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from lcm_lab.loading.dispatch import SourceResult
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,6 +51,9 @@ def failed_arguments(paths: Sequence[str], results: Sequence[SourceResult]) -> l
 
 
 def run(args: argparse.Namespace) -> int:
+    from lcm_lab.loading.dispatch import format_table, load
+    from lcm_lab.store import open_store
+
     store = open_store(args.db)
     try:
         results = load(args.paths, store, backend=args.backend, progress=not args.json and sys.stderr.isatty())

@@ -20,22 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lcm_lab.cli import add_json_argument, print_json, print_json_lines
-from lcm_lab.engine.compaction.sweep import prompt_targets
-from lcm_lab.engine.config.lcm_config import LcmConfig
-from lcm_lab.engine.protocol import SummaryRequest
-from lcm_lab.engine.tokens import estimate_tokens
-from lcm_lab.prompts import (
-    TEMPLATE_NAMES,
-    PromptSet,
-    TemplateError,
-    default_prompt_set,
-    diff_prompt_sets,
-    export_prompt_set,
-    format_diffs,
-    load_prompt_set,
-    normalize_template_name,
-    render_request,
-)
+from lcm_lab.prompts import TEMPLATE_NAMES, PromptSet, TemplateError, default_prompt_set, load_prompt_set
 
 
 def register(subparsers: Any) -> None:
@@ -90,6 +75,8 @@ def _prompt_set(directory: str | None) -> PromptSet:
 
 
 def _name(name: str) -> str:
+    from lcm_lab.prompts import normalize_template_name
+
     try:
         return normalize_template_name(name)
     except KeyError as exc:
@@ -97,6 +84,8 @@ def _name(name: str) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from lcm_lab.engine.tokens import estimate_tokens
+
     prompts = _prompt_set(args.prompts)
     rows = [(name, prompts[name].hash[:12], estimate_tokens(prompts[name].text), prompts[name].source) for name in TEMPLATE_NAMES]
     if args.json:
@@ -122,6 +111,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_diff(args: argparse.Namespace) -> int:
+    from lcm_lab.prompts import diff_prompt_sets, format_diffs
+
     prompts = _prompt_set(args.directory)
     names = (_name(args.name),) if args.name else None
     diffs = diff_prompt_sets(default_prompt_set(), prompts, names)
@@ -147,6 +138,12 @@ def _read(path: str) -> str:
 
 
 def run_render(args: argparse.Namespace) -> int:
+    from lcm_lab.engine.compaction.sweep import prompt_targets
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.protocol import SummaryRequest
+    from lcm_lab.engine.tokens import estimate_tokens
+    from lcm_lab.prompts import render_request
+
     name = _name(args.name)
     if name == "system":
         raise SystemExit("lcm-lab prompts: 'system' is rendered with every request; render leaf or condensed-dN")
@@ -184,6 +181,8 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from lcm_lab.prompts import export_prompt_set
+
     try:
         written = export_prompt_set(default_prompt_set(), args.directory, overwrite=args.force)
     except FileExistsError as exc:

@@ -51,11 +51,11 @@ from lcm_lab.io.sqlite_read import (
 )
 from lcm_lab.store import LabStore
 from lcm_lab.store.core import BIG_COMMIT_CHECKPOINT_THRESHOLD
+from lcm_lab.store.lcmdb_backends import DEFAULT_BACKEND
 from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed, import_lcm_db
 from lcm_lab.store.sources import add_source, find_loaded, finish_source
 from lcm_lab.store.write_loaded import WriteCounts, insert_loaded, insert_prepared, loaded_before
 
-DEFAULT_BACKEND = "scanner"
 # Files a directory walk considers (with or without .gz); everything else is ignored silently.
 LOADABLE_SUFFIXES = (".jsonl", ".json", ".db", ".sqlite", ".sqlite3")
 _SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")

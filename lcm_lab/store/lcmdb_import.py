@@ -25,12 +25,12 @@ import duckdb
 import pyarrow as pa
 
 from lcm_lab.io.lcmdb import CANONICAL, LCM_TABLES, LcmDbSchema, iter_table_batches
+from lcm_lab.store.lcmdb_backends import BACKENDS
 from lcm_lab.store.sql_tokens import fill_token_estimates_sql
 
 if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
 
-BACKENDS = ("scanner", "sqlite3")
 _BATCH = "_lcm_batch"
 
 
