@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from lcm_lab.cli import add_json_argument, print_json, print_json_lines
+from lcm_lab.cli import add_json_argument, add_list_arguments, print_json, print_json_lines, print_rows
 from lcm_lab.prompts import TEMPLATE_NAMES, PromptSet, TemplateError, default_prompt_set, load_prompt_set
 
 
@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
 
     listing = sub.add_parser("list", help="templates, their source and hash")
     listing.add_argument("--prompts", metavar="DIR", default=None, help="template directory (default: lab defaults)")
-    listing.add_argument("--json", action="store_true", help="one JSON object per template")
+    add_list_arguments(listing, "one object per template")
     listing.set_defaults(func=run_list)
 
     show = sub.add_parser("show", help="print one template")
@@ -87,16 +87,13 @@ def run_list(args: argparse.Namespace) -> int:
     from lcm_lab.engine.tokens import estimate_tokens
 
     prompts = _prompt_set(args.prompts)
-    rows = [(name, prompts[name].hash[:12], estimate_tokens(prompts[name].text), prompts[name].source) for name in TEMPLATE_NAMES]
-    if args.json:
-        for name, _digest, tokens, source in rows:
-            print(json.dumps({"name": name, "hash": prompts[name].hash, "tokens": tokens, "source": source}))
-        return 0
-    width = max(len(r[0]) for r in rows)
-    print(f"{'template'.ljust(width)}  hash          tokens  source")
-    for name, digest, tokens, source in rows:
-        print(f"{name.ljust(width)}  {digest}  {tokens:6d}  {source}")
-    print(f"prompt set {prompts.name}: {prompts.hash[:12]}")
+    rows = [{"name": name, "hash": prompts[name].hash, "tokens": estimate_tokens(prompts[name].text), "source": prompts[name].source}
+            for name in TEMPLATE_NAMES]
+    if not args.json:  # the table shows the short hash
+        rows = [{**row, "hash": row["hash"][:12]} for row in rows]
+    print_rows(args, rows)
+    if not args.json and args.table_format == "table":
+        print(f"prompt set {prompts.name}: {prompts.hash[:12]}")
     return 0
 
 

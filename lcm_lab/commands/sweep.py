@@ -71,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"no recommendation: {exc}")
         return 0
+    from lcm_lab.io.tables import format_table
+
     with_cols = [c for c in rec.table.columns if not c.endswith(("_ci_low", "_ci_high"))]
-    print(rec.table[with_cols].to_string(index=False))
+    print(format_table(rec.table[with_cols].to_dict("records"), with_cols))
     print()
     print(rec.snippet())
     return 0

@@ -683,20 +683,12 @@ def _tag(result: SourceResult, argument: str) -> SourceResult:
     return replace(result, details={**result.details, "argument": argument})
 
 
-_COLUMNS = ("conversations", "messages", "summaries", "context_items", "qa_items", "skipped_lines", "warnings")
-_HEADERS = ("conv", "msgs", "summ", "ctx", "qa", "skipped", "warn")
+TABLE_COLUMNS = ("source", "kind", "status", "conversations", "messages", "summaries", "context_items", "qa_items",
+                 "skipped_lines", "warnings")
 
 
-def format_table(results: Sequence[SourceResult]) -> str:
-    """The per-source counts as an aligned text table."""
-    rows: list[tuple[str, ...]] = [("source", "kind", "status", *_HEADERS)]
-    for result in results:
-        record = result.as_json()
-        rows.append((result.source, result.kind or "-", result.status, *(str(record[c]) for c in _COLUMNS)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
-        cells += [cell.rjust(width) for cell, width in zip(row[3:], widths[3:], strict=True)]
-        lines.append("  ".join(cells))
-    return "\n".join(lines)
+def format_table(results: Sequence[SourceResult], fmt: str = "table") -> str:
+    """The per-source counts as a table (``fmt``: ``table`` or ``csv``, :mod:`lcm_lab.io.tables`)."""
+    from lcm_lab.io.tables import format_table as table
+
+    return table([r.as_json() for r in results], TABLE_COLUMNS, fmt=fmt)
