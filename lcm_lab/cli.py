@@ -145,7 +145,7 @@ def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) ->
             print(f"{parser.prog}: {old} is deprecated; use {new}", file=sys.stderr)
             target(parser, namespace, values, new)
 
-    parser.add_argument(old, dest=target.dest, type=target.type, metavar=target.metavar, action=Alias,
+    parser.add_argument(old, dest=target.dest, type=target.type or str, metavar=target.metavar, action=Alias,
                         help=argparse.SUPPRESS)
 
 
