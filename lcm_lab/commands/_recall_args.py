@@ -23,7 +23,7 @@ def add_scope_arguments(parser: argparse.ArgumentParser, listing: str | None = N
     where.add_argument("--run", metavar="RUN_ID", default=None, help="search this replay (default: everything in the store)")
     where.add_argument("--conversation", metavar="ID", type=int, default=None, help="search this loaded conversation (lab id)")
     if listing is None:
-        parser.add_argument("--json", action="store_true", help="print JSON only")
+        parser.add_argument("--json", action="store_true", help="print only JSON: one object")
     else:
         add_list_arguments(parser, f"one object per {listing}")
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_json_argument
 
 STRATEGIES = ("lcm", "recorded")
 
@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--token-budget", type=int, default=128_000, metavar="N", help="lcm: model context budget (default 128000)")
     parser.add_argument("--config", metavar="CONFIG.json", help="lcm: lossless-claw plugin config keys")
     parser.add_argument("--validate", action="store_true", help="validation table of the bundled real sessions (or INPUTs)")
-    parser.add_argument("--json", action="store_true", help="print only JSON")
+    add_json_argument(parser, "one object per session (a list for several INPUTs or --validate)")
     add_db_argument(parser)
     from lcm_lab.commands._summarizer_args import add_summarizer_arguments
 

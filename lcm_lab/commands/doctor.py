@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", nargs="?", help="lcm.db file (also .db.gz)")
-    add_list_arguments(parser, "one object per finding (or per check)")
+    add_list_arguments(parser, "one object per finding (--list-checks: per check)")
     parser.add_argument(
         "--fail-on",
         choices=("info", "warning", "error"),

@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
     diff = sub.add_parser("diff", help="diff a template directory against the lab defaults")
     diff.add_argument("directory", metavar="DIR")
     diff.add_argument("--name", default=None, help="only this template")
-    add_json_argument(diff, "one object per template per line: name, changed, old_hash, new_hash, diff")
+    add_json_argument(diff, "one object per template (JSON Lines): name, changed, old_hash, new_hash, diff")
     diff.set_defaults(func=run_diff)
 
     render = sub.add_parser("render", help="render a template for a source text")
@@ -52,16 +52,17 @@ def register(subparsers: Any) -> None:
     render.add_argument("--source", metavar="FILE", required=True, help="source text file ('-' for stdin)")
     render.add_argument("--prompts", metavar="DIR", default=None)
     render.add_argument("--previous", metavar="FILE", default=None, help="previous summary text file")
-    render.add_argument("--target-tokens", type=int, default=None, help="target tokens (default: the plugin's rule at default settings, spec §5.8)")
+    render.add_argument("--target-tokens", type=int, default=None,
+                        help="target tokens (default: the plugin's rule at default settings, src/summarize.ts resolveTargetTokens)")
     render.add_argument("--custom-instructions", default="", help="operator instructions (customInstructions)")
     render.add_argument("--depth", type=int, default=None, help="output depth for condensed templates")
-    render.add_argument("--json", action="store_true", help="print the chat messages and hashes as JSON")
+    add_json_argument(render, "one object: the chat messages and hashes")
     render.set_defaults(func=run_render)
 
     export = sub.add_parser("export", help="write the lab's default templates to a directory")
     export.add_argument("directory", metavar="DIR")
     export.add_argument("--force", action="store_true", help="overwrite existing files")
-    add_json_argument(export, "one object per written file per line: path")
+    add_json_argument(export, "one object per written file (JSON Lines): path")
     export.set_defaults(func=run_export)
 
 

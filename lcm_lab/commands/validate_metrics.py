@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_deprecated_alias, positive_int
+from lcm_lab.cli import add_db_argument, add_deprecated_alias, add_json_argument, positive_int
 
 REPO = Path(__file__).resolve().parents[2]
 LOCOMO = REPO / "datasets" / "locomo" / "locomo10.json"
@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-coding", action="store_true", help="skip the bundled coding sessions")
     parser.add_argument("--plugin-config", default=None, metavar="JSON",
                         help="plugin settings over the validity configuration, e.g. '{\"condensedTargetTokens\": 300}'")
-    parser.add_argument("--json", action="store_true", help="print the table and checks as JSON only")
+    add_json_argument(parser, "a list of one object per budget: table rows and property checks")
     parser.set_defaults(func=run)
 
 
