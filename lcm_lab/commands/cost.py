@@ -43,14 +43,10 @@ def register(subparsers: Any) -> None:
 
 
 def _bundled() -> list[Path]:
+    from lcm_lab.bundled import datasets_path
     from lcm_lab.cost.validate import BUNDLED_SESSIONS
 
-    root = Path(__file__).resolve().parents[2] / "datasets"
-    paths = [root / p for p in BUNDLED_SESSIONS]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise SystemExit(f"lcm-lab cost: bundled sessions not found ({', '.join(missing)}); pass INPUT files or run from a checkout")
-    return paths
+    return [datasets_path(p) for p in BUNDLED_SESSIONS]
 
 
 def _read(path: Path) -> Any:

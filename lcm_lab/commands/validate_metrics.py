@@ -18,9 +18,9 @@ from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_deprecated_alias, add_json_argument, positive_int
 
-REPO = Path(__file__).resolve().parents[2]
-LOCOMO = REPO / "datasets" / "locomo" / "locomo10.json"
-CODING = (REPO / "datasets" / "pi-mono" / "before-compaction.jsonl",)
+# the bundled data (lcm_lab.bundled.datasets_path) it runs on by default
+LOCOMO = "locomo/locomo10.json"
+CODING = ("pi-mono/before-compaction.jsonl",)
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
     )
     add_db_argument(parser)
     parser.add_argument("-o", "--output", default="reports/metric-validity.md", help="Markdown report (default: %(default)s)")
-    parser.add_argument("--locomo", default=str(LOCOMO), help="LoCoMo JSON (default: the bundled locomo10.json)")
+    parser.add_argument("--locomo", default=None, metavar="FILE", help="LoCoMo JSON (default: the bundled locomo10.json)")
     parser.add_argument("--conversations", type=int, default=None, metavar="N", help="only the first N LoCoMo conversations")
     parser.add_argument("--token-budget", type=positive_int, action="append", default=None, metavar="N",
                         help="model context budget (repeatable; default 6000 and 32000)")
@@ -75,8 +75,10 @@ def run(args: argparse.Namespace) -> int:
         defaults = LcmConfig()
         config = dataclasses.replace(DEFAULT_CONFIG, **{f.name: getattr(changed, f.name) for f in dataclasses.fields(LcmConfig)
                                                         if getattr(changed, f.name) != getattr(defaults, f.name)})
-    locomo = list(read_transcript(args.locomo).conversations)[: args.conversations]
-    coding = [] if args.no_coding else [c for path in CODING if path.is_file() for c in read_transcript(path).conversations]
+    from lcm_lab.bundled import datasets_path
+
+    locomo = list(read_transcript(args.locomo or datasets_path(LOCOMO)).conversations)[: args.conversations]
+    coding = [] if args.no_coding else [c for path in CODING for c in read_transcript(datasets_path(path)).conversations]
     sink = None
     if args.db:
         from lcm_lab.store import open_store

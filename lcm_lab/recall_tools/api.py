@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from lcm_lab.errors import require_extra
 from lcm_lab.recall_tools.answer import Answerer, Passage, get_answerer
 from lcm_lab.recall_tools.query import parse_full_text, terms_of
 from lcm_lab.store import recall_index as ix
@@ -115,8 +116,7 @@ class GrepResult:
         return pd.DataFrame(self.records(), columns=list(GrepMatch.__dataclass_fields__))
 
     def pl(self) -> pl.DataFrame:
-        import polars as pl
-
+        pl = require_extra("polars", "polars", "polars frames (the *_pl readers)")
         return pl.from_pandas(self.df())
 
     @property

@@ -14,10 +14,12 @@ import hashlib
 import json
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
-import polars as pl
+
+if TYPE_CHECKING:
+    import polars as pl
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay

@@ -79,7 +79,7 @@ def read_conversations(spec: SweepSpec) -> Conversations:
 
     loaded: dict[str, Any] = {}
     for source in spec.conversations:
-        path = Path(source.path)
+        path = source.file()
         if not path.exists():
             raise FileNotFoundError(f"conversations.path: {path} not found")
         read = read_transcript(path).conversations
