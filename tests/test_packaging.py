@@ -45,7 +45,7 @@ def _imported_top_level() -> set[str]:
 
 # The extras the library itself imports (lazily, through lcm_lab.errors.require_extra), with the
 # packages of each it imports; the rest of an extra (JupyterLab, the kernel) are tools.
-LIBRARY_EXTRAS = {"llm": {"litellm"}, "polars": {"polars"}, "notebooks": {"ipywidgets", "anywidget"}}
+LIBRARY_EXTRAS = {"llm": {"litellm"}, "polars": {"polars"}, "widgets": {"ipywidgets", "anywidget"}}
 
 
 def _extra(name: str) -> list[str]:

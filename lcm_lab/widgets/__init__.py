@@ -5,8 +5,8 @@
 
 from lcm_lab.errors import require_extra
 
-require_extra("ipywidgets", "notebooks", "the notebook widgets (lab.widgets)")
-require_extra("anywidget", "notebooks", "the notebook widgets (lab.widgets)")
+require_extra("ipywidgets", "widgets", "the notebook widgets (lab.widgets)")
+require_extra("anywidget", "widgets", "the notebook widgets (lab.widgets)")
 
 from lcm_lab.widgets.cost import CostExplorer  # noqa: E402  (after the clear error for a missing extra)
 from lcm_lab.widgets.dag_explorer import DagExplorer  # noqa: E402
