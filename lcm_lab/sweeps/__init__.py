@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lcm_lab.sweeps.metrics import METRICS, ScoredRun, register_metric
+from lcm_lab.sweeps.optuna_study import sweep_study
 from lcm_lab.sweeps.recommend import Recommendation, env_lines, recommend
 from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
 from lcm_lab.sweeps.run import BASELINE_ID, SweepResult, load_spec, sweep
@@ -39,6 +40,7 @@ __all__ = [
     "register_metric",
     "sweep",
     "sweep_df",
+    "sweep_study",
 ]
 
 
