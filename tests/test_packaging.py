@@ -129,3 +129,20 @@ def test_environment_yml_takes_the_core_stack_from_conda_forge() -> None:
         where = pip if name.startswith("duckdb") else conda
         assert f"- {name}" in where, name
     assert "--no-deps" in pip and "- -e ." in pip
+
+
+# Modules that may still speak SQL outside store/: io/ reads the user's SQLite files (lcm.db,
+# OpenClaw's transcript store), never the lab schema; loading/dispatch.py's last statements move
+# into store/ with the loading split (branch memory).
+SQL_ELSEWHERE = ("io/", "loading/dispatch.py")
+_SQL = re.compile(r"""["'](?:SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER)\s""")
+
+
+def test_sql_over_the_lab_schema_lives_in_store() -> None:
+    package = ROOT / "lcm_lab"
+    offenders = [
+        str(path.relative_to(package)) for path in package.rglob("*.py")
+        if not str(path.relative_to(package)).startswith(("store/", *SQL_ELSEWHERE))
+        and _SQL.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []

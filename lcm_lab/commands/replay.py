@@ -100,15 +100,13 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
         result = load_lcm_db(path, store)
         if not result.ok:
             raise SystemExit(f"lcm-lab replay: {path}: {result.error}")
-        rows = store.fetch_all(
-            "SELECT conversation_id, origin_conversation_id FROM conversations WHERE source_id = ? ORDER BY conversation_id",
-            [result.source_id],
-        )
+        from lcm_lab.store.sources import source_conversations
+
+        rows = every = source_conversations(store, result.source_id)
         if args.conversation is not None:
             rows = [r for r in rows if str(r[1]) == str(args.conversation)]
             if not rows:
-                known = ", ".join(str(r[0]) for r in store.fetch_all(
-                    "SELECT origin_conversation_id FROM conversations WHERE source_id = ? ORDER BY 1", [result.source_id]))
+                known = ", ".join(str(o) for o in sorted(r[1] for r in every))
                 raise OptionError(f"--conversation {args.conversation}: {path} has no such conversation_id (it has: {known or 'none'})")
         return [(store.conversation(int(r[0])), int(r[0])) for r in rows]
     try:

@@ -271,10 +271,7 @@ class Recall:
         params = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort, "limit": int(limit),
                   "since": since, "before": before, "targets": targets}  # fmt: skip
         notes = []
-        missing = self.store.fetch_all(
-            f"SELECT coalesce(sum(files_without_payload), 0) FROM recall_targets WHERE target IN ({', '.join('?' for _ in targets)})",
-            targets,
-        )[0][0] if targets and scope == "files" else 0  # fmt: skip
+        missing = ix.files_without_payload(self.store, targets) if scope == "files" else 0
         if missing:
             notes.append(f"{missing} large file(s) have no payload on disk (storage_uri unreadable) and were not searched")
         return GrepResult(matches, total, params, tuple(notes))
@@ -494,10 +491,11 @@ def recall(source: Replay | str | int, store: LabStore | None = None, *, refresh
 
 def index_store(store: LabStore) -> list[str]:
     """Index every loaded conversation and saved replay not indexed yet; returns all targets."""
-    from lcm_lab.store.replays import load_replay
+    from lcm_lab.store.replays import load_replay, run_ids
+    from lcm_lab.store.sources import conversation_ids
 
-    ix.index_conversations(store, [int(c) for (c,) in store.fetch_all("SELECT conversation_id FROM conversations ORDER BY conversation_id")])
-    for (run_id,) in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at, run_id"):
+    ix.index_conversations(store, conversation_ids(store))
+    for run_id in run_ids(store):
         if not ix.is_indexed(store, f"run:{run_id}"):
             index_replay(store, load_replay(store, run_id))
     return ix.all_targets(store)

@@ -410,3 +410,12 @@ def target_info(store: LabStore, target: str) -> dict[str, Any]:
     if rows.empty:
         raise KeyError(f"{target!r} is not indexed for recall")
     return rows.iloc[0].to_dict()
+
+
+def files_without_payload(store: LabStore, targets: Sequence[str]) -> int:
+    """Large files of ``targets`` whose payload was not on disk when they were indexed."""
+    if not targets:
+        return 0
+    marks = ", ".join("?" for _ in targets)
+    return int(store.fetch_all(f"SELECT coalesce(sum(files_without_payload), 0) FROM recall_targets WHERE target IN ({marks})",
+                               list(targets))[0][0])

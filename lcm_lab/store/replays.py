@@ -395,3 +395,19 @@ def replays_df(store: LabStore) -> pd.DataFrame:
 
 def replays_pl(store: LabStore) -> pl.DataFrame:
     return store.fetch_pl(f"SELECT {_REPLAYS_COLUMNS} FROM replays ORDER BY created_at")
+
+
+def replay_label(store: LabStore, run_id: str) -> str | None:
+    """The label a saved replay was stored under (``None``: unlabelled or not saved)."""
+    rows = store.fetch_all("SELECT label FROM replays WHERE run_id = ?", [run_id])
+    return rows[0][0] if rows else None
+
+
+def has_replay(store: LabStore, run_id: str) -> bool:
+    """Whether a replay of that run id is saved."""
+    return bool(store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]))
+
+
+def run_ids(store: LabStore) -> list[str]:
+    """Every saved replay's run id, oldest first."""
+    return [r[0] for r in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at, run_id")]

@@ -367,11 +367,11 @@ def _stats(store: Any, sweep_id: str, before: Mapping[str, Any], calls: int, hit
     """Cumulative over every session of the sweep: naive calls = every summarizer request of every
     finished run (what a sweep without the ledger would send); calls made = requests that reached
     a model."""
-    import json
+    from lcm_lab.store.sweeps import config_count, run_outcomes
 
-    rows = store.fetch_all("SELECT status, metrics FROM sweep_runs WHERE sweep_id = ?", [sweep_id])
-    naive = sum(int(json.loads(m).get("summarizer_calls") or 0) for status, m in rows if status == "ok")
-    configs = int(store.fetch_all("SELECT count(*) FROM sweep_configs WHERE sweep_id = ?", [sweep_id])[0][0])
+    rows = run_outcomes(store, sweep_id)
+    naive = sum(int(m.get("summarizer_calls") or 0) for status, m in rows if status == "ok")
+    configs = config_count(store, sweep_id)
     return {
         "configs": configs,
         "runs_ok": sum(1 for r in rows if r[0] == "ok"),
