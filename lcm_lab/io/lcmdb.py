@@ -1,7 +1,7 @@
 """lossless-claw ``lcm.db`` files: schema detection and row reading (no duckdb here).
 
 Every release from v0.1.2 to main has the same eight core tables, with columns added over time
-(spec §1.7). :func:`read_lcmdb_schema` probes ``PRAGMA table_info``; :class:`LcmDbSchema` then
+(``src/db/migration.ts``). :func:`read_lcmdb_schema` probes ``PRAGMA table_info``; :class:`LcmDbSchema` then
 builds one SELECT per table that yields the *canonical* (newest) column list, with missing
 columns as NULL or their plugin default. The same SELECT text runs in SQLite (stdlib reader,
 :func:`iter_table_batches`) and in DuckDB over the SQLite scanner (lcm_lab.store).

@@ -1,6 +1,6 @@
 """``grep`` → ``describe`` → ``expand_query`` over a replay or a loaded lcm.db conversation.
 
-The plugin's agent tools (spec §12) with their parameters, defaults, caps and result fields:
+The plugin's agent tools (``src/tools/lcm-grep-tool.ts``, ``lcm-describe-tool.ts``, ``lcm-expand-query-tool.ts``) with their parameters, defaults, caps and result fields:
 a :class:`Recall` is bound to one *target* (a replay or a loaded conversation) and searches its
 session family by default (``conversation_id=`` one conversation, ``all_conversations=True``
 everything indexed in the store). Results come as frames (``.df()``/``.pl()``) and as the

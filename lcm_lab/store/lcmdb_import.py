@@ -220,7 +220,7 @@ def _count(row: tuple[int, ...] | None) -> int:
 
 
 def _derive_missing_summary_columns(store: LabStore, schema: LcmDbSchema, source_id: int, result: LcmDbImport) -> None:
-    """Fill summary columns an old schema lacks the way the plugin's backfills compute them (spec §1.6)."""
+    """Fill summary columns an old schema lacks the way the plugin's backfills compute them (``src/db/migration.ts``)."""
     if "summaries" not in schema.tables:
         return
     missing = set(schema.missing_columns("summaries"))
