@@ -4,7 +4,8 @@
 payloads and summary edges into ``recall_docs``/``recall_edges`` (migration ``m008_recall``);
 ``search`` runs one ``lcm_grep`` query over chosen targets: regex through DuckDB's RE2
 (``regexp_matches``), full text through DuckDB's ``fts`` extension (BM25, Porter stemmer, no stop
-words — the plugin's FTS5 tables use ``porter unicode61``), loaded offline from the PyPI wheel.
+words — the plugin's FTS5 tables use ``porter unicode61``), loaded offline from the PyPI wheel
+(one of the lab's three BM25s, each for its own job: ``docs/metrics.md``, "Three BM25s").
 
 >>> from lcm_lab.store import LabStore
 >>> store = LabStore(":memory:")
