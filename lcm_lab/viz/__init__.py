@@ -44,7 +44,7 @@ from lcm_lab.viz.quality import (
     wilson_interval,
 )
 from lcm_lab.viz.recall import plot_recoverability, recoverability_info
-from lcm_lab.viz.stats import replay_stats, stats_line
+from lcm_lab.viz.counts import replay_stats, stats_line
 from lcm_lab.viz.strategies import (
     plot_fact_survival_by_age,
     plot_qa_by_category,
