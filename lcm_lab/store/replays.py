@@ -65,7 +65,8 @@ def _encode(value: Any) -> Any:
         return {str(k): _encode(v) for k, v in value.items()}
     names = _FIELD_NAMES.get(cls, ())
     if names == ():
-        names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+        # Fields marked ``stored: False`` (a replay's summarizer object) are live-only.
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("stored", True)) if dataclasses.is_dataclass(cls) else None
         _FIELD_NAMES[cls] = names
     if names is not None:
         out = {_TYPE_KEY: cls.__name__}
