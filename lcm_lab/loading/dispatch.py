@@ -235,6 +235,7 @@ class _LcmDbJob:
     def run(self, *, scanner: bool, warnings: list[str] | None = None) -> SourceResult:
         notes = self.schema.describe_gaps()
         meta = {
+            "lcm_version": self.schema.version.label,
             "tables": {t: list(c) for t, c in self.schema.tables.items()},
             "schema_notes": notes,
             "snapshot_copied": self.snap.copied,
@@ -261,7 +262,8 @@ class _LcmDbJob:
             conversations=counts.get("conversations", 0), messages=counts.get("messages", 0),
             summaries=counts.get("summaries", 0), context_items=counts.get("context_items", 0),
             warnings=tuple(all_warnings),
-            details={"backend": meta["backend"], "rows": counts, "source_rows": self.expected, "schema_notes": notes},
+            details={"backend": meta["backend"], "lcm_version": meta["lcm_version"], "rows": counts,
+                     "source_rows": self.expected, "schema_notes": notes},
         )
 
 
