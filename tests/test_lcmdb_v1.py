@@ -14,7 +14,7 @@ from conftest import FIXTURES, gunzip_to, unpacked
 
 from lcm_lab.io.lcmdb import LCM_TABLES, V1_TABLES, count_rows, read_lcmdb_schema
 from lcm_lab.io.lcmdb_version import RELEASES_0X, detect_version
-from lcm_lab.loading.dispatch import load_lcm_db
+from lcm_lab.loading.dispatch import format_table, load_lcm_db
 from lcm_lab.store import LabStore
 from lcm_lab.store.lcmdb_import import BACKENDS
 
@@ -79,11 +79,14 @@ def test_v1_file_loads_every_table_with_sqlite_counts_and_stays_byte_identical(
     assert any("1.0 no longer stores it" in n for n in result.details["schema_notes"])
 
 
-def test_the_gz_file_itself_loads_unchanged(store: LabStore) -> None:
+def test_the_gz_file_itself_loads_unchanged_and_says_1_0(store: LabStore) -> None:
     before = sha256(SYNTH)
     result = load_lcm_db(SYNTH, store)
     assert result.status == "loaded" and result.details["lcm_version"] == "1.0"
     assert sha256(SYNTH) == before
+    again = load_lcm_db(SYNTH, store)  # identical content: nothing added, the version still shown
+    assert again.status == "unchanged" and again.as_json()["lcm_version"] == "1.0"
+    assert "lcm_db 1.0" in format_table([result, again])
 
 
 def test_version_detection_names_every_release_fixture_and_1_0(tmp_path: Path) -> None:
