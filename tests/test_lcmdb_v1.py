@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import FIXTURES, gunzip_to, unpacked
+from conftest import FIXTURES, gunzip_to, sqlite_counts, unpacked
 
-from lcm_lab.io.lcmdb import LCM_TABLES, V1_TABLES, count_rows, read_lcmdb_schema
+from lcm_lab.io.lcmdb import LCM_TABLES, V1_TABLES, read_lcmdb_schema
 from lcm_lab.io.lcmdb_version import RELEASES_0X, detect_version
 from lcm_lab.loading.dispatch import format_table, load_lcm_db
 from lcm_lab.store import LabStore
@@ -22,14 +22,6 @@ V1_DBS = sorted((FIXTURES / "lcm-db-v1").glob("*.db.gz"))
 SYNTH = FIXTURES / "lcm-db-v1" / "synth-1__C2-tight.db.gz"
 LAB_NAME = {"summary_parents": "summary_sources"}
 READY_NODE_SOURCE = "src=b3d25e3a649d"  # only in the one prepared, unpublished node of synth-1
-
-
-def sqlite_counts(path: Path) -> dict[str, int]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return count_rows(conn)
-    finally:
-        conn.close()
 
 
 def lab_counts(lab: LabStore, source_id: int) -> dict[str, int]:
