@@ -63,7 +63,7 @@ class ExportResult(NamedTuple):
     context_items: int
     large_files: int
     fts: bool
-    schema: str = "0.15.3"  # the lossless-claw version whose schema the file has
+    schema: str  # the lossless-claw version whose schema the file has
 
 
 class ExportExistsError(FileExistsError):
@@ -113,8 +113,7 @@ def create_schema(con: sqlite3.Connection, schema: ModuleType = lcmdb_schema) ->
     return fts
 
 
-def _write(con: sqlite3.Connection, run: Replay) -> ExportResult:
-    schema = schema_for(run.engine)
+def _write(con: sqlite3.Connection, run: Replay, schema: ModuleType) -> ExportResult:
     fts = create_schema(con, schema)
     conv = run.conversation
     now = _now()
@@ -126,10 +125,11 @@ def _write(con: sqlite3.Connection, run: Replay) -> ExportResult:
     )
     ids: dict[int, int] = {}
     parts = 0
-    message_columns = ["message_id", "conversation_id", "seq", "role", "content", "token_count", "identity_hash",
-                       "openclaw_sender_metadata", "transcript_entry_id", "created_at", "large_content", "stable_event_key"]  # fmt: skip
-    if run.engine == "1.0":  # 1.0 stores no sender metadata: the column is gone
-        message_columns.remove("openclaw_sender_metadata")
+    # the schema decides the columns: 1.0 stores no sender metadata, so its messages table has no such column
+    present = {row[1] for row in con.execute("PRAGMA table_info(messages)")}
+    message_columns = [c for c in ("message_id", "conversation_id", "seq", "role", "content", "token_count", "identity_hash",
+                                   "openclaw_sender_metadata", "transcript_entry_id", "created_at", "large_content",
+                                   "stable_event_key") if c in present]  # fmt: skip
     insert_message = f"INSERT INTO messages ({', '.join(message_columns)}) VALUES ({', '.join('?' * len(message_columns))})"
     for index, m in enumerate(run.messages, start=1):
         ids[m.seq] = index
@@ -202,7 +202,7 @@ def _json_list(values: tuple[str, ...]) -> str:
 def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
     """Write ``run`` as a new lcm.db at ``path`` with the schema of ``run.engine`` (an error if
     ``path`` exists; see module docstring)."""
-    schema_for(run.engine)
+    schema = schema_for(run.engine)
     target = Path(path).expanduser()
     if target.exists():
         raise ExportExistsError(f"{target} exists; the lab never overwrites files — choose another -o path or remove it yourself")
@@ -215,7 +215,7 @@ def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
         con = sqlite3.connect(tmp)
         try:
             with con:
-                result = _write(con, run)
+                result = _write(con, run, schema)
             check = con.execute("PRAGMA integrity_check").fetchone()[0]
             if check != "ok":
                 raise RuntimeError(f"exported database failed PRAGMA integrity_check: {check}")

@@ -65,7 +65,6 @@ class BatchRow:
     batch_id: str
     conversation_id: int
     status: str
-    updated_at: str | None
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,6 @@ class ReceiptRow:
 
     advancement_key: str
     session_id: str
-    session_key: str | None
     message_count: int
 
 
@@ -186,10 +184,8 @@ def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
         return _select(conn, table, wanted) if table in tables else iter(())
 
     batches = tuple(
-        BatchRow(str(bid), int(cid), str(status), _optional(updated))
-        for bid, cid, status, updated in rows_of(
-            "pending_compaction_batches", ("batch_id", "conversation_id", "status", "updated_at")
-        )
+        BatchRow(str(bid), int(cid), str(status))
+        for bid, cid, status in rows_of("pending_compaction_batches", ("batch_id", "conversation_id", "status"))
     )
     pending_nodes = tuple(
         PendingNodeRow(str(nid), str(bid), int(cid), str(kind), None if depth is None else int(depth), str(status),
@@ -210,10 +206,8 @@ def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
         )
     )
     receipts = tuple(
-        ReceiptRow(str(key), str(sid), _optional(skey), int(count or 0))
-        for key, sid, skey, count in rows_of(
-            "turn_advancements", ("advancement_key", "session_id", "session_key", "message_count")
-        )
+        ReceiptRow(str(key), str(sid), int(count or 0))
+        for key, sid, count in rows_of("turn_advancements", ("advancement_key", "session_id", "message_count"))
     )
     return LcmDbRows(
         path, conversations, messages, summaries, summary_messages, summary_parents, context_items,

@@ -48,8 +48,10 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("0.4.0", "conversations.session_key"),
     ("0.3.0", "summaries.descendant_token_count"),
 )
-# Main after the v0.15.3 tag (4214b480, the engine the lab replays as "0.15.3") adds these.
-_MAIN_AFTER_0153 = "conversation_compaction_maintenance.resolution_reason"
+# Main after the v0.15.3 tag (4214b480, the engine the lab replays as "0.15.3") adds this column;
+# such a file is labelled MAIN_AFTER_0153.
+_MAIN_AFTER_0153_MARKER = "conversation_compaction_maintenance.resolution_reason"
+MAIN_AFTER_0153 = "0.15.3+"
 V1_MARKER = "pending_compaction_batches"
 # What a fresh 1.0 schema no longer has (a 1.0 file with them was upgraded from 0.x).
 V1_DROPPED: tuple[str, ...] = ("messages.openclaw_sender_metadata", "conversation_bootstrap_state")
@@ -79,7 +81,7 @@ class LcmDbVersion(NamedTuple):
             base = "lossless-claw 1.0 (next/1.0 line: pending summaries, turn receipts, no sender metadata)"
             return base + ("; upgraded from a 0.x file (its legacy sender metadata / bootstrap table kept)"
                            if self.upgraded_from_0x else "")  # fmt: skip
-        if self.first == "0.15.3+":
+        if self.first == MAIN_AFTER_0153:
             return "lossless-claw 0.15.3 (main after the v0.15.3 tag)"
         return f"lossless-claw {self.label}" + ("" if self.first == self.last else " (same schema in every release of the range)")
 
@@ -87,7 +89,7 @@ class LcmDbVersion(NamedTuple):
         """Whether ``release`` (e.g. ``0.9.0``, ``1.0``) has this schema."""
         if self.is_v1 or release.startswith("1."):
             return self.is_v1 == release.startswith("1.")
-        if self.first == "0.15.3+":
+        if self.first == MAIN_AFTER_0153:
             return release == "0.15.3"
         order = RELEASES_0X.index
         return release in RELEASES_0X and order(self.first) <= order(release) <= order(self.last)
@@ -102,8 +104,8 @@ def detect_version(columns: Mapping[str, Collection[str]]) -> LcmDbVersion:
     """The release range of a schema given as ``{table: column names}`` (every table of the file)."""
     if _has(columns, V1_MARKER):
         return LcmDbVersion("1.0.0-beta.0", "1.0", any(_has(columns, m) for m in V1_DROPPED))
-    if _has(columns, _MAIN_AFTER_0153):
-        return LcmDbVersion("0.15.3+", "0.15.3+")
+    if _has(columns, _MAIN_AFTER_0153_MARKER):
+        return LcmDbVersion(MAIN_AFTER_0153, MAIN_AFTER_0153)
     next_first = None
     for first, marker in _MARKERS:
         if _has(columns, marker):
@@ -118,4 +120,4 @@ def _release_before(release: str | None) -> str:
     return RELEASES_0X[RELEASES_0X.index(release) - 1]
 
 
-__all__ = ["RELEASES_0X", "V1_DROPPED", "LcmDbVersion", "detect_version"]
+__all__ = ["MAIN_AFTER_0153", "RELEASES_0X", "V1_DROPPED", "LcmDbVersion", "detect_version"]

@@ -285,16 +285,16 @@ def _pending_checks(rows: LcmDbRows, messages: dict[int, MessageRow], summaries:
     """Pending batches and nodes of 1.0 against each other and the canonical rows."""
     batches = {b.batch_id: b for b in rows.batches}
     nodes = {n.node_id: n for n in rows.pending_nodes}
-    promoted: dict[str, list[str]] = defaultdict(list)
+    with_promoted: set[str] = set()  # batches with a promoted node
     for node in rows.pending_nodes:
         cid = node.conversation_id
         batch = batches.get(node.batch_id)
         if batch is None:
-            add(cid, None, "pending-node-without-batch", f"pending node {node.node_id} ({node.status}) names batch {node.batch_id}, which does not exist")
+            add(cid, None, "pending-node-without-batch", f"pending node {node.node_id} ({node.kind}, {node.status}) names batch {node.batch_id}, which does not exist")
         elif batch.conversation_id != cid:
             add(cid, None, "broken-pending-link", f"pending node {node.node_id} belongs to conversation {cid}, its batch {batch.batch_id} to {batch.conversation_id}")
         if node.status == "promoted":
-            promoted[node.batch_id].append(node.node_id)
+            with_promoted.add(node.batch_id)
             canonical = summaries.get(node.canonical_summary_id) if node.canonical_summary_id else None
             if batch is not None and batch.status == "published" and canonical is None:
                 missing = node.canonical_summary_id or "no canonical_summary_id"
@@ -302,7 +302,7 @@ def _pending_checks(rows: LcmDbRows, messages: dict[int, MessageRow], summaries:
         if node.status == "ready" and not (node.content or "").strip():
             add(cid, None, "ready-node-without-content", f"pending node {node.node_id} is ready (prepared) but has no content to publish")
     for batch in rows.batches:
-        if batch.status == "published" and not promoted.get(batch.batch_id):
+        if batch.status == "published" and batch.batch_id not in with_promoted:
             add(batch.conversation_id, None, "published-batch-missing-summary", f"batch {batch.batch_id} is published but none of its nodes was promoted to a summary")
     for edge in rows.pending_node_messages:
         owner = nodes.get(edge.summary_id)
@@ -329,8 +329,10 @@ def _pending_checks(rows: LcmDbRows, messages: dict[int, MessageRow], summaries:
 def _receipt_checks(rows: LcmDbRows, add: _Add) -> None:
     """commitTurn receipts per session against the messages stored for that session."""
     recorded: Counter[str] = Counter()
+    receipts: Counter[str] = Counter()
     for receipt in rows.receipts:
         recorded[receipt.session_id] += receipt.message_count
+        receipts[receipt.session_id] += 1
     conversations_of: dict[str, list[int]] = defaultdict(list)
     for cid, session_id in rows.conversations.items():
         conversations_of[session_id].append(cid)
@@ -338,9 +340,9 @@ def _receipt_checks(rows: LcmDbRows, add: _Add) -> None:
     for session_id, count in sorted(recorded.items()):
         cids = sorted(conversations_of.get(session_id, ()))
         if count and not cids:
-            add(-1, None, "receipt-without-messages", f"receipts of session {session_id} record {count} ingested messages, but no conversation of that session exists", session_id)
+            add(-1, None, "receipt-without-messages", f"{receipts[session_id]} receipts of session {session_id} record {count} ingested messages, but no conversation of that session exists", session_id)
         elif count > stored[session_id]:
-            add(cids[0], None, "receipt-without-messages", f"receipts of session {session_id} record {count} ingested messages; its conversations {cids} hold {stored[session_id]}", session_id)
+            add(cids[0], None, "receipt-without-messages", f"{receipts[session_id]} receipts of session {session_id} record {count} ingested messages; its conversations {cids} hold {stored[session_id]}", session_id)
 
 
 def rows_from_dag(dag: Dag, conversation_id: int = 1) -> LcmDbRows:
