@@ -152,5 +152,5 @@ def _list(args: argparse.Namespace) -> int:
     if not rows:
         print("no derived runs")
     for row in rows:
-        print(f"{row['run_id']}  <- {row['parent_run_id']}  {row['op']:<9} {row['label'] or ''}")
+        print(f"{row['run_id']}  <- {row['parent_run_id']}  {row['op']:<9} {row['engine'] or '-':<6} {row['label'] or ''}")
     return 0

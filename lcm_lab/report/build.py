@@ -114,6 +114,7 @@ def _run_section(replay: Replay, label: str, anchor: str, max_summaries: int) ->
         "summarizer": replay.summarizer,
         "token_budget": int(replay.token_budget),
         "fidelity": replay.fidelity,
+        "engine": replay.engine,
         "stats": _stats_rows(stats),
         "config_changes": _config_changes(replay.config),
         "budget_figure": _figure_html(plot_budget_timeline(replay, title=f"{label}: context tokens per turn"))
