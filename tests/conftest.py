@@ -41,6 +41,19 @@ def gunzip_to(source: Path, directory: Path) -> Path:
 
 
 @functools.cache
+def sqlite_counts(path: Path) -> dict[str, int]:
+    """``count(*)`` of every lossless-claw table of an lcm.db, as stdlib sqlite3 reports it (read-only)."""
+    import sqlite3
+
+    from lcm_lab.io.lcmdb import count_rows
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return count_rows(conn)
+    finally:
+        conn.close()
+
+
 def unpacked(archive: str) -> Path:
     """Extract ``tests/fixtures/<archive>.tar.xz`` once per test process; return the directory.
 

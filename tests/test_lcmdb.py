@@ -7,23 +7,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, gunzip_to, unpacked
+from conftest import FIXTURES, gunzip_to, sqlite_counts, unpacked
 
-from lcm_lab.io.lcmdb import count_rows
 from lcm_lab.loading.dispatch import load_lcm_db
 from lcm_lab.store import LabStore
 from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed
 
 VERSION_DBS = sorted((FIXTURES / "lcm-db-versions").glob("*.db.gz"))
 LAB_NAME = {"summary_parents": "summary_sources"}
-
-
-def sqlite_counts(path: Path) -> dict[str, int]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return count_rows(conn)
-    finally:
-        conn.close()
 
 
 def lab_counts(lab: LabStore, source_id: int) -> dict[str, int]:

@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from lcm_lab.cli import add_list_arguments, print_rows
+
+if TYPE_CHECKING:
+    from lcm_lab.io.lcmdb_rows import LcmDbRows
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,6 +37,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+def _v1_counts(rows: LcmDbRows) -> str:
+    """The rows only lossless-claw 1.0 writes (empty for older files), in words."""
+    if not rows.pending_nodes and not rows.receipts:
+        return ""
+    unpublished = sum(1 for n in rows.pending_nodes if n.status != "promoted")
+    return (f", {len(rows.pending_nodes)} pending summary nodes ({unpublished} not published), "
+            f"{len(rows.receipts)} turn receipts")  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
     from lcm_lab.metrics.doctor import CHECKS, SEVERITY_RANK, diagnose
@@ -49,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         counts = Counter(f.severity for f in findings)
         summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info")) if findings else "no findings"
-        print(f"{args.path}: {len(rows.conversations)} conversations, {len(rows.summaries)} summaries; {summary}", file=sys.stderr)
+        print(f"{args.path}: {len(rows.conversations)} conversations, {len(rows.summaries)} summaries{_v1_counts(rows)}; {summary}",
+              file=sys.stderr)  # fmt: skip
     threshold = SEVERITY_RANK[args.fail_on]
     return 1 if any(SEVERITY_RANK[f.severity] >= threshold for f in findings) else 0

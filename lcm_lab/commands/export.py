@@ -1,6 +1,7 @@
 """``lcm-lab export RUN_ID -o FILE.db [--db STORE] [--json]``: a saved replay as an lcm.db.
 
-The file has lossless-claw v0.15.3's schema (tables, indexes, FTS5 tables, migration state) and
+The file has the schema (tables, indexes, FTS5 tables, migration state) of the lossless-claw version
+the run replayed — 0.15.3 or 1.0 (whose pending-summary and receipt tables are then empty) — and
 opens in ``lcm-tui`` and the ``lcm`` CLI. An existing FILE is never overwritten.
 """
 
@@ -16,7 +17,7 @@ from lcm_lab.cli import add_db_argument, add_json_argument
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "export", help="write a saved replay as an lcm.db (lossless-claw v0.15.3 schema)",
+        "export", help="write a saved replay as an lcm.db (the schema of the lossless-claw version it ran)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_id", metavar="RUN_ID")
@@ -39,10 +40,11 @@ def run(args: argparse.Namespace) -> int:
         message = exc.args[0] if exc.args else str(exc)
         print(json.dumps({"error": message}) if args.json else f"error: {message}", file=sys.stdout if args.json else sys.stderr)
         return 2
-    counts = {k: v for k, v in result._asdict().items() if k != "path"}
+    counts = {k: v for k, v in result._asdict().items() if k not in ("path", "schema")}
     if args.json:
-        print(json.dumps({"path": str(result.path), **counts}))
+        print(json.dumps({"path": str(result.path), "schema": result.schema, **counts}))
     else:
-        print(f"wrote {result.path}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if k != "fts")
+        print(f"wrote {result.path} (lossless-claw {result.schema} schema): "
+              + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if k != "fts")
               + ("" if result.fts else " (no FTS5 in this SQLite: full-text tables left out)"))  # fmt: skip
     return 0

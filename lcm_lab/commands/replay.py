@@ -180,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
         summary: dict[str, Any] = {
-            "run_id": run_id, "strategy": "lcm", "session_id": conversation.session_id, "turns": len(result.turns),
+            "run_id": run_id, "strategy": "lcm", "engine": result.engine, "session_id": conversation.session_id,
+            "turns": len(result.turns),
             "summarizer_calls": sum(len(t.calls) for t in result.turns), "summaries": len(result.summaries),
             "stored_tokens": last.final_tokens if last else 0, "compaction_mode": result.compaction_mode,
             "trace_out": args.trace_out, "check": None,
@@ -189,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
         say(
             f"{run_id or '(not saved)'}  {conversation.session_id}: {summary['turns']} turns, "
             f"{summary['summarizer_calls']} summarizer calls, {summary['summaries']} summaries, "
-            f"{summary['stored_tokens']} stored tokens at the end ({result.compaction_mode} compaction)"
+            f"{summary['stored_tokens']} stored tokens at the end ({result.compaction_mode} compaction), "
+            f"lossless-claw {result.engine}"
         )
         if args.trace_out or args.check:
             data = Path(args.input).read_bytes()

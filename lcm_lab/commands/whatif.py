@@ -153,5 +153,5 @@ def _list(args: argparse.Namespace) -> int:
     if not rows and not args.json:
         print("no derived runs")
         return 0
-    print_rows(args, rows, None if args.json else ["run_id", "parent_run_id", "op", "label"])
+    print_rows(args, rows, None if args.json else ["run_id", "parent_run_id", "op", "engine", "label"])
     return 0

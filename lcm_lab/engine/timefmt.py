@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo
 
 # Zones for which ICU's en-US locale prints a letter abbreviation (North American metazones:
@@ -38,6 +40,26 @@ def parse_utc(value: str) -> datetime:
 def _has_offset(text: str) -> bool:
     tail = text[-6:]
     return len(tail) == 6 and tail[0] in "+-" and tail[3] == ":"
+
+
+def message_time_ms(message: Mapping[str, Any], envelope: str | None = None) -> int | None:
+    """A message line's time in epoch ms: ``message.timestamp`` when it is a number, else the
+    line's ISO ``timestamp`` (``envelope``), else an ISO ``message.timestamp``; ``None`` without
+    one (reference-runs-deferred README §2).
+
+    >>> message_time_ms({"timestamp": 1000}), message_time_ms({}, "1970-01-01T00:00:02.000Z"), message_time_ms({})
+    (1000, 2000, None)
+    """
+    stamp = message.get("timestamp")
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return int(stamp)
+    text = envelope if envelope else (stamp if isinstance(stamp, str) else None)
+    if not text:
+        return None
+    try:
+        return round(parse_utc(text).timestamp() * 1000)
+    except ValueError:
+        return None
 
 
 def epoch_ms_to_stored(ms: float) -> str:

@@ -212,6 +212,9 @@ class SentContext:
     emergency_drain: DrainAttempt | None = None  # deferred mode: the drain this call ran first
     # Identifiers in the prompt that would make the engine's prompt recall search (not modelled).
     prompt_recall_identifiers: tuple[str, ...] = ()
+    # Summaries this call's emergency drain created that the replay does not hold (a question
+    # turn's branch, ``Replay.ask``); the items may show them.
+    created_summaries: tuple[Summary, ...] = ()
 
     @property
     def degraded(self) -> bool:

@@ -1,10 +1,13 @@
 """lossless-claw ``lcm.db`` files: schema detection and row reading (no duckdb here).
 
-Every release from v0.1.2 to main has the same eight core tables, with columns added over time
-(``src/db/migration.ts``). :func:`read_lcmdb_schema` probes ``PRAGMA table_info``; :class:`LcmDbSchema` then
-builds one SELECT per table that yields the *canonical* (newest) column list, with missing
-columns as NULL or their plugin default. The same SELECT text runs in SQLite (stdlib reader,
-:func:`iter_table_batches`) and in DuckDB over the SQLite scanner (lcm_lab.store).
+Every release from v0.1.2 to 1.0 has the same eight core tables, with columns added over time
+(src/db/migration.ts ``runLcmMigrations``); 1.0 adds seven tables of its own (pending summaries,
+turn receipts, transcript anchors) and no longer writes ``messages.openclaw_sender_metadata``.
+:func:`read_lcmdb_schema` probes ``PRAGMA table_info`` and names the release
+(:mod:`lcm_lab.io.lcmdb_version`); :class:`LcmDbSchema` then builds one SELECT per table that
+yields the *canonical* (newest) column list, with missing columns as NULL or their plugin
+default. The same SELECT text runs in SQLite (stdlib reader, :func:`iter_table_batches`) and in
+DuckDB over the SQLite scanner (lcm_lab.store).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from lcm_lab.io.lcmdb_version import V1_DROPPED, LcmDbVersion, detect_version
 from lcm_lab.io.sqlite_read import SqliteReadError, SqliteSnapshot
 
 
@@ -33,7 +37,7 @@ def _cols(spec: str) -> tuple[Column, ...]:
     return tuple(out)
 
 
-# The canonical (main @ v0.15.3+) columns the lab reads, per table. ``rowid`` keeps insertion
+# The canonical (main @ v0.15.3+ and 1.0) columns the lab reads, per table. ``rowid`` keeps insertion
 # order, which is the only reliable creation order of summaries (created_at has 1 s precision).
 CANONICAL: Mapping[str, tuple[Column, ...]] = {
     "conversations": _cols(
@@ -68,8 +72,43 @@ CANONICAL: Mapping[str, tuple[Column, ...]] = {
         "file_id TEXT, conversation_id INTEGER, file_name TEXT, mime_type TEXT, byte_size INTEGER,"
         "line_count INTEGER, storage_uri TEXT, exploration_summary TEXT, created_at TEXT"
     ),
+    # 1.0 (src/db/migration.ts @ bf3d69ef; src/store/pending-summary-store.ts): summaries prepared in
+    # the background and not yet (or already) published, with their source messages and children.
+    "pending_compaction_batches": _cols(
+        "batch_id TEXT, conversation_id INTEGER, session_key TEXT, session_target_json TEXT, status TEXT,"
+        "source_projection_fingerprint TEXT, compactable_start_ordinal INTEGER, compactable_end_ordinal INTEGER,"
+        "planned_fresh_tail_start_ordinal INTEGER, prompt_version TEXT, model TEXT, failure_summary TEXT,"
+        "created_at TEXT, updated_at TEXT, published_at TEXT"
+    ),
+    "pending_summary_nodes": _cols(
+        "node_id TEXT, batch_id TEXT, conversation_id INTEGER, kind TEXT, depth INTEGER, status TEXT,"
+        "ordinal_start INTEGER, ordinal_end INTEGER, source_fingerprint TEXT, source_context_hash TEXT,"
+        "content TEXT, token_count INTEGER, prompt_version TEXT, model TEXT, canonical_summary_id TEXT,"
+        "lease_owner TEXT, lease_expires_at TEXT, failure_summary TEXT, retry_count INTEGER 0,"
+        "next_attempt_after TEXT, created_at TEXT, updated_at TEXT, ready_at TEXT, promoted_at TEXT"
+    ),
+    "pending_summary_node_messages": _cols(
+        "node_id TEXT, message_id INTEGER, ordinal INTEGER, transcript_entry_id TEXT, identity_hash TEXT"
+    ),
+    "pending_summary_node_children": _cols("node_id TEXT, ordinal INTEGER, child_node_id TEXT, child_summary_id TEXT"),
+    # src/engine.ts commitTurn: one receipt per host-accepted turn, keyed by the host's advancement key.
+    "turn_advancements": _cols(
+        "advancement_key TEXT, payload_hash TEXT, session_id TEXT, session_key TEXT, admission_entry_id TEXT,"
+        "terminal_entry_id TEXT, message_count INTEGER, committed_at TEXT"
+    ),
+    "message_transcript_anchor_trust": _cols(
+        "message_id INTEGER, conversation_id INTEGER, transcript_entry_id TEXT, trust_state TEXT, source TEXT,"
+        "reason TEXT, verified_at TEXT, created_at TEXT, updated_at TEXT"
+    ),
+    "conversation_transcript_epochs": _cols(
+        "conversation_id INTEGER, session_id TEXT, session_key TEXT, frontier_entry_id TEXT, frontier_seq INTEGER,"
+        "frontier_created_at TEXT, migration_mode TEXT, metadata_json TEXT, created_at TEXT, updated_at TEXT"
+    ),
 }
-LCM_TABLES: tuple[str, ...] = tuple(CANONICAL)
+LCM_TABLES: tuple[str, ...] = tuple(CANONICAL)  # in import order (a table after those it refers to)
+# The tables every release has; the rest exist from 1.0 on.
+CORE_TABLES: tuple[str, ...] = LCM_TABLES[:8]
+V1_TABLES: tuple[str, ...] = LCM_TABLES[8:]
 # Without these a file is not an lcm.db (every release has all three).
 REQUIRED_TABLES = ("conversations", "messages", "summaries")
 # Columns whose absence the lab fills by re-running the plugin's backfill (lcm_lab.store).
@@ -94,6 +133,7 @@ class LcmDbSchema:
     tables: Mapping[str, tuple[str, ...]]
     all_tables: tuple[str, ...]
     completed_backfills: frozenset[str]
+    version: LcmDbVersion
 
     def has(self, table: str, column: str) -> bool:
         return column == "rowid" or column in self.tables.get(table, ())
@@ -117,13 +157,17 @@ class LcmDbSchema:
         return ["origin_rowid" if c.name == "rowid" else c.name for c in CANONICAL[table]]
 
     def describe_gaps(self) -> list[str]:
-        """Human-readable notes on what this (older) schema lacks and how the lab fills it."""
-        notes = []
+        """Human-readable notes on what this schema lacks and how the lab fills it."""
+        notes = [f"schema of {self.version.describe()}"]
         for table in LCM_TABLES:
             if table not in self.tables:
-                notes.append(f"table {table} absent: loaded as empty")
+                if table in CORE_TABLES or self.version.is_v1:
+                    notes.append(f"table {table} absent: loaded as empty")
                 continue
             for name in self.missing_columns(table):
+                if self.version.is_v1 and f"{table}.{name}" in V1_DROPPED:
+                    notes.append(f"column {table}.{name} absent (1.0 no longer stores it): NULL")
+                    continue
                 how = "derived as the plugin's backfill would" if (table, name) in DERIVED_WHEN_MISSING else "NULL"
                 default = next(c.missing for c in CANONICAL[table] if c.name == name)
                 if default != "NULL" and (table, name) not in DERIVED_WHEN_MISSING:
@@ -144,14 +188,26 @@ def read_lcmdb_schema(conn: sqlite3.Connection, path: str) -> LcmDbSchema:
         raise NotAnLcmDb(
             f"{path}: SQLite file but not a lossless-claw lcm.db (missing tables {', '.join(missing)}; has {shown})"
         )
-    tables = {}
-    for table in LCM_TABLES:
-        if table in names:
-            tables[table] = tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{table}")'))
+    columns = {name: _table_columns(conn, path, name, required=name in LCM_TABLES) for name in names}
+    tables = {table: columns[table] for table in LCM_TABLES if table in columns}
     done: frozenset[str] = frozenset()
     if "lcm_migration_state" in names:
         done = frozenset(r[0] for r in conn.execute("SELECT step_name FROM lcm_migration_state"))
-    return LcmDbSchema(path=path, tables=tables, all_tables=tuple(sorted(names)), completed_backfills=done)
+    return LcmDbSchema(
+        path=path, tables=tables, all_tables=tuple(sorted(names)), completed_backfills=done,
+        version=detect_version(columns),
+    )
+
+
+def _table_columns(conn: sqlite3.Connection, path: str, name: str, *, required: bool) -> tuple[str, ...]:
+    """Column names of one table; a table the lab does not read may be unreadable (then: none)."""
+    quoted = name.replace('"', '""')
+    try:
+        return tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{quoted}")'))
+    except sqlite3.DatabaseError as exc:
+        if required:
+            raise SqliteReadError(f"{path}: corrupt or unreadable table {name} ({exc})") from exc
+        return ()
 
 
 def open_lcmdb(snapshot: SqliteSnapshot) -> tuple[sqlite3.Connection, LcmDbSchema]:

@@ -1,11 +1,18 @@
 """Write a replay as an lcm.db that lossless-claw's own tools (``lcm-tui``, the ``lcm`` CLI) open.
 
-The file has the schema of lossless-claw v0.15.3 exactly (:mod:`lcm_lab.io.lcmdb_schema`: tables,
+The file has exactly the schema of the lossless-claw version the replay ran (``Replay.engine``):
+v0.15.3's (:mod:`lcm_lab.io.lcmdb_schema`) or 1.0's (:mod:`lcm_lab.io.lcmdb_schema_v1`) — tables,
 indexes, FTS5 tables when this SQLite has FTS5, ``lcm_migration_state`` as its migrations leave
-it) and one conversation: messages with their parts, summaries with ``summary_messages`` and
+it — and one conversation: messages with their parts, summaries with ``summary_messages`` and
 ``summary_parents`` edges (the plugin's naming: ``parent_summary_id`` is the *source*), the
 final context items, and large-file rows. Large-file payloads are not kept by the lab, so
 ``storage_uri`` points nowhere (``lcm-lab:no-payload/<file_id>``).
+
+A 1.0 file has no sender-metadata column (1.0 stores none), and its 1.0 tables are empty: every
+summary of the replay is written as a published one, with no pending batch or node behind it
+(as after 1.0 deletes finished batches 7 days on), no summary still being prepared, no
+``turn_advancements`` receipt (a receipt hashes the host's turn payload, which a replay does not
+have; without one a host retry would ingest the turn again) and no transcript anchors.
 
 The target is never overwritten: the database is written to a temporary file next to it and
 renamed into place only if nothing is there.
@@ -30,9 +37,10 @@ import sqlite3
 import tempfile
 import uuid
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, NamedTuple
 
-from lcm_lab.io.lcmdb_schema import FTS_TABLES, MIGRATION_STEPS, STATEMENTS
+from lcm_lab.io import lcmdb_schema, lcmdb_schema_v1
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import Replay
@@ -43,6 +51,10 @@ _PART_COLUMNS = ("part_id", "message_id", "session_id", "part_type", "ordinal", 
                  "tool_name", "tool_input", "tool_output", "metadata")  # fmt: skip
 
 
+# The schema each engine version writes (lcm_lab.engine.versions.ENGINE_VERSIONS).
+SCHEMAS: dict[str, ModuleType] = {"0.15.3": lcmdb_schema, "1.0": lcmdb_schema_v1}
+
+
 class ExportResult(NamedTuple):
     path: Path
     messages: int
@@ -51,6 +63,7 @@ class ExportResult(NamedTuple):
     context_items: int
     large_files: int
     fts: bool
+    schema: str  # the lossless-claw version whose schema the file has
 
 
 class ExportExistsError(FileExistsError):
@@ -82,19 +95,26 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def create_schema(con: sqlite3.Connection) -> bool:
-    """Create the v0.15.3 schema; returns whether the FTS5 tables were created."""
+def schema_for(engine: str) -> ModuleType:
+    """The schema module of an engine version (an error naming the known ones otherwise)."""
+    if engine not in SCHEMAS:
+        raise ValueError(f"no lcm.db schema for engine {engine!r}; known: {', '.join(SCHEMAS)}")
+    return SCHEMAS[engine]
+
+
+def create_schema(con: sqlite3.Connection, schema: ModuleType = lcmdb_schema) -> bool:
+    """Create a schema (default v0.15.3's); returns whether the FTS5 tables were created."""
     fts, trigram = has_fts5(), has_trigram()
-    for _kind, name, sql in STATEMENTS:
-        if name in FTS_TABLES and (not fts or (name == "summaries_fts_cjk" and not trigram)):
+    for _kind, name, sql in schema.STATEMENTS:
+        if name in schema.FTS_TABLES and (not fts or (name == "summaries_fts_cjk" and not trigram)):
             continue
         con.execute(sql)
-    con.executemany("INSERT INTO lcm_migration_state (step_name, algorithm_version) VALUES (?, ?)", MIGRATION_STEPS)
+    con.executemany("INSERT INTO lcm_migration_state (step_name, algorithm_version) VALUES (?, ?)", schema.MIGRATION_STEPS)
     return fts
 
 
-def _write(con: sqlite3.Connection, run: Replay) -> ExportResult:
-    fts = create_schema(con)
+def _write(con: sqlite3.Connection, run: Replay, schema: ModuleType) -> ExportResult:
+    fts = create_schema(con, schema)
     conv = run.conversation
     now = _now()
     created = min((m.created_at for m in run.messages if m.created_at), default=now)
@@ -105,15 +125,19 @@ def _write(con: sqlite3.Connection, run: Replay) -> ExportResult:
     )
     ids: dict[int, int] = {}
     parts = 0
+    # the schema decides the columns: 1.0 stores no sender metadata, so its messages table has no such column
+    present = {row[1] for row in con.execute("PRAGMA table_info(messages)")}
+    message_columns = [c for c in ("message_id", "conversation_id", "seq", "role", "content", "token_count", "identity_hash",
+                                   "openclaw_sender_metadata", "transcript_entry_id", "created_at", "large_content",
+                                   "stable_event_key") if c in present]  # fmt: skip
+    insert_message = f"INSERT INTO messages ({', '.join(message_columns)}) VALUES ({', '.join('?' * len(message_columns))})"
     for index, m in enumerate(run.messages, start=1):
         ids[m.seq] = index
-        con.execute(
-            "INSERT INTO messages (message_id, conversation_id, seq, role, content, token_count, identity_hash,"
-            " openclaw_sender_metadata, transcript_entry_id, created_at, large_content, stable_event_key)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (index, CONVERSATION_ID, m.seq, m.role, m.content, m.token_count, m.identity_hash, m.sender_metadata,
-             m.transcript_entry_id, m.created_at or now, m.large_content, m.stable_event_key),
-        )  # fmt: skip
+        row = {"message_id": index, "conversation_id": CONVERSATION_ID, "seq": m.seq, "role": m.role, "content": m.content,
+               "token_count": m.token_count, "identity_hash": m.identity_hash, "openclaw_sender_metadata": m.sender_metadata,
+               "transcript_entry_id": m.transcript_entry_id, "created_at": m.created_at or now,
+               "large_content": m.large_content, "stable_event_key": m.stable_event_key}  # fmt: skip
+        con.execute(insert_message, [row[c] for c in message_columns])
         for p in m.parts:
             con.execute(
                 f"INSERT INTO message_parts ({', '.join(_PART_COLUMNS)}) VALUES ({', '.join('?' for _ in _PART_COLUMNS)})",
@@ -160,7 +184,8 @@ def _write(con: sqlite3.Connection, run: Replay) -> ExportResult:
             (f.file_id, CONVERSATION_ID, f.file_name, f.mime_type, f.byte_size, f.line_count,
              NO_PAYLOAD_URI.format(file_id=f.file_id), f.exploration_summary, now),
         )  # fmt: skip
-    return ExportResult(Path(), len(run.messages), parts, len(run.summaries), len(context), len(run.large_files), fts)
+    return ExportResult(Path(), len(run.messages), parts, len(run.summaries), len(context), len(run.large_files), fts,
+                        schema.PLUGIN_VERSION)  # fmt: skip
 
 
 def _part_id(session_id: str, seq: int, ordinal: int) -> str:
@@ -175,7 +200,9 @@ def _json_list(values: tuple[str, ...]) -> str:
 
 
 def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
-    """Write ``run`` as a new lcm.db at ``path`` (an error if ``path`` exists; see module docstring)."""
+    """Write ``run`` as a new lcm.db at ``path`` with the schema of ``run.engine`` (an error if
+    ``path`` exists; see module docstring)."""
+    schema = schema_for(run.engine)
     target = Path(path).expanduser()
     if target.exists():
         raise ExportExistsError(f"{target} exists; the lab never overwrites files — choose another -o path or remove it yourself")
@@ -188,7 +215,7 @@ def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
         con = sqlite3.connect(tmp)
         try:
             with con:
-                result = _write(con, run)
+                result = _write(con, run, schema)
             check = con.execute("PRAGMA integrity_check").fetchone()[0]
             if check != "ok":
                 raise RuntimeError(f"exported database failed PRAGMA integrity_check: {check}")

@@ -3,7 +3,8 @@
 The loader (:mod:`lcm_lab.io.lcmdb`) turns rows into resolved values and therefore cannot show
 a dangling edge or a cycle. The doctor needs the rows as they are: this module reads them
 read-only (through :func:`lcm_lab.io.sqlite_read.sqlite_snapshot`, which never touches the
-original file) and tolerates every historical schema (missing columns come back as ``None``).
+original file) and tolerates every historical schema (missing columns come back as ``None``;
+the tables 1.0 added come back empty from older files).
 """
 
 from __future__ import annotations
@@ -58,6 +59,48 @@ class ContextRow:
 
 
 @dataclass(frozen=True)
+class BatchRow:
+    """``pending_compaction_batches`` (1.0, src/store/pending-summary-store.ts)."""
+
+    batch_id: str
+    conversation_id: int
+    status: str
+
+
+@dataclass(frozen=True)
+class PendingNodeRow:
+    """``pending_summary_nodes``: a summary prepared in the background (published once ``promoted``)."""
+
+    node_id: str
+    batch_id: str
+    conversation_id: int
+    kind: str
+    depth: int | None
+    status: str
+    content: str | None
+    canonical_summary_id: str | None
+
+
+@dataclass(frozen=True)
+class PendingChildRow:
+    """``pending_summary_node_children``: a child is another node or an existing summary."""
+
+    node_id: str
+    ordinal: int
+    child_node_id: str | None
+    child_summary_id: str | None
+
+
+@dataclass(frozen=True)
+class ReceiptRow:
+    """``turn_advancements``: commitTurn's receipt of one host turn (src/engine.ts ``commitTurn``)."""
+
+    advancement_key: str
+    session_id: str
+    message_count: int
+
+
+@dataclass(frozen=True)
 class LcmDbRows:
     """Every row the doctor looks at, for the whole file (all conversations)."""
 
@@ -68,9 +111,19 @@ class LcmDbRows:
     summary_messages: tuple[EdgeRow, ...]
     summary_parents: tuple[EdgeRow, ...]
     context_items: tuple[ContextRow, ...]
+    # the tables of 1.0 (empty for older files and for replays)
+    batches: tuple[BatchRow, ...] = ()
+    pending_nodes: tuple[PendingNodeRow, ...] = ()
+    pending_node_messages: tuple[EdgeRow, ...] = ()  # summary_id = the node, target = message_id
+    pending_node_children: tuple[PendingChildRow, ...] = ()
+    receipts: tuple[ReceiptRow, ...] = ()
 
 
 _REQUIRED = ("conversations", "messages", "summaries", "summary_messages", "summary_parents", "context_items")
+
+
+def _optional(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -127,7 +180,39 @@ def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
             conn, "context_items", ("conversation_id", "ordinal", "item_type", "message_id", "summary_id")
         )
     )
-    return LcmDbRows(path, conversations, messages, summaries, summary_messages, summary_parents, context_items)
+    def rows_of(table: str, wanted: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+        return _select(conn, table, wanted) if table in tables else iter(())
+
+    batches = tuple(
+        BatchRow(str(bid), int(cid), str(status))
+        for bid, cid, status in rows_of("pending_compaction_batches", ("batch_id", "conversation_id", "status"))
+    )
+    pending_nodes = tuple(
+        PendingNodeRow(str(nid), str(bid), int(cid), str(kind), None if depth is None else int(depth), str(status),
+                       _optional(content), _optional(canonical))
+        for nid, bid, cid, kind, depth, status, content, canonical in rows_of(
+            "pending_summary_nodes",
+            ("node_id", "batch_id", "conversation_id", "kind", "depth", "status", "content", "canonical_summary_id"),
+        )
+    )  # fmt: skip
+    pending_node_messages = tuple(
+        EdgeRow(str(nid), int(mid), int(ordinal or 0))
+        for nid, mid, ordinal in rows_of("pending_summary_node_messages", ("node_id", "message_id", "ordinal"))
+    )
+    pending_node_children = tuple(
+        PendingChildRow(str(nid), int(ordinal or 0), _optional(child), _optional(summary))
+        for nid, ordinal, child, summary in rows_of(
+            "pending_summary_node_children", ("node_id", "ordinal", "child_node_id", "child_summary_id")
+        )
+    )
+    receipts = tuple(
+        ReceiptRow(str(key), str(sid), int(count or 0))
+        for key, sid, count in rows_of("turn_advancements", ("advancement_key", "session_id", "message_count"))
+    )
+    return LcmDbRows(
+        path, conversations, messages, summaries, summary_messages, summary_parents, context_items,
+        batches, pending_nodes, pending_node_messages, pending_node_children, receipts,
+    )
 
 
 def read_lcmdb_rows(path: str | os.PathLike[str]) -> LcmDbRows:

@@ -99,6 +99,7 @@ class SourceResult:
         return {
             "source": self.source,
             "kind": self.kind,
+            "lcm_version": self.details.get("lcm_version"),  # lossless-claw release(s) of an lcm.db's schema
             "status": self.status,
             "conversations": self.conversations,
             "messages": self.messages,
@@ -201,7 +202,9 @@ def _stored_counts(lab: LabStore, source_id: int) -> dict[str, int]:
 def _unchanged(lab: LabStore, path: Path, kind: str, earlier: tuple[int, str]) -> SourceResult:
     note = f"{path}: identical content already loaded (source {earlier[0]}, {earlier[1]}); counts are what the store holds"
     counts = _stored_counts(lab, earlier[0])
-    return SourceResult(str(path), kind, "unchanged", source_id=earlier[0], details={"note": note},
+    version = lab.fetch_all("SELECT meta->>'lcm_version' FROM sources WHERE source_id = ?", [earlier[0]])
+    details = {"note": note, **({"lcm_version": version[0][0]} if version and version[0][0] else {})}
+    return SourceResult(str(path), kind, "unchanged", source_id=earlier[0], details=details,
                         conversations=counts["conversations"], messages=counts["messages"], summaries=counts["summaries"],
                         context_items=counts["context_items"], qa_items=counts["qa_items"])
 
@@ -235,6 +238,7 @@ class _LcmDbJob:
     def run(self, *, scanner: bool, warnings: list[str] | None = None) -> SourceResult:
         notes = self.schema.describe_gaps()
         meta = {
+            "lcm_version": self.schema.version.label,
             "tables": {t: list(c) for t, c in self.schema.tables.items()},
             "schema_notes": notes,
             "snapshot_copied": self.snap.copied,
@@ -261,7 +265,8 @@ class _LcmDbJob:
             conversations=counts.get("conversations", 0), messages=counts.get("messages", 0),
             summaries=counts.get("summaries", 0), context_items=counts.get("context_items", 0),
             warnings=tuple(all_warnings),
-            details={"backend": meta["backend"], "rows": counts, "source_rows": self.expected, "schema_notes": notes},
+            details={"backend": meta["backend"], "lcm_version": meta["lcm_version"], "rows": counts,
+                     "source_rows": self.expected, "schema_notes": notes},
         )
 
 
@@ -688,7 +693,9 @@ TABLE_COLUMNS = ("source", "kind", "status", "conversations", "messages", "summa
 
 
 def format_table(results: Sequence[SourceResult], fmt: str = "table") -> str:
-    """The per-source counts as a table (``fmt``: ``table`` or ``csv``, :mod:`lcm_lab.io.tables`)."""
+    """The per-source counts as a table (``fmt``: ``table`` or ``csv``, :mod:`lcm_lab.io.tables`);
+    ``kind`` names an lcm.db's plugin release (``lcm_db 1.0``)."""
     from lcm_lab.io.tables import format_table as table
 
-    return table([r.as_json() for r in results], TABLE_COLUMNS, fmt=fmt)
+    rows = [{**r.as_json(), "kind": " ".join(filter(None, (r.kind or "-", r.as_json().get("lcm_version"))))} for r in results]
+    return table(rows, TABLE_COLUMNS, fmt=fmt)

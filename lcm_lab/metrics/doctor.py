@@ -16,6 +16,17 @@ severities (``docs/metrics.md`` has the full table):
 * **info** — worth knowing, not necessarily wrong: ``directive-omitted-inline`` (the fallback
   sanitiser replaced prompt-injection-like text), ``unreachable-summary`` (neither in context nor
   under a summary in context, e.g. after ``/new`` pruning), ``duplicate-context-ref``.
+
+Files of lossless-claw 1.0 also hold summaries prepared in the background and commitTurn's
+receipts (src/store/pending-summary-store.ts, src/engine.ts ``commitTurn``). What 1.0 does by
+design is not a finding: a promoted (published) node's content is cleared (``clearPromotedPayloads``;
+the canonical summary holds it), finished batches are deleted 7 days after their last update
+(``deleteFinishedBatches``), so most summaries have no pending row, and an unpublished node was never
+seen by the model. Checks of those tables: ``pending-node-without-batch``,
+``published-batch-missing-summary`` and ``broken-pending-link`` (errors: the rows contradict
+each other), ``ready-node-without-content`` (warning: a prepared node that would publish nothing)
+and ``receipt-without-messages`` (warning: receipts record more messages for a session than the
+file holds — expected only after retention pruning or ``pruneHeartbeatOk``).
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from lcm_lab.io.lcmdb_rows import ContextRow, EdgeRow, LcmDbRows, MessageRow, SummaryRow
 from lcm_lab.metrics.base import Score
@@ -51,6 +62,12 @@ CHECKS: dict[str, Severity] = {
     "depth-mismatch": "warning",
     "unreachable-summary": "info",
     "duplicate-context-ref": "info",
+    # 1.0's pending summaries and receipts
+    "pending-node-without-batch": "error",
+    "published-batch-missing-summary": "error",
+    "broken-pending-link": "error",
+    "ready-node-without-content": "warning",
+    "receipt-without-messages": "warning",
 }
 
 
@@ -166,8 +183,8 @@ def diagnose(rows: LcmDbRows) -> list[Finding]:
     for edge in rows.summary_parents:
         parent_edges[edge.summary_id].append(edge)
 
-    def add(cid: int, sid: str | None, check: str, evidence: str) -> None:
-        findings.append(Finding(cid, session.get(cid, "?"), sid, check, CHECKS[check], evidence))
+    def add(cid: int, sid: str | None, check: str, evidence: str, session_id: str | None = None) -> None:
+        findings.append(Finding(cid, session_id or session.get(cid, "?"), sid, check, CHECKS[check], evidence))
 
     # -- edges ---------------------------------------------------------------------------------
     for sid in sorted(set(msg_edges) | set(parent_edges)):
@@ -254,8 +271,78 @@ def diagnose(rows: LcmDbRows) -> list[Finding]:
     for summary in rows.summaries:
         if summary.summary_id not in reachable and summary.conversation_id in by_conv:
             add(summary.conversation_id, summary.summary_id, "unreachable-summary", "not in context and not a source of any summary in context")
+    _pending_checks(rows, messages, summaries, add)
+    _receipt_checks(rows, add)
     findings.sort(key=lambda f: (f.conversation_id, -SEVERITY_RANK[f.severity], f.check, f.summary_id or ""))
     return findings
+
+
+class _Add(Protocol):
+    def __call__(self, cid: int, sid: str | None, check: str, evidence: str, session_id: str | None = None) -> None: ...
+
+
+def _pending_checks(rows: LcmDbRows, messages: dict[int, MessageRow], summaries: dict[str, SummaryRow], add: _Add) -> None:
+    """Pending batches and nodes of 1.0 against each other and the canonical rows."""
+    batches = {b.batch_id: b for b in rows.batches}
+    nodes = {n.node_id: n for n in rows.pending_nodes}
+    with_promoted: set[str] = set()  # batches with a promoted node
+    for node in rows.pending_nodes:
+        cid = node.conversation_id
+        batch = batches.get(node.batch_id)
+        if batch is None:
+            add(cid, None, "pending-node-without-batch", f"pending node {node.node_id} ({node.kind}, {node.status}) names batch {node.batch_id}, which does not exist")
+        elif batch.conversation_id != cid:
+            add(cid, None, "broken-pending-link", f"pending node {node.node_id} belongs to conversation {cid}, its batch {batch.batch_id} to {batch.conversation_id}")
+        if node.status == "promoted":
+            with_promoted.add(node.batch_id)
+            canonical = summaries.get(node.canonical_summary_id) if node.canonical_summary_id else None
+            if batch is not None and batch.status == "published" and canonical is None:
+                missing = node.canonical_summary_id or "no canonical_summary_id"
+                add(cid, None, "published-batch-missing-summary", f"batch {node.batch_id} is published but its node {node.node_id} points at a missing summary ({missing})")
+        if node.status == "ready" and not (node.content or "").strip():
+            add(cid, None, "ready-node-without-content", f"pending node {node.node_id} is ready (prepared) but has no content to publish")
+    for batch in rows.batches:
+        if batch.status == "published" and batch.batch_id not in with_promoted:
+            add(batch.conversation_id, None, "published-batch-missing-summary", f"batch {batch.batch_id} is published but none of its nodes was promoted to a summary")
+    for edge in rows.pending_node_messages:
+        owner = nodes.get(edge.summary_id)
+        target = messages.get(int(edge.target))
+        if owner is None:
+            add(-1, None, "broken-pending-link", f"pending_summary_node_messages row for missing node {edge.summary_id}")
+        elif target is None:
+            add(owner.conversation_id, None, "broken-pending-link", f"pending node {owner.node_id} -> missing message_id {edge.target}")
+        elif target.conversation_id != owner.conversation_id:
+            add(owner.conversation_id, None, "broken-pending-link", f"pending node {owner.node_id} -> message_id {edge.target} of conversation {target.conversation_id}")
+    for child in rows.pending_node_children:
+        owner = nodes.get(child.node_id)
+        cid = owner.conversation_id if owner else -1
+        if owner is None:
+            add(cid, None, "broken-pending-link", f"pending_summary_node_children row for missing node {child.node_id}")
+        elif child.child_node_id is not None and child.child_node_id not in nodes:
+            add(cid, None, "broken-pending-link", f"pending node {owner.node_id} child {child.ordinal} -> missing node {child.child_node_id}")
+        elif child.child_summary_id is not None and child.child_summary_id not in summaries:
+            add(cid, None, "broken-pending-link", f"pending node {owner.node_id} child {child.ordinal} -> missing summary {child.child_summary_id}")
+        elif child.child_node_id is None and child.child_summary_id is None:
+            add(cid, None, "broken-pending-link", f"pending node {owner.node_id} child {child.ordinal} names neither a node nor a summary")
+
+
+def _receipt_checks(rows: LcmDbRows, add: _Add) -> None:
+    """commitTurn receipts per session against the messages stored for that session."""
+    recorded: Counter[str] = Counter()
+    receipts: Counter[str] = Counter()
+    for receipt in rows.receipts:
+        recorded[receipt.session_id] += receipt.message_count
+        receipts[receipt.session_id] += 1
+    conversations_of: dict[str, list[int]] = defaultdict(list)
+    for cid, session_id in rows.conversations.items():
+        conversations_of[session_id].append(cid)
+    stored = Counter(rows.conversations.get(m.conversation_id) for m in rows.messages)
+    for session_id, count in sorted(recorded.items()):
+        cids = sorted(conversations_of.get(session_id, ()))
+        if count and not cids:
+            add(-1, None, "receipt-without-messages", f"{receipts[session_id]} receipts of session {session_id} record {count} ingested messages, but no conversation of that session exists", session_id)
+        elif count > stored[session_id]:
+            add(cids[0], None, "receipt-without-messages", f"{receipts[session_id]} receipts of session {session_id} record {count} ingested messages; its conversations {cids} hold {stored[session_id]}", session_id)
 
 
 def rows_from_dag(dag: Dag, conversation_id: int = 1) -> LcmDbRows:

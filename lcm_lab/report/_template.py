@@ -127,7 +127,7 @@ PAGE = """<!DOCTYPE html>
 {% for run in runs %}
 <section id="{{ run.anchor }}">
   <h2>{{ run.label }}</h2>
-  <p class="meta">session {{ run.session }} · summarizer {{ run.summarizer }} · budget {{ "{:,}".format(run.token_budget) }} tokens · fidelity {{ run.fidelity }}</p>
+  <p class="meta">session {{ run.session }} · lossless-claw {{ run.engine }} · summarizer {{ run.summarizer }} · budget {{ "{:,}".format(run.token_budget) }} tokens · fidelity {{ run.fidelity }}</p>
   <table>
     <tbody>
     {% for name, value in run.stats %}<tr><th>{{ name }}</th><td class="num">{{ value }}</td></tr>{% endfor %}

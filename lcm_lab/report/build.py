@@ -22,9 +22,9 @@ from lcm_lab.engine.types import SentContext
 from lcm_lab.report._template import PAGE
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
+from lcm_lab.viz.counts import ReplayStats, replay_stats
 from lcm_lab.viz.dag import WEBGL_ABOVE, _coverage, plot_dag
 from lcm_lab.viz.quality import plot_run_comparison
-from lcm_lab.viz.counts import ReplayStats, replay_stats
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,6 +114,7 @@ def _run_section(replay: Replay, label: str, anchor: str, max_summaries: int) ->
         "summarizer": replay.summarizer,
         "token_budget": int(replay.token_budget),
         "fidelity": replay.fidelity,
+        "engine": replay.engine,
         "stats": _stats_rows(stats),
         "config_changes": _config_changes(replay.config),
         "budget_figure": _figure_html(plot_budget_timeline(replay, title=f"{label}: context tokens per turn"))

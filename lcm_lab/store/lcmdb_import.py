@@ -8,7 +8,9 @@ Two ways to get rows out of SQLite, one set of SQL transforms:
   (:func:`lcm_lab.io.lcmdb.iter_table_batches`); each transform runs per batch, so memory stays
   bounded by the batch size.
 
-Lab conversation ids are ``base + origin conversation_id`` (``base`` = the largest lab id so
+The tables of 1.0 (pending summaries, receipts, transcript anchors) go to lab tables of their
+own (:mod:`lcm_lab.store.migrations.m010_lcmdb_v1` says why pending nodes are kept apart from
+``summaries``). Lab conversation ids are ``base + origin conversation_id`` (``base`` = the largest lab id so
 far), which keeps every transform a streaming one (no global renumbering). The naming trap
 ``summary_parents.parent_summary_id`` (= the *source* of a condensed summary) is resolved here
 into ``summary_sources.source_summary_id``.
@@ -133,6 +135,75 @@ def _large_files(rel: str, p: dict[str, int]) -> str:
     WHERE conversation_id IN {_OWN_CONVERSATIONS.format(**p)}"""
 
 
+def _pending_compaction_batches(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO pending_compaction_batches (conversation_id, batch_id, session_key, session_target_json, status,
+        source_projection_fingerprint, compactable_start_ordinal, compactable_end_ordinal,
+        planned_fresh_tail_start_ordinal, prompt_version, model, failure_summary, created_at, updated_at, published_at)
+    SELECT conversation_id + {p['base']}, batch_id, session_key, session_target_json, status,
+        source_projection_fingerprint, compactable_start_ordinal, compactable_end_ordinal,
+        planned_fresh_tail_start_ordinal, prompt_version, model, failure_summary, created_at, updated_at, published_at
+    FROM {rel}
+    WHERE conversation_id IN {_OWN_CONVERSATIONS.format(**p)}"""
+
+
+def _pending_summary_nodes(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO pending_summary_nodes (conversation_id, node_id, batch_id, kind, depth, status, ordinal_start,
+        ordinal_end, source_fingerprint, source_context_hash, content, token_count, prompt_version, model,
+        canonical_summary_id, lease_owner, lease_expires_at, failure_summary, retry_count, next_attempt_after,
+        created_at, updated_at, ready_at, promoted_at)
+    SELECT conversation_id + {p['base']}, node_id, batch_id, kind, depth, status, ordinal_start,
+        ordinal_end, source_fingerprint, source_context_hash, content, token_count, prompt_version, model,
+        canonical_summary_id, lease_owner, lease_expires_at, failure_summary, retry_count, next_attempt_after,
+        created_at, updated_at, ready_at, promoted_at
+    FROM {rel}
+    WHERE conversation_id IN {_OWN_CONVERSATIONS.format(**p)}"""
+
+
+def _pending_summary_node_messages(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO pending_summary_node_messages (conversation_id, node_id, seq, ordinal, transcript_entry_id, identity_hash)
+    SELECT k.conversation_id, r.node_id, k.seq, r.ordinal, r.transcript_entry_id, r.identity_hash
+    FROM {rel} r JOIN _lcm_message_keys k ON k.message_id = r.message_id"""
+
+
+def _pending_summary_node_children(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO pending_summary_node_children (conversation_id, node_id, ordinal, child_node_id, child_summary_id)
+    SELECT k.conversation_id, r.node_id, r.ordinal, r.child_node_id, r.child_summary_id
+    FROM {rel} r JOIN _lcm_node_keys k ON k.node_id = r.node_id"""
+
+
+def _turn_advancements(rel: str, p: dict[str, int]) -> str:
+    # Receipts name a session, not a conversation (src/engine.ts commitTurn): kept per source.
+    return f"""
+    INSERT INTO turn_advancements (source_id, advancement_key, payload_hash, session_id, session_key,
+        admission_entry_id, terminal_entry_id, message_count, committed_at)
+    SELECT {p['source_id']}, advancement_key, payload_hash, session_id, session_key,
+        admission_entry_id, terminal_entry_id, message_count, committed_at
+    FROM {rel}"""
+
+
+def _message_transcript_anchor_trust(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO message_transcript_anchor_trust (conversation_id, seq, transcript_entry_id, trust_state, source,
+        reason, verified_at, created_at, updated_at)
+    SELECT k.conversation_id, k.seq, r.transcript_entry_id, r.trust_state, r.source,
+        r.reason, r.verified_at, r.created_at, r.updated_at
+    FROM {rel} r JOIN _lcm_message_keys k ON k.message_id = r.message_id"""
+
+
+def _conversation_transcript_epochs(rel: str, p: dict[str, int]) -> str:
+    return f"""
+    INSERT INTO conversation_transcript_epochs (conversation_id, session_id, session_key, frontier_entry_id,
+        frontier_seq, frontier_created_at, migration_mode, metadata_json, created_at, updated_at)
+    SELECT conversation_id + {p['base']}, session_id, session_key, frontier_entry_id,
+        frontier_seq, frontier_created_at, migration_mode, metadata_json, created_at, updated_at
+    FROM {rel}
+    WHERE conversation_id IN {_OWN_CONVERSATIONS.format(**p)}"""
+
+
 _TRANSFORMS: dict[str, Callable[[str, dict[str, int]], str]] = {
     "conversations": _conversations,
     "messages": _messages,
@@ -142,6 +213,13 @@ _TRANSFORMS: dict[str, Callable[[str, dict[str, int]], str]] = {
     "summary_messages": _summary_messages,
     "context_items": _context_items,
     "large_files": _large_files,
+    "pending_compaction_batches": _pending_compaction_batches,
+    "pending_summary_nodes": _pending_summary_nodes,
+    "pending_summary_node_messages": _pending_summary_node_messages,
+    "pending_summary_node_children": _pending_summary_node_children,
+    "turn_advancements": _turn_advancements,
+    "message_transcript_anchor_trust": _message_transcript_anchor_trust,
+    "conversation_transcript_epochs": _conversation_transcript_epochs,
 }
 _LAB_TABLE = {"summary_parents": "summary_sources"}
 
@@ -158,6 +236,11 @@ def _after(store: LabStore, table: str, p: dict[str, int]) -> None:
         store.execute(
             "CREATE OR REPLACE TEMP TABLE _lcm_summary_keys AS SELECT summary_id, conversation_id "
             f"FROM summaries WHERE conversation_id IN ({own})"
+        )
+    elif table == "pending_summary_nodes":
+        store.execute(
+            "CREATE OR REPLACE TEMP TABLE _lcm_node_keys AS SELECT node_id, conversation_id "
+            f"FROM pending_summary_nodes WHERE conversation_id IN ({own})"
         )
 
 
@@ -208,6 +291,7 @@ def _import(
     finally:
         store.execute("DROP TABLE IF EXISTS _lcm_message_keys")
         store.execute("DROP TABLE IF EXISTS _lcm_summary_keys")
+        store.execute("DROP TABLE IF EXISTS _lcm_node_keys")
     own = f"conversation_id IN (SELECT conversation_id FROM conversations WHERE source_id = {source_id})"
     store.execute(fill_token_estimates_sql("messages", own))
     store.execute(fill_token_estimates_sql("summaries", own))

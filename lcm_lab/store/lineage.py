@@ -26,10 +26,10 @@ def run_edit(store: LabStore, run_id: str) -> tuple[str, dict[str, Any]] | None:
 
 
 def run_edits_df(store: LabStore, parent_run_id: str | None = None) -> pd.DataFrame:
-    """Every derived run (or those of one parent) with its label and final stored tokens, oldest first."""
+    """Every derived run (or those of one parent) with its label, engine and final stored tokens, oldest first."""
     where, params = ("WHERE e.parent_run_id = ?", [parent_run_id]) if parent_run_id else ("", [])
     return store.fetch_df(
-        "SELECT e.run_id, e.parent_run_id, e.op, e.edit, r.label, r.final_stored_tokens, e.created_at"
+        "SELECT e.run_id, e.parent_run_id, e.op, e.edit, r.label, r.engine, r.final_stored_tokens, e.created_at"
         f" FROM run_edits e LEFT JOIN replays r USING (run_id) {where} ORDER BY e.created_at, e.run_id",
         params,
     )

@@ -30,6 +30,19 @@ _ORDER = {
     "entries": "conversation_id, position",
     "recorded_events": "conversation_id, event_index",
     "qa_items": "conversation_id, qa_id",
+    # lcm.db files of 1.0 (lcm_lab.store.migrations.m010_lcmdb_v1): apart from the summary DAG
+    "pending_compaction_batches": "conversation_id, created_at, batch_id",
+    "pending_summary_nodes": "conversation_id, batch_id, depth, ordinal_start, node_id",
+    "pending_summary_node_messages": "conversation_id, node_id, ordinal",
+    "pending_summary_node_children": "conversation_id, node_id, ordinal",
+    "turn_advancements": "source_id, session_id, committed_at, advancement_key",
+    "message_transcript_anchor_trust": "conversation_id, seq",
+    "conversation_transcript_epochs": "conversation_id",
+}
+# Tables without a conversation_id: how one conversation's rows are found.
+_OF_CONVERSATION = {
+    # receipts name a session; a conversation's are its source's rows of its session
+    "turn_advancements": "(source_id, session_id) IN (SELECT source_id, session_id FROM conversations WHERE conversation_id = ?)",
 }
 
 _CONVERSATIONS = """
@@ -38,6 +51,20 @@ SELECT c.*, s.path AS source_path, s.kind AS source_kind,
        (SELECT count(*) FROM summaries x WHERE x.conversation_id = c.conversation_id) AS summary_count
 FROM conversations c JOIN sources s USING (source_id)
 ORDER BY c.conversation_id
+"""
+
+_PENDING = """
+SELECT n.conversation_id, n.batch_id, b.status AS batch_status, n.node_id, n.kind, n.depth, n.status,
+       n.status = 'promoted' AS published, n.canonical_summary_id, n.ordinal_start, n.ordinal_end, n.token_count,
+       n.content,
+       (SELECT count(*) FROM pending_summary_node_messages m
+        WHERE m.conversation_id = n.conversation_id AND m.node_id = n.node_id) AS source_messages,
+       (SELECT count(*) FROM pending_summary_node_children c
+        WHERE c.conversation_id = n.conversation_id AND c.node_id = n.node_id) AS children,
+       n.created_at, n.ready_at, n.promoted_at
+FROM pending_summary_nodes n LEFT JOIN pending_compaction_batches b USING (conversation_id, batch_id)
+{where}
+ORDER BY n.conversation_id, b.created_at, n.batch_id, n.depth, n.ordinal_start, n.node_id
 """
 
 
@@ -52,7 +79,7 @@ class StoreReads:
             raise ValueError(f"unknown table {table!r}; known: {', '.join(sorted(_ORDER))}")
         where, params = "", []
         if conversation_id is not None and table != "sources":
-            where, params = " WHERE conversation_id = ?", [conversation_id]
+            where, params = f" WHERE {_OF_CONVERSATION.get(table, 'conversation_id = ?')}", [conversation_id]
         return f"SELECT * FROM {table}{where} ORDER BY {_ORDER[table]}", params
 
     def read_df(self, table: str, conversation_id: int | None = None) -> pd.DataFrame:
@@ -138,6 +165,17 @@ class StoreReads:
 
     def qa_items_pl(self, conversation_id: int | None = None) -> pl.DataFrame:
         return self.read_pl("qa_items", conversation_id)
+
+    def pending_summaries_df(self, conversation_id: int | None = None) -> pd.DataFrame:
+        """Summaries lossless-claw 1.0 prepared in the background (lcm.db files of 1.0), one row per node.
+
+        Not part of the conversation's summary DAG: ``published`` nodes were copied into
+        ``summaries`` as ``canonical_summary_id`` (1.0 then clears their ``content`` here), the
+        others were never seen by the model. ``batch_status`` is their batch's (``planning``,
+        ``ready``, ``publishing``, ``published``, ``stale``, ``failed``).
+        """
+        where, params = ("WHERE n.conversation_id = ?", [conversation_id]) if conversation_id is not None else ("", [])
+        return self.con.execute(_PENDING.format(where=where), params).df()
 
     def conversation(self, conversation_id: int) -> Conversation:
         """The engine's :class:`Conversation` for a loaded conversation.

@@ -67,7 +67,8 @@ def _encode(value: Any) -> Any:
         return {str(k): _encode(v) for k, v in value.items()}
     names = _FIELD_NAMES.get(cls, ())
     if names == ():
-        names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+        # Fields marked ``stored: False`` (a replay's summarizer object) are live-only.
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("stored", True)) if dataclasses.is_dataclass(cls) else None
         _FIELD_NAMES[cls] = names
     if names is not None:
         out = {_TYPE_KEY: cls.__name__}
@@ -162,7 +163,7 @@ def encode_replay(replay: Replay | StrategyRun, *, label: str | None = None, con
         run_id, label, conversation_id, replay.conversation.session_id, replay.conversation.source,
         replay.summarizer, replay.fidelity, replay.token_budget, json.dumps(_encode(replay.config)),
         len(replay.turns), len(replay.messages), len(replay.summaries), calls,
-        replay.final_tokens, payload, replay.compaction_mode, json.dumps(params),
+        replay.final_tokens, payload, replay.compaction_mode, json.dumps(params), replay.engine,
     ]  # fmt: skip
     frames = {
         "replay_turns": _turn_rows(run_id, replay),
@@ -195,7 +196,7 @@ def write_encoded_replays(store: LabStore, batch: Sequence[EncodedReplay]) -> in
             store.execute(
                 "INSERT INTO replays (run_id, label, conversation_id, session_id, source, summarizer, fidelity, token_budget,"
                 " config, turns, messages, summaries, summarizer_calls, final_stored_tokens, payload, compaction_mode,"
-                " strategy, strategy_params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'lcm', ?)",
+                " strategy, strategy_params, engine) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'lcm', ?, ?)",
                 e.row,
             )
         for table in new[0].frames:
@@ -384,12 +385,13 @@ def latest_run_id(store: LabStore) -> str | None:
 
 
 _REPLAYS_COLUMNS = (
-    "run_id, created_at, label, strategy, strategy_params, session_id, source, summarizer, fidelity, token_budget,"
+    "run_id, created_at, label, strategy, engine, strategy_params, session_id, source, summarizer, fidelity, token_budget,"
     " turns, messages, summaries, summarizer_calls, final_stored_tokens"
 )
 
 
 def replays_df(store: LabStore) -> pd.DataFrame:
+    """Every saved run, oldest first; ``engine`` is the lossless-claw version an LCM run replayed."""
     return store.fetch_df(f"SELECT {_REPLAYS_COLUMNS} FROM replays ORDER BY created_at")
 
 

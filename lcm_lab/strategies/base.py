@@ -15,15 +15,19 @@ summarizer) comes in as an argument.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens, resolve_message
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext, StoredMessage
+
+if TYPE_CHECKING:
+    from lcm_lab.engine.replay.question import Question
 
 UNBOUNDED = 2**62  # a budget no conversation reaches: ingest without ever compacting
 
@@ -134,6 +138,27 @@ class StrategyRun:
             self, turn, self.token_budget if budget is None else budget
         )
 
+    def ask(
+        self,
+        question: str,
+        after_turn: int | None = None,
+        at: datetime | float | None = None,
+        *,
+        budget: int | None = None,
+        summarizer: Any = None,
+    ) -> SentContext:
+        """What the model receives when ``question`` arrives as the user message of a new turn
+        after ``after_turn`` (default: the last), at ``at`` (default: that turn's last message + 1
+        hour): :meth:`Replay.ask <lcm_lab.engine.replay.driver.Replay.ask>` for an LCM run, the
+        strategy's own ``ask`` otherwise. The run never changes."""
+        if self.replay is not None:
+            return self.replay.ask(question, after_turn, at, budget=budget, summarizer=summarizer)
+        from lcm_lab.engine.replay.question import resolve_question
+        from lcm_lab.strategies import get_strategy
+
+        resolved = resolve_question(self, question, after_turn, at, budget)
+        return get_strategy(self.strategy, **self.strategy_params).ask(self, resolved)
+
     def calls(self) -> list[ModelCall]:
         return [c for t in self.turns for c in t.calls]
 
@@ -155,6 +180,8 @@ class Strategy(Protocol):
 
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext: ...
 
+    def ask(self, run: StrategyRun, question: Question) -> SentContext: ...
+
 
 class StrategyBase:
     """What every strategy does around its own replay: fill each turn's ``context_tokens`` from
@@ -168,6 +195,14 @@ class StrategyBase:
 
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext:
         raise NotImplementedError
+
+    def ask(self, run: StrategyRun, question: Question) -> SentContext:
+        """The question turn (:class:`~lcm_lab.engine.replay.question.Question`): the strategy's
+        per-turn context at a new turn after ``question.after_turn``, the question appended by
+        the host. Right for every strategy whose context does not read the prompt (its arrival
+        time does not matter either); strategies that search by the prompt override it."""
+        turn = question.after_turn + 1
+        return replace(self.sent(run, turn, question.budget), turn=turn, prompt=question.prompt)
 
     def run(self, conversation: Conversation, summarizer: Any, token_budget: int, *, on_turn: Callable[[StrategyTurn], None] | None = None) -> StrategyRun:  # fmt: skip
         run = self.replay_turns(conversation, summarizer, token_budget)
@@ -287,8 +322,6 @@ def seen_messages(run: StrategyRun, last_turn: int) -> list[StoredMessage]:
 
 def with_context_tokens(strategy: Strategy, run: StrategyRun) -> StrategyRun:
     """Fill each turn's ``context_tokens`` from ``strategy.sent`` at the next call."""
-    from dataclasses import replace
-
     turns = []
     last = len(run.turns) - 1
     for t in run.turns:

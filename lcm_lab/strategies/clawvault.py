@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date as Date
 from datetime import timedelta
 from typing import Any, Literal
 
 from lcm_lab.engine.protocol import SummaryRequest
+from lcm_lab.engine.replay.question import Question
 from lcm_lab.engine.tokens import estimate_tokens as model_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext, StoredMessage
 from lcm_lab.prompts.render import RenderedPrompt
@@ -290,6 +291,14 @@ class ObserverStrategy(StrategyBase):
 
     # -- what the model receives -----------------------------------------------------------------
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext:
+        return self._context(run, turn, budget, None)
+
+    def ask(self, run: StrategyRun, question: Question) -> SentContext:
+        """The question turn: with ``top_k`` the observations are searched for the question itself."""
+        turn = question.after_turn + 1
+        return replace(self._context(run, turn, question.budget, question.text), prompt=question.prompt)
+
+    def _context(self, run: StrategyRun, turn: int | None, budget: int, query: str | None) -> SentContext:
         p = self.settings
         last = state_turn(run, turn)
         if last < 0:
@@ -301,7 +310,7 @@ class ObserverStrategy(StrategyBase):
         if p.importance_floor is not None:
             observations = [m for m in observations if (m.importance or 0.0) >= p.importance_floor]
         if p.top_k is not None and observations:
-            query = _prompt_text(run, turn)
+            query = _prompt_text(run, turn) if query is None else query
             keep = set(search([m.text for m in observations], query, limit=p.top_k))
             observations = [m for i, m in enumerate(observations) if i in keep]
         chosen, clamped = _fit_memory(reflections + observations, budget)

@@ -24,6 +24,7 @@ from typing import Any
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay, replay
+from lcm_lab.engine.replay.question import Question
 from lcm_lab.engine.types import Conversation, SentContext
 from lcm_lab.strategies.base import ModelCall, StrategyBase, StrategyError, StrategyRun, StrategyTurn
 
@@ -57,6 +58,11 @@ class LcmStrategy(StrategyBase):
         if run.replay is None:
             raise StrategyError("an lcm run carries its replay")
         return run.replay.sent(turn, budget)
+
+    def ask(self, run: StrategyRun, question: Question) -> SentContext:
+        if run.replay is None:
+            raise StrategyError("an lcm run carries its replay")
+        return run.replay.ask(question.text, question.after_turn, question.at_ms, budget=question.budget)
 
 
 def from_replay(result: Replay, params: Mapping[str, Any] | None = None) -> StrategyRun:

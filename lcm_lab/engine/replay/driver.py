@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import cached_property, partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from lcm_lab.engine.assembly.bare import ResolveCache
 from lcm_lab.engine.assembly.bare import assemble as assemble_context
-from lcm_lab.engine.assembly.sent import engine_assemble, memoized_cost
+from lcm_lab.engine.assembly.sent import engine_assemble, memoized_cost, prompt_text
 from lcm_lab.engine.compaction.deferred import FORCED_EMERGENCY_ATTEMPTS, DeferredCompaction
 from lcm_lab.engine.compaction.sweep import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.config.lcm_config import LcmConfig
@@ -33,12 +34,13 @@ from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.replay.live import HostView, debt_pending_after, host_view_of_entries, host_view_of_stored
 from lcm_lab.engine.replay.turns import split_turns
 from lcm_lab.engine.state import EngineState
-from lcm_lab.engine.timefmt import parse_utc
+from lcm_lab.engine.timefmt import message_time_ms
 from lcm_lab.engine.types import (
     AssembledItem,
     Assembly,
     ContextItem,
     Conversation,
+    DrainAttempt,
     InputEntry,
     LargeFile,
     SentContext,
@@ -67,6 +69,9 @@ class Replay:
     engine: str = DEFAULT_ENGINE  # lossless-claw version replayed (lcm_lab.engine.versions)
     run_id: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    # The summarizer object the replay compacted with, for drains that run in a question turn
+    # (:meth:`ask`); never stored, so a replay rebuilt from the store has none.
+    compaction_summarizer: Summarizer | None = field(default=None, compare=False, repr=False, metadata={"stored": False})
 
     @property
     def final_context(self) -> tuple[ContextItem, ...]:
@@ -107,10 +112,13 @@ class Replay:
         """
         return self._bare(self.context_at(turn), self.token_budget if budget is None else budget, prompt)
 
-    def _bare(self, context: Sequence[ContextItem], budget: int, prompt: str | None = None) -> Assembly:
+    def _bare(
+        self, context: Sequence[ContextItem], budget: int, prompt: str | None = None,
+        summaries: Mapping[str, Summary] | None = None,
+    ) -> Assembly:  # fmt: skip
         return assemble_context(
             self.messages_by_seq,
-            self.summaries_by_id,
+            self.summaries_by_id if summaries is None else summaries,
             context,
             token_budget=budget,
             fresh_tail_count=int(self.meta.get("fresh_tail_count", self.config.fresh_tail_count)),
@@ -130,14 +138,23 @@ class Replay:
         return memoized_cost()
 
     @cached_property
+    def _turn_inputs(self) -> list[_TurnInput]:
+        single = bool(self.meta.get("single_turn"))
+        if self.conversation.entries:
+            return _transcript_turns(self.conversation, single)
+        if self.meta.get("from_recorded"):
+            return [_TurnInput(0, None, stored=tuple(self.conversation.stored_messages))]
+        return _stored_turns(self.conversation.stored_messages, single)
+
+    @cached_property
     def _host_view(self) -> HostView:
         if self.conversation.entries:
-            groups = [t.entries for t in _transcript_turns(self.conversation, bool(self.meta.get("single_turn")))]
-            return host_view_of_entries(groups)
-        if self.meta.get("from_recorded"):
-            return host_view_of_stored([self.conversation.stored_messages])
-        groups_stored = _stored_turns(self.conversation.stored_messages, bool(self.meta.get("single_turn")))
-        return host_view_of_stored([t.stored for t in groups_stored])
+            return host_view_of_entries([t.entries for t in self._turn_inputs])
+        return host_view_of_stored([t.stored for t in self._turn_inputs])
+
+    def turn_times(self, turn: int) -> tuple[int | None, int | None]:
+        """Epoch ms of the first and last message of ``turn`` (``None`` where the input has none)."""
+        return _turn_times(self._turn_inputs[turn])
 
     @cached_property
     def _debt_pending_after(self) -> tuple[bool, ...]:
@@ -146,13 +163,14 @@ class Replay:
     def sent(self, turn: int | None = None, budget: int | None = None) -> SentContext:
         """What the model receives: at the start of ``turn`` (per-turn call), or after the run (``None``).
 
-        The engine-level ``assemble`` (spec §6 step 7, :mod:`lcm_lab.engine.assembly.sent`): live-message
-        fallbacks, degraded contexts while compaction debt is pending, prefill strip and the
-        serialized clamp around the bare assembler. ``turn=k`` is the call at the start of turn
-        k (the state after turn k−1 and, in deferred mode, after its emergency drain; the host
-        appends ``prompt``, turn k's user message); ``None`` is the end-of-run call (no prompt,
-        no drain). Every view and context-based score reads this, never :meth:`assemble`.
-        Computed on demand, so replays stay fast.
+        The engine-level ``assemble`` (``src/engine.ts`` ``LcmContextEngine.assemble``,
+        :mod:`lcm_lab.engine.assembly.sent`): live-message fallbacks, degraded contexts while
+        compaction debt is pending, prefill strip and the serialized clamp around the bare
+        assembler. ``turn=k`` is the call at the start of turn k (the state after turn k−1 and,
+        in deferred mode, after its emergency drain; the host appends ``prompt``, turn k's user
+        message); ``None`` is the end-of-run call (no prompt, no drain). A question that is not
+        in the conversation goes to :meth:`ask`. Every view and context-based score reads this
+        or :meth:`ask`, never :meth:`assemble`. Computed on demand, so replays stay fast.
         """
         budget = self.token_budget if budget is None else budget
         n = len(self.turns)
@@ -161,47 +179,90 @@ class Replay:
             raise IndexError(f"turn {turn} is outside this replay's {n} turns")
         key = (None if turn is None else k, budget)
         if key not in self._sent_cache:
-            self._sent_cache[key] = self._engine_assemble(k, None if turn is None else k, budget)
+            prompt = self._host_view.prompts[k] if turn is not None else None
+            self._sent_cache[key] = self.engine_call(k, self._recorded_start(k, turn, budget), budget, prompt, turn is not None)
         return self._sent_cache[key]
+
+    def ask(
+        self,
+        question: str,
+        after_turn: int | None = None,
+        at: datetime | float | None = None,
+        *,
+        budget: int | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> SentContext:
+        """What the model receives when ``question`` arrives as the user message of a *new* turn
+        after turn ``after_turn`` (default: the last), at ``at`` (a ``datetime``, naive = UTC, or
+        epoch milliseconds; default: the last message of that turn + 1 hour).
+
+        A branch of the replay (:mod:`lcm_lab.engine.replay.question`): the engine's state after
+        that turn is restored on a private copy and the engine-level ``assemble`` of the new turn
+        runs there, its deferred emergency drain included (forced while ``retry_attempts < 3``,
+        else only once the backoff has expired at ``at``); the question is passed as the prompt.
+        The replay itself never changes. A drain that has to run calls the summarizer the replay
+        was made with (``summarizer`` for a replay rebuilt from the store, which has none).
+        """
+        from lcm_lab.engine.replay.question import ask
+
+        return ask(self, question, after_turn, at, budget=budget, summarizer=summarizer)
 
     @cached_property
     def _sent_cache(self) -> dict[tuple[int | None, int], SentContext]:
         return {}
 
-    def _engine_assemble(self, k: int, turn: int | None, budget: int) -> SentContext:
-        view = self._host_view
-        from_recorded = bool(self.meta.get("from_recorded"))
-        if k == 0 and not from_recorded:
-            context: tuple[ContextItem, ...] = ()
-            stored, pending = 0, False
-        elif k == 0:
-            context = self.conversation.context_items
-            stored, pending = sum(self._item_tokens(i) for i in context), False
-        else:
-            context = self.turns[k - 1].final_context
-            stored, pending = self.turns[k - 1].final_tokens, self._debt_pending_after[k - 1]
+    @cached_property
+    def _question_cache(self) -> dict[tuple[int, int, int], SentContext]:
+        # question.ask: one branch per (after_turn, at_ms, budget) when the question cannot change it
+        return {}
+
+    def start_state(self, turn: int) -> CallState:
+        """The stored state after ``turn`` (after its drains): what the next assemble starts from."""
+        if turn < 0:
+            if self.meta.get("from_recorded"):
+                context = self.conversation.context_items
+                return CallState(context, sum(self._item_tokens(i) for i in context), False)
+            return CallState((), 0, False)
+        record = self.turns[turn]
+        return CallState(record.final_context, record.final_tokens, self._debt_pending_after[turn])
+
+    def _recorded_start(self, k: int, turn: int | None, budget: int) -> CallState:
+        """The state the call at the start of turn k (``turn``; ``None``: the end-of-run call) met,
+        after the emergency drain the replay recorded there."""
+        start = self.start_state(k - 1)
         drain = self.turns[k].emergency_drain if turn is not None and budget == self.token_budget else None
-        degraded_path = None
-        if drain is not None:
-            # Deferred mode: the emergency drain ran inside this call and decided its path; a
-            # different budget sees the pre-drain state with the drain only recorded.
-            degraded_path = self.turns[k].start_degraded_path
-            context, stored, pending = drain.context_after, drain.tokens_after, False
+        if drain is None:
+            return start
+        # Deferred mode: the emergency drain ran inside this call and decided its path; a
+        # different budget sees the pre-drain state with the drain only recorded.
+        return CallState(drain.context_after, drain.tokens_after, False, self.turns[k].start_degraded_path, drain)
+
+    def engine_call(
+        self, k: int, start: CallState, budget: int, prompt: AssembledItem | None, per_turn: bool
+    ) -> SentContext:
+        """The engine-level ``assemble`` on ``start`` with the live messages of turns 0..k−1: a
+        per-turn call (``per_turn``: its ``prompt`` is appended by the host) or the end-of-run call."""
+        view = self._host_view
+        no_conversation = k == 0 and not self.meta.get("from_recorded")
+        context = start.context
+        summaries = {**self.summaries_by_id, **start.summaries} if start.summaries else None
+        prompt_text_ = prompt_text(prompt.message) if prompt is not None and per_turn else None
         sent = engine_assemble(
             live=view.live[: view.live_before[k]],
             budget=budget,
-            bare=None if k == 0 and not from_recorded else partial(self._bare, context, budget),
+            bare=None if no_conversation else partial(self._bare, context, budget, prompt_text_, summaries),
             context_items=len(context),
             has_summary=any(item.kind == "summary" for item in context),
-            stored_tokens=stored,
-            debt_pending=pending,
-            degraded_path=degraded_path,
-            prompt=view.prompts[k] if turn is not None else None,
-            turn=None if turn is None else k,
+            stored_tokens=start.stored_tokens,
+            debt_pending=start.debt_pending,
+            degraded_path=start.degraded_path,
+            prompt=prompt if per_turn else None,
+            turn=k if per_turn else None,
             cost=self._serialized_cost,
         )
-        if drain is not None:
-            sent = replace(sent, emergency_drain_reached=True, emergency_drain=drain)
+        if start.emergency_drain is not None:
+            created = tuple(start.summaries.values()) if start.summaries else ()
+            sent = replace(sent, emergency_drain_reached=True, emergency_drain=start.emergency_drain, created_summaries=created)
         return sent
 
     def _item_tokens(self, item: ContextItem) -> int:
@@ -210,6 +271,19 @@ class Replay:
             return message.token_count if message is not None else 0
         found = self.summaries_by_id.get(str(item.ref))
         return found.token_count if found is not None else 0
+
+
+class CallState(NamedTuple):
+    """The stored state an engine-level ``assemble`` works on: the context items and their stored
+    tokens, whether a deferred-compaction debt is pending, and — when the call's emergency drain
+    already ran — the path it decided, the attempt and the summaries it created."""
+
+    context: tuple[ContextItem, ...]
+    stored_tokens: int
+    debt_pending: bool
+    degraded_path: str | None = None
+    emergency_drain: DrainAttempt | None = None
+    summaries: Mapping[str, Summary] | None = None  # created by that drain (not in the replay)
 
 
 @dataclass(frozen=True)
@@ -331,6 +405,7 @@ def replay(
         fidelity=fidelity,
         run_id=run_id,
         meta={"single_turn": single_turn, "from_recorded": from_recorded, **overrides},
+        compaction_summarizer=summarizer,
     )
 
 
@@ -376,25 +451,12 @@ class _TranscriptClock:
         return self.now_ms or 0
 
 
-def _message_time_ms(message: Mapping[str, Any], envelope: str | None) -> int | None:
-    stamp = message.get("timestamp")
-    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
-        return int(stamp)
-    text = envelope if envelope else (stamp if isinstance(stamp, str) else None)
-    if not text:
-        return None
-    try:
-        return round(parse_utc(text).timestamp() * 1000)
-    except ValueError:
-        return None
-
-
 def _turn_times(turn_input: _TurnInput) -> tuple[int | None, int | None]:
     """Timestamps of the turn's first and last message (None when the input has none)."""
     if turn_input.stored:
-        times = [_message_time_ms({}, m.created_at) for m in turn_input.stored]
+        times = [message_time_ms({}, m.created_at) for m in turn_input.stored]
     else:
-        times = [_message_time_ms(e.message, e.timestamp) for e in turn_input.entries if e.message is not None]
+        times = [message_time_ms(e.message, e.timestamp) for e in turn_input.entries if e.message is not None]
     known = [t for t in times if t is not None]
     return (known[0], known[-1]) if known else (None, None)
 

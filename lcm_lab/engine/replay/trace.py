@@ -25,6 +25,7 @@ from lcm_lab.engine.types import (
     DrainAttempt,
     SentContext,
     SummarizerCall,
+    Summary,
     SweepRecord,
     TurnRecord,
 )
@@ -87,8 +88,9 @@ def _sweeps(sweeps: Sequence[SweepRecord], keys: Mapping[str, str]) -> list[dict
     ]
 
 
-def _created(summary_ids: Sequence[str], replay: Replay, keys: Mapping[str, str]) -> dict[str, Any]:
-    created = [replay.summary(sid) for sid in summary_ids]
+def _created(summary_ids: Sequence[str], replay: Replay, keys: Mapping[str, str],
+             summaries: Mapping[str, Summary] | None = None) -> dict[str, Any]:
+    created = [(summaries or replay.summaries_by_id)[sid] for sid in summary_ids]
     return {
         "created_summaries": [
             {
@@ -154,8 +156,10 @@ def _debt(snapshot: DebtSnapshot | None) -> dict[str, Any] | None:
 _SKIPPED_REASON = "deferred compaction backoff active"
 
 
-def attempt_record(attempt: DrainAttempt, replay: Replay, keys: Mapping[str, str]) -> dict[str, Any]:
-    """A deferred-compaction attempt in the deferred set's format (README §4 "Attempt record")."""
+def attempt_record(attempt: DrainAttempt, replay: Replay, keys: Mapping[str, str],
+                   summaries: Mapping[str, Summary] | None = None) -> dict[str, Any]:
+    """A deferred-compaction attempt in the deferred set's format (README §4 "Attempt record");
+    ``summaries`` resolves the summaries it created (default: the replay's)."""
     compact = attempt.compact_result
     reason = compact["reason"] if compact else _SKIPPED_REASON
     changed = bool(compact and compact["compacted"])
@@ -177,7 +181,7 @@ def attempt_record(attempt: DrainAttempt, replay: Replay, keys: Mapping[str, str
         "compact": [] if compact is None else [{"compactionTarget": "threshold", **call, **compact}],
         "sweeps": _sweeps(attempt.sweeps, keys),
         "summarizer_calls": [_call(c) for c in attempt.calls],
-        **_created(attempt.created_summary_ids, replay, keys),
+        **_created(attempt.created_summary_ids, replay, keys, summaries),
     })  # fmt: skip
     if compact and compact["compacted"] and not compact["ok"]:
         out["spend_backoff_would_open"] = [compact["reason"]]
@@ -341,6 +345,26 @@ def sent_record(sent: SentContext, canonical: CanonicalJson, *, canonical_json: 
     })  # fmt: skip
     if canonical_json:
         out["messages_canonical_json"] = [canonical(item) for item in sent.items]
+    return out
+
+
+def question_turn_record(replay: Replay, sent: SentContext) -> dict[str, Any]:
+    """A question turn (:meth:`Replay.ask`) as the reference-runs-question set records it, the
+    trace's ``engine_assembled_per_turn[-1]`` (``messages_canonical_json`` and the emergency drain
+    included). S-keys follow creation order over the summaries that existed before the question's
+    turn, then the ones its drain created.
+
+    ``prompt_line`` is ``None``: the question is not a line of the replayed input.
+    """
+    if sent.turn is None:
+        raise ValueError("question_turn_record takes the result of Replay.ask (a per-turn call)")
+    before = [s for s in replay.summaries if s.created_turn is None or s.created_turn < sent.turn]
+    keys = {s.summary_id: f"S{i}" for i, s in enumerate([*before, *sent.created_summaries], start=1)}
+    summaries = {s.summary_id: s for s in [*before, *sent.created_summaries]}
+    out = sent_record(sent, CanonicalJson(keys), canonical_json=True)
+    if replay.compaction_mode == "deferred":
+        drain = sent.emergency_drain
+        out["emergency_drain"] = None if drain is None else attempt_record(drain, replay, keys, summaries)
     return out
 
 
