@@ -5,13 +5,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 MIN_VENV := .venv-min
 PYTEST := LITELLM_LOCAL_MODEL_COST_MAP=True $(PY) -m pytest -q -n 2 --dist loadfile
+# An editable install type checkers follow: a plain path entry (.pth) to the checkout, not an
+# import hook, so mypy and pyright outside the repo see lcm_lab's types (tests/test_install.py).
+EDITABLE := --config-settings editable_mode=compat
 
 .PHONY: setup demo test test-min lint typecheck bench clean browser notebook-filter
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[notebooks,test]'
+	$(PY) -m pip install -q -e '.[notebooks,test]' $(EDITABLE)
 	touch $(STAMP)
 
 setup: $(STAMP) notebook-filter
@@ -47,7 +50,7 @@ test: setup browser
 test-min:
 	test -x $(MIN_VENV)/bin/python || $(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q --upgrade pip
-	$(MIN_VENV)/bin/python -m pip install -q -e '.[test]' -c constraints-min.txt
+	$(MIN_VENV)/bin/python -m pip install -q -e '.[test]' $(EDITABLE) -c constraints-min.txt
 	LITELLM_LOCAL_MODEL_COST_MAP=True $(MIN_VENV)/bin/python -m pytest -q -n 2 --dist loadfile \
 		-m "not browser" --ignore=tests/test_notebooks.py --ignore=tests/test_types.py -p no:cacheprovider
 

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.demo import SETTINGS
+from lcm_lab.bundled.demo import SETTINGS
 from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.summarizers import get_summarizer

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import lcm_lab as lab
-from lcm_lab.demo import CONVERSATIONS, SETTINGS
+from lcm_lab.bundled.demo import CONVERSATIONS, SETTINGS
 from lcm_lab.recall_tools.recoverability import score_recoverability
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import sys
 import time
 
 BENCHMARKS = ("bench_load", "transcript_parse", "bench_replay", "bench_summarizers", "bench_viz", "bench_grep",
-              "bench_qa_scoring", "bench_engine", "bench_sweep")
+              "bench_qa_scoring", "bench_engine", "bench_sweep", "bench_cli")
 
 
 def main() -> int:

@@ -12,6 +12,7 @@ stays cheap; type checkers and IDEs see the real signatures)::
     rec = lab.recall(run)                       # the plugin's grep / describe / expand_query
     rec.grep("renderer", limit=5).df()
     lab.whatif.dissolve(run, "sum_…", store=store)  # what-if edits as derived runs: lab.whatif.*
+    lab.datasets_path("locomo/locomo10.json")   # the data bundled with the package (no checkout needed)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from lcm_lab import sweeps, testing, viz, whatif, widgets
+    from lcm_lab.bundled import datasets_path, notebooks_path
     from lcm_lab.cost.litellm_prices import load_prices
     from lcm_lab.cost.replay_cost import calibrate_conversation, reference_costs, session_cost
     from lcm_lab.cost.scores import cost_scores, price_replay, validate_transcript
@@ -109,6 +111,8 @@ _EXPORTS = {
     "sweep_df": "lcm_lab.sweeps",
     "recommend": "lcm_lab.sweeps",
     "list_sweeps": "lcm_lab.sweeps",
+    "datasets_path": "lcm_lab.bundled",
+    "notebooks_path": "lcm_lab.bundled",
 }
 _SUBMODULES = ("viz", "widgets", "testing", "sweeps", "whatif")
 
@@ -126,6 +130,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "compare_strategies",
     "comparison_table",
     "cost_scores",
+    "datasets_path",
     "export_lcm_db",
     "get_strategy",
     "get_summarizer",
@@ -137,6 +142,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "load_strategy_run",
     "load_transcript",
     "markdown_table",
+    "notebooks_path",
     "observer_benchmark",
     "open_store",
     "price_replay",

@@ -27,6 +27,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -41,10 +42,28 @@ USAGE_ERROR = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (``lcm-lab replay: --token-budget: ...``), exit 2."""
+    """argparse with one-line usage errors (``lcm-lab replay: --token-budget: ...``), exit 2, and
+    help in plain text (the command modules' docstrings are reStructuredText, see :func:`plain`)."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(USAGE_ERROR, f"{self.prog}: {_one_line(message)} (see {self.prog} --help)\n")
+
+    def format_help(self) -> str:
+        return plain(super().format_help())
+
+
+_ROLE = re.compile(r":[a-z]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def plain(text: str) -> str:
+    """reStructuredText inline markup as a terminal shows it: literals and roles become their text
+    (a ``~`` role keeps the last name); single backticks, which read as quotes, stay.
+
+    >>> plain("``lcm-lab sweep --example``; see :func:`~lcm_lab.sweeps.sweep` and :mod:`lcm_lab.store`")
+    'lcm-lab sweep --example; see sweep and lcm_lab.store'
+    """
+    text = _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1] if "~" in m.group(0) else m.group(1), text)
+    return text.replace("``", "")
 
 
 def command_names() -> list[str]:
@@ -82,6 +101,28 @@ def add_json_argument(parser: argparse.ArgumentParser, what: str = "the result")
     parser.add_argument("--json", action="store_true", help=f"print only JSON: {what}")
 
 
+def add_list_arguments(parser: argparse.ArgumentParser, what: str = "one object per row") -> None:
+    """``--json`` / ``--table`` (the default) / ``--csv`` for a command that prints a list:
+    JSON Lines, an aligned text table, or CSV (:func:`print_rows`)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true", help=f"print only JSON: {what} (JSON Lines)")
+    group.add_argument("--table", dest="table_format", action="store_const", const="table", default="table",
+                       help="print an aligned text table (default)")
+    group.add_argument("--csv", dest="table_format", action="store_const", const="csv", help="print CSV")
+
+
+def print_rows(args: argparse.Namespace, rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> None:
+    """The rows as the list options of :func:`add_list_arguments` ask: every key as JSON Lines, or
+    ``columns`` as a table or CSV (one formatter for every command: :mod:`lcm_lab.io.tables`)."""
+    if getattr(args, "json", False):
+        print_json_lines(rows)
+        return
+    from lcm_lab.io.tables import format_table
+
+    text = format_table(rows, columns, fmt=getattr(args, "table_format", "table"))
+    print(text, end="" if text.endswith("\n") else "\n")
+
+
 def print_json(value: Any) -> None:
     """One JSON object on stdout (a single result)."""
     print(json.dumps(value, ensure_ascii=False, default=str))
@@ -91,6 +132,21 @@ def print_json_lines(values: Iterable[Any]) -> None:
     """One JSON object per line on stdout (a list of results)."""
     for value in values:
         print_json(value)
+
+
+def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Accept ``old`` as a hidden, deprecated spelling of option ``new`` (same type and action),
+    with a one-line note on stderr when it is used."""
+    target = next(a for a in parser._actions if new in a.option_strings)
+
+    class Alias(argparse.Action):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                     option_string: str | None = None) -> None:
+            print(f"{parser.prog}: {old} is deprecated; use {new}", file=sys.stderr)
+            target(parser, namespace, values, new)
+
+    parser.add_argument(old, dest=target.dest, type=target.type or str, metavar=target.metavar, action=Alias,
+                        help=argparse.SUPPRESS)
 
 
 def positive_int(text: str) -> int:

@@ -13,6 +13,7 @@ layer (the pure engine included) can use it.
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 
 class UserError(Exception):
@@ -46,3 +47,29 @@ MAIN_GUARD_FIX = "put the sweep call under if __name__ == '__main__':"
 class MainGuardError(UserError, RuntimeError):
     """A script started worker processes (spawn) without a main guard, so every worker re-imports
     it and runs its top-level code, the sweep call included; the message says how to fix it."""
+
+
+class MissingExtraError(UserError, ImportError):
+    """A feature needs a package of one of lcm_lab's optional extras; the message names the extra."""
+
+
+def require_extra(module: str, extra: str, feature: str) -> ModuleType:
+    """Import ``module`` for ``feature``, or raise :class:`MissingExtraError` saying which extra
+    installs it.
+
+    >>> require_extra("json", "llm", "this").__name__
+    'json'
+    >>> require_extra("no_such_module_here", "llm", "model summarizers")
+    Traceback (most recent call last):
+    lcm_lab.errors.MissingExtraError: model summarizers need no_such_module_here, which lcm_lab installs with an extra: pip install 'lcm_lab[llm]'
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module.split(".")[0]:
+            raise  # the module is there but one of its own imports is missing: not ours to explain
+        raise MissingExtraError(
+            f"{feature} need {module}, which lcm_lab installs with an extra: pip install 'lcm_lab[{extra}]'"
+        ) from exc

@@ -183,16 +183,16 @@ def test_json_output_is_only_json(capsys: pytest.CaptureFixture[str], db: str, t
 def test_demo_says_where_its_data_must_come_from(
     capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lcm_lab.commands.demo as demo_command
-
     assert_user_error(*run_cli(capsys, "demo", "--db", db, "--data", str(tmp_path))[::2], f"--data {tmp_path}", "datasets/")
-    monkeypatch.setattr(demo_command, "CHECKOUT_DATASETS", tmp_path / "not-installed")
+    import lcm_lab.bundled as bundled
+
+    monkeypatch.setattr(bundled, "_HERE", tmp_path / "not-installed")
     code, _out, err = run_cli(capsys, "demo", "--db", db)
-    assert_user_error(code, err, "not installed with the package", "--data")
+    assert_user_error(code, err, "missing from this installation", "--data")
 
 
 def test_demo_columns_are_all_explained() -> None:
-    from lcm_lab.demo import COLUMNS, explain_columns, format_rows
+    from lcm_lab.bundled.demo import COLUMNS, explain_columns, format_rows
 
     table = format_rows([{name: None for name in COLUMNS} | {"run": "x", "depth": None}])
     assert table.splitlines()[0].split() == list(COLUMNS)

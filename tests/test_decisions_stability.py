@@ -106,7 +106,7 @@ def test_drift_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_scores(store, [_head("old", 0.5, 0.4, 0.6), _head("new", 0.2, 0.1, 0.3), _head("same", 0.45, 0.3, 0.6)])
     store.close()
     assert main(["drift", "--db", str(db), "--previous", "old", "--run", "new", "--json"]) == 1
-    out = json.loads(capsys.readouterr().out)
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert out[0]["status"] == "drop" and out[0]["alarm"] is True
     assert main(["drift", "--db", str(db), "--previous", "old", "--run", "same"]) == 0
     assert "within" in capsys.readouterr().out

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lcm_lab.demo import CONVERSATIONS, bundled_donor_candidates, pick_donor
+from lcm_lab.bundled.demo import CONVERSATIONS, bundled_donor_candidates, pick_donor
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.types import Conversation, InputEntry

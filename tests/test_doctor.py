@@ -216,7 +216,11 @@ def test_cli_output_json_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
         }
     ]
     assert main(["doctor", str(db)]) == 1
-    assert capsys.readouterr().out.strip() == "conv=1 summary=sum_x warning capped-summary: [Capped from 7311 tokens to ~7200]"
+    header, rule, row = capsys.readouterr().out.strip().splitlines()
+    assert header.split() == ["conversation_id", "session_id", "summary_id", "check", "severity", "evidence"]
+    assert row.split(maxsplit=5) == ["1", "sess-1", "sum_x", "capped-summary", "warning", "[Capped from 7311 tokens to ~7200]"]
+    assert main(["doctor", str(db), "--csv"]) == 1
+    assert capsys.readouterr().out.splitlines()[1] == "1,sess-1,sum_x,capped-summary,warning,[Capped from 7311 tokens to ~7200]"
     assert main(["doctor", str(db), "--fail-on", "error"]) == 0
     capsys.readouterr()
     not_db = tmp_path / "notes.txt"
@@ -233,7 +237,7 @@ def test_cli_output_json_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
 def test_every_check_has_a_severity(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(CHECKS.values()) <= {"error", "warning", "info"}
     assert main(["doctor", "--list-checks"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == len(CHECKS)
+    assert len(capsys.readouterr().out.splitlines()) == len(CHECKS) + 2  # header and rule
     assert main(["doctor"]) == 2
 
 

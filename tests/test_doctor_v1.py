@@ -123,5 +123,6 @@ def test_cli_exit_codes_on_1_0_files(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "19 pending summary nodes (1 not published), 34 turn receipts" in capsys.readouterr().err
     bad = broken(tmp_path, *BROKEN["pending-node-without-batch"])
     assert main(["doctor", str(bad)]) == 1
-    assert "error pending-node-without-batch: pending node psn_" in capsys.readouterr().out
+    row = capsys.readouterr().out.splitlines()[2]  # the table's first row, under the header and its rule
+    assert "pending-node-without-batch" in row and " error " in row and "pending node psn_" in row
     assert main(["doctor", str(bad), "--fail-on", "warning"]) == 1

@@ -130,7 +130,7 @@ def test_cli_prints_a_table_and_json_lines(tmp_path: Path, capsys: pytest.Captur
     db = tmp_path / "lab.duckdb"
     assert main(["load", "--db", str(db), str(GOLDEN), str(DATASETS / "lcm-db" / "lcm-v0.1.2.db.gz")]) == 0
     table = capsys.readouterr().out
-    assert "golden-session.jsonl" in table and "lcm_db" in table and "msgs" in table
+    assert "golden-session.jsonl" in table and "lcm_db" in table and "messages" in table
     assert main(["load", "--db", str(db), "--json", str(GOLDEN), str(LOCOMO)]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["status"] for r in records] == ["unchanged", "loaded"]
@@ -138,6 +138,11 @@ def test_cli_prints_a_table_and_json_lines(tmp_path: Path, capsys: pytest.Captur
                      "skipped_lines", "warnings"}
     assert all(expected_keys <= set(r) for r in records)
     assert records[1]["qa_items"] == 1986 and records[1]["source"] == str(LOCOMO)
+    assert main(["load", "--db", str(db), "--csv", str(LOCOMO)]) == 0
+    import csv
+
+    [row] = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert (row["source"], row["status"], row["qa_items"]) == (str(LOCOMO), "unchanged", "1986")
     with LabStore(db) as lab:
         assert lab.fetch_all("SELECT count(*) FROM conversations")[0][0] == 1 + 2 + 10
 

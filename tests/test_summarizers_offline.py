@@ -9,20 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lcm_lab.commands._summarizer_args import add_summarizer_arguments, summarizer_from_args
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import SummaryRequest
 from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.metrics.statements import is_statement, split_statements
-from lcm_lab.summarizers import (
-    OfflineSummarizer,
-    StubV1Summarizer,
-    SummarizerConfigError,
-    add_summarizer_arguments,
-    get_summarizer,
-    summarizer_from_args,
-)
+from lcm_lab.summarizers import OfflineSummarizer, StubV1Summarizer, SummarizerConfigError, get_summarizer
 from lcm_lab.summarizers.offline import FOOTER_PREFIX, OFFLINE_MODEL
 
 REPO = Path(__file__).resolve().parents[1]

@@ -96,8 +96,9 @@ def test_example_spec_is_valid_and_runs_on_bundled_data() -> None:
     from lcm_lab.commands.sweep import example_spec
 
     spec = parse_spec(yaml.safe_load(example_spec()))
-    assert spec.conversations[0].path == "datasets/locomo/locomo10.json"
-    assert (REPO / spec.conversations[0].path).is_file()
+    # a bundled dataset, found wherever lcm_lab is installed (not a path relative to a checkout)
+    assert spec.conversations[0].dataset == "locomo/locomo10.json" and spec.conversations[0].path is None
+    assert spec.conversations[0].file().samefile(REPO / "datasets" / "locomo" / "locomo10.json")
 
 
 def strategy_spec(**changes: Any) -> dict[str, Any]:

@@ -231,6 +231,15 @@ def test_ray_executor_matches_local_and_records_model_calls(fake: FakeOpenAIServ
     pytest.importorskip("ray", reason="ray is not installed (pip install 'lcm_lab[ray]'); the Ray executor is untested")
     ray = import_ray()
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)  # Ray's workers inherit the driver's environment
+    from lcm_lab.metrics.base import Score
+    from lcm_lab.sweeps.metrics import METRICS
+
+    scale = 0.5  # a metric registered in a function (a closure): Ray tasks get it by value
+
+    def turns_scaled(run: Any) -> list[Score]:
+        return [Score(run.replay.run_id, "run", "", "turns_scaled", scale * len(run.replay.turns), {})]
+
+    monkeypatch.setitem(METRICS, "turns_scaled", turns_scaled)
     local = LabStore(tmp_path / "local.duckdb")
     remote = LabStore(tmp_path / "ray.duckdb")
     a = sweep(small_spec(), store=local, progress=False)
@@ -242,10 +251,11 @@ def test_ray_executor_matches_local_and_records_model_calls(fake: FakeOpenAIServ
     finally:
         ray.shutdown()
     assert (a.sweep_id, b.executor) == (b.sweep_id, "ray")
-    columns = ["config_id", "conversation", "run_id", "status", "peak_context_tokens", "fact_retention", "summarizer_calls"]
+    columns = ["config_id", "conversation", "run_id", "status", "peak_context_tokens", "fact_retention", "summarizer_calls",
+               "turns_scaled"]
     left = sweep_df(a.sweep_id, local)[columns].sort_values("config_id").reset_index(drop=True)
     right = sweep_df(b.sweep_id, remote)[columns].sort_values("config_id").reset_index(drop=True)
-    assert left.equals(right)
+    assert left.equals(right) and right["turns_scaled"].notna().all()
     assert local.fetch_all("SELECT payload FROM replays ORDER BY run_id") == remote.fetch_all(
         "SELECT payload FROM replays WHERE label = ? ORDER BY run_id", [b.sweep_id])
     # litellm on Ray: every call the workers made is in the driver's ledger

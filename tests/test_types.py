@@ -54,6 +54,6 @@ def test_no_exported_function_is_also_a_submodule() -> None:
     first = lab.load
     importlib.import_module("lcm_lab.loading.dispatch")
     importlib.import_module("lcm_lab.recall_tools")
-    importlib.import_module("lcm_lab.demo")
+    importlib.import_module("lcm_lab.bundled.demo")
     assert lab.load is first and callable(lab.load)
     assert callable(lab.recall) and lab.recall.__module__ == "lcm_lab.recall_tools.api"

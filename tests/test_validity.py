@@ -84,7 +84,7 @@ def test_report_lists_every_control_and_check(rows: list[ValidityRow]) -> None:
 
 def test_validate_metrics_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "validity.md"
-    code = cli_main(["validate-metrics", "-o", str(out), "--conversations", "2", "--budget", "2000", "--no-coding", "--json",
+    code = cli_main(["validate-metrics", "-o", str(out), "--conversations", "2", "--token-budget", "2000", "--no-coding", "--json",
                      "--controls", "fixed-text,truncation,full-history"])
     import json
 
@@ -99,6 +99,7 @@ def test_validate_metrics_plugin_config(tmp_path: Path, capsys: pytest.CaptureFi
     code = cli_main(["validate-metrics", "-o", str(out), "--conversations", "2", "--budget", "2000", "--no-coding",
                      "--controls", "truncation,full-history", "--plugin-config", '{"condensedTargetTokens": 300}'])
     assert code == 0 and 'Plugin settings over the validity configuration: `{"condensedTargetTokens": 300}`' in out.read_text()
+    assert "--budget is deprecated; use --token-budget" in capsys.readouterr().err  # the old spelling still works
     assert cli_main(["validate-metrics", "-o", str(out), "--plugin-config", "[1]"]) == 2
     assert "--plugin-config: expected a JSON object" in capsys.readouterr().err
 

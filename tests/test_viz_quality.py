@@ -34,6 +34,11 @@ def test_wilson_interval_known_values() -> None:
     assert (round(low, 4), round(high, 4)) == (0.4902, 0.9433)
     assert wilson_interval(0, 5)[0] == pytest.approx(0.0) and wilson_interval(5, 5)[1] == pytest.approx(1.0)
     assert all(math.isnan(v) for v in wilson_interval(0, 0))
+    from scipy.stats import binomtest
+
+    for k, n in [(0, 7), (3, 7), (8, 10), (50, 51)]:  # whole counts: exactly scipy's Wilson interval
+        ci = binomtest(k, n).proportion_ci(method="wilson")
+        assert wilson_interval(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
 
 
 def test_mean_interval_brackets_the_mean_and_is_seeded() -> None:
@@ -41,7 +46,11 @@ def test_mean_interval_brackets_the_mean_and_is_seeded() -> None:
     low, high = mean_interval(values)
     assert low < sum(values) / len(values) < high
     assert mean_interval(values) == (low, high)
-    assert mean_interval([2.5]) == (2.5, 2.5)
+    # one value has no interval (the same rule as every bootstrap of the lab: metrics.stats)
+    assert all(math.isnan(v) for v in mean_interval([2.5]))
+    from lcm_lab.metrics.stats import bootstrap_interval
+
+    assert mean_interval([*values, None, float("nan")]) == bootstrap_interval(values)
 
 
 def test_metric_by_depth_groups_per_run_and_depth() -> None:
@@ -79,7 +88,7 @@ def test_run_comparison_with_given_or_bootstrapped_intervals() -> None:
     assert [(r.run, r.mean, r.low, r.high) for r in given.rows] == [("a", 0.6, 0.4, 0.8), ("b", 0.9, 0.8, 0.95)]
     boot = run_comparison_info(df)
     assert boot.rows[0].low >= 0.5 and boot.rows[0].high <= 0.7
-    assert boot.rows[1].low == boot.rows[1].high == 0.9
+    assert math.isnan(boot.rows[1].low) and math.isnan(boot.rows[1].high)  # one value: no interval, not a zero-width one
     assert len(plot_run_comparison(df).data) == 1
     with pytest.raises(ValueError, match=r"missing column\(s\) \['low'\]"):
         run_comparison_info(df.drop(columns="low"), low="low", high="high")

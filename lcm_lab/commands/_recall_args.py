@@ -8,20 +8,24 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_list_arguments
 
 if TYPE_CHECKING:
     from lcm_lab.recall_tools import Recall
     from lcm_lab.store import LabStore
 
 
-def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--db``, ``--run RUN_ID | --conversation ID`` and ``--json``."""
+def add_scope_arguments(parser: argparse.ArgumentParser, listing: str | None = None) -> None:
+    """``--db``, ``--run RUN_ID | --conversation ID`` and ``--json`` (for a command that prints a
+    list of ``listing``: ``--json | --table | --csv``)."""
     add_db_argument(parser)
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--run", metavar="RUN_ID", default=None, help="search this replay (default: everything in the store)")
     where.add_argument("--conversation", metavar="ID", type=int, default=None, help="search this loaded conversation (lab id)")
-    parser.add_argument("--json", action="store_true", help="print JSON only")
+    if listing is None:
+        parser.add_argument("--json", action="store_true", help="print only JSON: one object")
+    else:
+        add_list_arguments(parser, f"one object per {listing}")
 
 
 def open_recall(store: LabStore, args: argparse.Namespace) -> tuple[Recall, dict[str, Any]]:

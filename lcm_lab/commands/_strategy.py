@@ -13,9 +13,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lcm_lab.engine.types import Conversation
+if TYPE_CHECKING:
+    from lcm_lab.engine.types import Conversation
 
 HEADLINE_METRICS = (
     "qa_retention",

@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
-from lcm_lab.cost.validate import BUNDLED_SESSIONS
+from lcm_lab.cli import add_db_argument, add_json_argument
 
 STRATEGIES = ("lcm", "recorded")
 
@@ -35,21 +34,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--token-budget", type=int, default=128_000, metavar="N", help="lcm: model context budget (default 128000)")
     parser.add_argument("--config", metavar="CONFIG.json", help="lcm: lossless-claw plugin config keys")
     parser.add_argument("--validate", action="store_true", help="validation table of the bundled real sessions (or INPUTs)")
-    parser.add_argument("--json", action="store_true", help="print only JSON")
+    add_json_argument(parser, "one object per session (a list for several INPUTs or --validate)")
     add_db_argument(parser)
-    from lcm_lab.summarizers import add_summarizer_arguments
+    from lcm_lab.commands._summarizer_args import add_summarizer_arguments
 
     add_summarizer_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def _bundled() -> list[Path]:
-    root = Path(__file__).resolve().parents[2] / "datasets"
-    paths = [root / p for p in BUNDLED_SESSIONS]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise SystemExit(f"lcm-lab cost: bundled sessions not found ({', '.join(missing)}); pass INPUT files or run from a checkout")
-    return paths
+    from lcm_lab.bundled import datasets_path
+    from lcm_lab.cost.validate import BUNDLED_SESSIONS
+
+    return [datasets_path(p) for p in BUNDLED_SESSIONS]
 
 
 def _read(path: Path) -> Any:
@@ -87,12 +84,12 @@ def recorded_record(path: Path, main_model: str | None) -> dict[str, Any]:
 
 def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Cost of an LCM replay of one transcript, with its references, as a JSON-ready dict."""
+    from lcm_lab.commands._summarizer_args import SummarizerConfigError, summarizer_from_args
     from lcm_lab.commands.replay import read_config
     from lcm_lab.cost.replay_cost import calibrate_conversation, reference_costs, session_cost
     from lcm_lab.cost.validate import session_model
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.host.recorded import recorded_calls
-    from lcm_lab.summarizers import SummarizerConfigError, summarizer_from_args
 
     loaded = _read(path).conversations[0]
     config, _ = read_config(args.config)

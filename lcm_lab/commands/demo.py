@@ -1,9 +1,9 @@
 """``lcm-lab demo``: the main job on the bundled data (load, replay, score, compare, report).
 
-The data is the ``datasets/`` directory of a checkout of lcm_lab (found next to the package when
-it is installed in editable mode). From an installed wheel, pass ``--data DIR`` pointing at a
-copy of that directory. ``--json`` prints one object: the report path, the loaded sources and
-one row per run (the same columns as the printed comparison).
+The data ships with the package (:func:`lcm_lab.bundled.datasets_path`: ``datasets/`` of a
+checkout, or its copy inside an installed wheel); ``--data DIR`` runs it on another copy of that
+directory. ``--json`` prints one object: the report path, the loaded sources and one row per run
+(the same columns as the printed comparison).
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument, print_json
 
-CHECKOUT_DATASETS = Path(__file__).resolve().parents[2] / "datasets"
-
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("demo", help="run the main job on the bundled data", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", "--datasets", dest="datasets", default=None, metavar="DIR",
-                        help="the bundled datasets directory (default: datasets/ of this checkout)")
+                        help="a copy of the bundled datasets directory (default: the one installed with lcm_lab)")
     parser.add_argument("-o", "--output", default="reports/demo-report.html", metavar="FILE", help="report path")
     add_db_argument(parser)
     add_json_argument(parser, "one object: report, sources, runs")
@@ -30,24 +28,23 @@ def register(subparsers: Any) -> None:
 
 
 def datasets_directory(option: str | None) -> Path:
-    """The data the demo runs on: ``--data`` or the checkout's ``datasets/``; a clear error otherwise."""
-    from lcm_lab.demo import CONVERSATIONS
+    """The data the demo runs on: ``--data`` or the bundled datasets; a clear error otherwise."""
+    from lcm_lab.bundled import datasets_path
+    from lcm_lab.bundled.demo import CONVERSATIONS
     from lcm_lab.errors import OptionError
 
-    directory = Path(option) if option else CHECKOUT_DATASETS
+    directory = Path(option) if option else datasets_path()
     missing = [relative for _name, relative, _index in CONVERSATIONS if not (directory / relative).is_file()]
     if not missing:
         return directory
     if option is None:
-        raise OptionError(
-            f"the bundled datasets are not installed with the package (looked in {directory}); "
-            "clone the lcm_lab repository and pass --data path/to/lcm_lab/datasets"
-        )
+        raise OptionError(f"the bundled datasets are missing from this installation of lcm_lab ({directory}: no "
+                          f"{', '.join(missing)}); reinstall it, or pass --data with a copy of lcm_lab's datasets/")
     raise OptionError(f"--data {option}: missing {', '.join(missing)}; point it at lcm_lab's datasets/ directory")
 
 
 def run(args: argparse.Namespace) -> int:
-    from lcm_lab.demo import comparison_rows, run_demo
+    from lcm_lab.bundled.demo import comparison_rows, run_demo
     from lcm_lab.store import open_store
 
     datasets = datasets_directory(args.datasets)

@@ -1,19 +1,21 @@
-"""``lcm-lab doctor path/to/lcm.db [--json]``: check an lcm.db for degraded or broken summaries.
+"""``lcm-lab doctor path/to/lcm.db [--json | --csv]``: check an lcm.db for degraded or broken summaries.
 
 Read-only: the file is never modified (WAL databases are read from a private copy). One finding
-per line (conversation, summary id, severity, check, evidence); ``--json`` prints one JSON object
-per line instead. Exit status: 0 clean, 1 findings at or above ``--fail-on``, 2 unreadable input.
+per row (conversation, summary id, severity, check, evidence); ``--json`` prints one JSON object
+per line instead, ``--csv`` the rows as CSV. Exit status: 0 clean, 1 findings at or above ``--fail-on``, 2 unreadable input.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
-from lcm_lab.io.lcmdb_rows import LcmDbRows, read_lcmdb_rows
-from lcm_lab.metrics.doctor import CHECKS, SEVERITY_RANK, diagnose
+from lcm_lab.cli import add_list_arguments, print_rows
+
+if TYPE_CHECKING:
+    from lcm_lab.io.lcmdb_rows import LcmDbRows
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", nargs="?", help="lcm.db file (also .db.gz)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per finding per line")
+    add_list_arguments(parser, "one object per finding (--list-checks: per check)")
     parser.add_argument(
         "--fail-on",
         choices=("info", "warning", "error"),
@@ -45,16 +47,18 @@ def _v1_counts(rows: LcmDbRows) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
+    from lcm_lab.metrics.doctor import CHECKS, SEVERITY_RANK, diagnose
+
     if args.list_checks:
-        for check, severity in CHECKS.items():
-            print(json.dumps({"check": check, "severity": severity}) if args.json else f"{severity:7} {check}")
+        print_rows(args, [{"severity": severity, "check": check} for check, severity in CHECKS.items()])
         return 0
     if not args.path:
         raise SystemExit("give the path of an lcm.db (or --list-checks)")
     rows = read_lcmdb_rows(args.path)
     findings = diagnose(rows)
-    for finding in findings:
-        print(json.dumps(finding.as_dict(), ensure_ascii=False) if args.json else finding.line())
+    if findings or args.json:
+        print_rows(args, [f.as_dict() for f in findings])
     if not args.json:
         counts = Counter(f.severity for f in findings)
         summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info")) if findings else "no findings"

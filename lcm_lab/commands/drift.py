@@ -1,18 +1,17 @@
-"""``lcm-lab drift --previous RUN --run RUN [--metric M ...] [--json]``: the drift alarm.
+"""``lcm-lab drift --previous RUN --run RUN [--metric M ...] [--json | --csv]``: the drift alarm.
 
 Compares the run-scope headlines of a new run with the previous run's value and 95 % interval
 (scores as written by ``score_replay``). One line per headline: ``drop`` (below the previous
 interval: alarm), ``rise``, ``within``, ``lost`` (alarm: now missing or withheld) or
-``no-interval``. Exit status: 0 no alarm, 1 alarm, 2 a run has no scores.
+``no-interval``; ``--json`` prints one object per headline (JSON Lines). Exit status: 0 no alarm, 1 alarm, 2 a run has no scores.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_list_arguments, print_rows
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--previous", required=True, metavar="RUN_ID", help="the reference run")
     parser.add_argument("--run", required=True, metavar="RUN_ID", help="the new run")
     parser.add_argument("--metric", action="append", default=None, help="headline(s) to check (default: every one with an interval)")
-    parser.add_argument("--json", action="store_true", help="print only JSON")
+    add_list_arguments(parser, "one object per headline")
     add_db_argument(parser)
     parser.set_defaults(func=run)
 
@@ -42,10 +41,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"lcm-lab drift: no run-scope scores for {', '.join(missing)}", file=sys.stderr)
         return 2
     checks = drift_checks(previous, current, args.metric)
-    if args.json:
-        print(json.dumps([{**c._asdict(), "alarm": c.alarm} for c in checks]))
-    else:
-        for c in checks:
-            fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-            print(f"{c.metric}: {c.status}{' ALARM' if c.alarm else ''} (previous {fmt(c.previous)} [{fmt(c.ci_low)}, {fmt(c.ci_high)}], now {fmt(c.current)})")
+    print_rows(args, [{**c._asdict(), "alarm": c.alarm} for c in checks])
     return 1 if any(c.alarm for c in checks) else 0

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_json_argument
 
 
 def register(subparsers: Any) -> None:
@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("run_id", metavar="RUN_ID")
     parser.add_argument("-o", "--output", required=True, metavar="FILE.db", help="new file to write (must not exist)")
     add_db_argument(parser)
-    parser.add_argument("--json", action="store_true", help="print the row counts as one JSON object")
+    add_json_argument(parser, "one object: path and row counts")
     parser.set_defaults(func=run)
 
 

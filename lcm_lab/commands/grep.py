@@ -9,9 +9,9 @@ Without ``--run``/``--conversation`` it searches every loaded conversation and s
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from lcm_lab.cli import print_rows
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
 
 
@@ -21,7 +21,7 @@ def register(subparsers: Any) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("pattern")
-    add_scope_arguments(parser)
+    add_scope_arguments(parser, listing="match, with the plugin's result fields")
     parser.add_argument("--mode", choices=("regex", "full_text"), default="regex")
     parser.add_argument("--scope", choices=("both", "messages", "summaries", "files"), default="both")
     parser.add_argument("--sort", choices=("recency", "relevance", "hybrid"), default="recency")
@@ -36,12 +36,14 @@ def run(args: argparse.Namespace) -> int:
         result = rec.grep(args.pattern, args.mode, args.scope, since=args.since, before=args.before,
                           limit=args.limit, sort=args.sort, **scope)  # fmt: skip
         if args.json:
-            for match in result.matches:
-                print(json.dumps(match.json(), ensure_ascii=False))
+            print_rows(args, [match.json() for match in result.matches])
             return 0
-        for m in result.matches:
-            where = f"{m.type} {m.id}" + (f" (d{m.depth} {m.kind})" if m.type == "summary" else f" ({m.role})" if m.role else "")
-            print(f"{m.target}  {where}  {m.created_at or '-'}  {m.snippet}")
+        rows = [{"target": m.target, "type": m.type, "id": m.id,
+                 "what": f"d{m.depth} {m.kind}" if m.type == "summary" else m.role, "created_at": m.created_at,
+                 "snippet": m.snippet} for m in result.matches]  # fmt: skip
+        print_rows(args, rows, ["target", "type", "id", "what", "created_at", "snippet"])
+        if args.table_format == "csv":
+            return 0
         print(f"{len(result.matches)} shown of {result.total_matches} matches")
         for note in result.notes:
             print(f"note: {note}")

@@ -13,11 +13,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from lcm_lab.cli import add_db_argument, add_json_argument
-from lcm_lab.loading.dispatch import DEFAULT_BACKEND, SourceResult, format_table, load
-from lcm_lab.store import open_store
-from lcm_lab.store.lcmdb_import import BACKENDS
+from lcm_lab.cli import add_db_argument, add_list_arguments
+from lcm_lab.store.lcmdb_backends import BACKENDS, DEFAULT_BACKEND
+
+if TYPE_CHECKING:
+    from lcm_lab.loading.dispatch import SourceResult
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="file or directory (.gz accepted)")
     add_db_argument(parser)
-    add_json_argument(parser, "one object per source per line")
+    add_list_arguments(parser, "one object per source")
     parser.add_argument(
         "--backend", choices=BACKENDS, default=DEFAULT_BACKEND,
         help=f"how lcm.db files are read (default: {DEFAULT_BACKEND})",
@@ -49,6 +51,9 @@ def failed_arguments(paths: Sequence[str], results: Sequence[SourceResult]) -> l
 
 
 def run(args: argparse.Namespace) -> int:
+    from lcm_lab.loading.dispatch import format_table, load
+    from lcm_lab.store import open_store
+
     store = open_store(args.db)
     try:
         results = load(args.paths, store, backend=args.backend, progress=not args.json and sys.stderr.isatty())
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         for result in results:
             print(json.dumps(result.as_json(), ensure_ascii=False))
     else:
-        print(format_table(results))
+        print(format_table(results, args.table_format), end="" if args.table_format == "csv" else "\n")
         for result in results:
             warnings = [w for w in result.warnings if w != result.error]  # the error is printed below
             shown = warnings if args.verbose else warnings[:3]

@@ -19,23 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from lcm_lab.cli import add_json_argument, print_json, print_json_lines
-from lcm_lab.engine.compaction.sweep import prompt_targets
-from lcm_lab.engine.config.lcm_config import LcmConfig
-from lcm_lab.engine.protocol import SummaryRequest
-from lcm_lab.engine.tokens import estimate_tokens
-from lcm_lab.prompts import (
-    TEMPLATE_NAMES,
-    PromptSet,
-    TemplateError,
-    default_prompt_set,
-    diff_prompt_sets,
-    export_prompt_set,
-    format_diffs,
-    load_prompt_set,
-    normalize_template_name,
-    render_request,
-)
+from lcm_lab.cli import add_json_argument, add_list_arguments, print_json, print_json_lines, print_rows
+from lcm_lab.prompts import TEMPLATE_NAMES, PromptSet, TemplateError, default_prompt_set, load_prompt_set
 
 
 def register(subparsers: Any) -> None:
@@ -47,7 +32,7 @@ def register(subparsers: Any) -> None:
 
     listing = sub.add_parser("list", help="templates, their source and hash")
     listing.add_argument("--prompts", metavar="DIR", default=None, help="template directory (default: lab defaults)")
-    listing.add_argument("--json", action="store_true", help="one JSON object per template")
+    add_list_arguments(listing, "one object per template")
     listing.set_defaults(func=run_list)
 
     show = sub.add_parser("show", help="print one template")
@@ -59,7 +44,7 @@ def register(subparsers: Any) -> None:
     diff = sub.add_parser("diff", help="diff a template directory against the lab defaults")
     diff.add_argument("directory", metavar="DIR")
     diff.add_argument("--name", default=None, help="only this template")
-    add_json_argument(diff, "one object per template per line: name, changed, old_hash, new_hash, diff")
+    add_json_argument(diff, "one object per template (JSON Lines): name, changed, old_hash, new_hash, diff")
     diff.set_defaults(func=run_diff)
 
     render = sub.add_parser("render", help="render a template for a source text")
@@ -67,16 +52,17 @@ def register(subparsers: Any) -> None:
     render.add_argument("--source", metavar="FILE", required=True, help="source text file ('-' for stdin)")
     render.add_argument("--prompts", metavar="DIR", default=None)
     render.add_argument("--previous", metavar="FILE", default=None, help="previous summary text file")
-    render.add_argument("--target-tokens", type=int, default=None, help="target tokens (default: the plugin's rule at default settings, spec §5.8)")
+    render.add_argument("--target-tokens", type=int, default=None,
+                        help="target tokens (default: the plugin's rule at default settings, src/summarize.ts resolveTargetTokens)")
     render.add_argument("--custom-instructions", default="", help="operator instructions (customInstructions)")
     render.add_argument("--depth", type=int, default=None, help="output depth for condensed templates")
-    render.add_argument("--json", action="store_true", help="print the chat messages and hashes as JSON")
+    add_json_argument(render, "one object: the chat messages and hashes")
     render.set_defaults(func=run_render)
 
     export = sub.add_parser("export", help="write the lab's default templates to a directory")
     export.add_argument("directory", metavar="DIR")
     export.add_argument("--force", action="store_true", help="overwrite existing files")
-    add_json_argument(export, "one object per written file per line: path")
+    add_json_argument(export, "one object per written file (JSON Lines): path")
     export.set_defaults(func=run_export)
 
 
@@ -90,6 +76,8 @@ def _prompt_set(directory: str | None) -> PromptSet:
 
 
 def _name(name: str) -> str:
+    from lcm_lab.prompts import normalize_template_name
+
     try:
         return normalize_template_name(name)
     except KeyError as exc:
@@ -97,17 +85,16 @@ def _name(name: str) -> str:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from lcm_lab.engine.tokens import estimate_tokens
+
     prompts = _prompt_set(args.prompts)
-    rows = [(name, prompts[name].hash[:12], estimate_tokens(prompts[name].text), prompts[name].source) for name in TEMPLATE_NAMES]
-    if args.json:
-        for name, _digest, tokens, source in rows:
-            print(json.dumps({"name": name, "hash": prompts[name].hash, "tokens": tokens, "source": source}))
-        return 0
-    width = max(len(r[0]) for r in rows)
-    print(f"{'template'.ljust(width)}  hash          tokens  source")
-    for name, digest, tokens, source in rows:
-        print(f"{name.ljust(width)}  {digest}  {tokens:6d}  {source}")
-    print(f"prompt set {prompts.name}: {prompts.hash[:12]}")
+    rows = [{"name": name, "hash": prompts[name].hash, "tokens": estimate_tokens(prompts[name].text), "source": prompts[name].source}
+            for name in TEMPLATE_NAMES]
+    if not args.json:  # the table shows the short hash
+        rows = [{**row, "hash": row["hash"][:12]} for row in rows]
+    print_rows(args, rows)
+    if not args.json and args.table_format == "table":
+        print(f"prompt set {prompts.name}: {prompts.hash[:12]}")
     return 0
 
 
@@ -122,6 +109,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_diff(args: argparse.Namespace) -> int:
+    from lcm_lab.prompts import diff_prompt_sets, format_diffs
+
     prompts = _prompt_set(args.directory)
     names = (_name(args.name),) if args.name else None
     diffs = diff_prompt_sets(default_prompt_set(), prompts, names)
@@ -147,6 +136,12 @@ def _read(path: str) -> str:
 
 
 def run_render(args: argparse.Namespace) -> int:
+    from lcm_lab.engine.compaction.sweep import prompt_targets
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.protocol import SummaryRequest
+    from lcm_lab.engine.tokens import estimate_tokens
+    from lcm_lab.prompts import render_request
+
     name = _name(args.name)
     if name == "system":
         raise SystemExit("lcm-lab prompts: 'system' is rendered with every request; render leaf or condensed-dN")
@@ -184,6 +179,8 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from lcm_lab.prompts import export_prompt_set
+
     try:
         written = export_prompt_set(default_prompt_set(), args.directory, overwrite=args.force)
     except FileExistsError as exc:

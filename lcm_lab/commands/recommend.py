@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_json_argument
 
 
 def register(subparsers: Any) -> None:
@@ -21,7 +21,7 @@ def register(subparsers: Any) -> None:
     )
     add_db_argument(parser)
     parser.add_argument("sweep_id", help="a sweep id (lcm-lab sweeps lists them)")
-    parser.add_argument("--json", action="store_true", help="one JSON object: openclaw_json, env, tradeoff, warnings")
+    add_json_argument(parser, "one object: openclaw_json, env, tradeoff, warnings")
     parser.set_defaults(func=run)
 
 

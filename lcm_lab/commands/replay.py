@@ -12,12 +12,14 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument, existing_file, positive_int, print_json
-from lcm_lab.engine.config.lcm_config import LcmConfig
-from lcm_lab.engine.types import Conversation
 from lcm_lab.errors import OptionError, UserError
+
+if TYPE_CHECKING:
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.types import Conversation
 
 
 def register(subparsers: Any) -> None:
@@ -50,7 +52,7 @@ def register(subparsers: Any) -> None:
     add_db_argument(parser)
     add_json_argument(parser, "one object per replayed conversation (JSON Lines): run_id, strategy, session_id, turns, "
                               "counts, headline scores (and for LCM: summarizer_calls, summaries, stored_tokens, trace_out, check)")
-    from lcm_lab.summarizers import add_summarizer_arguments
+    from lcm_lab.commands._summarizer_args import add_summarizer_arguments
 
     add_summarizer_arguments(parser)
     parser.set_defaults(func=run)
@@ -58,6 +60,8 @@ def register(subparsers: Any) -> None:
 
 def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
     """The config file as LcmConfig plus the plugin keys it held (for the trace)."""
+    from lcm_lab.engine.config.lcm_config import LcmConfig
+
     if path is None:
         return LcmConfig(), {}
     try:
@@ -96,15 +100,13 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
         result = load_lcm_db(path, store)
         if not result.ok:
             raise SystemExit(f"lcm-lab replay: {path}: {result.error}")
-        rows = store.fetch_all(
-            "SELECT conversation_id, origin_conversation_id FROM conversations WHERE source_id = ? ORDER BY conversation_id",
-            [result.source_id],
-        )
+        from lcm_lab.store.sources import source_conversations
+
+        rows = every = source_conversations(store, result.source_id)
         if args.conversation is not None:
             rows = [r for r in rows if str(r[1]) == str(args.conversation)]
             if not rows:
-                known = ", ".join(str(r[0]) for r in store.fetch_all(
-                    "SELECT origin_conversation_id FROM conversations WHERE source_id = ? ORDER BY 1", [result.source_id]))
+                known = ", ".join(str(o) for o in sorted(r[1] for r in every))
                 raise OptionError(f"--conversation {args.conversation}: {path} has no such conversation_id (it has: {known or 'none'})")
         return [(store.conversation(int(r[0])), int(r[0])) for r in rows]
     try:
@@ -130,11 +132,11 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
+    from lcm_lab.commands._summarizer_args import SummarizerConfigError, summarizer_from_args
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.engine.replay.trace import compare_traces, reference_trace
     from lcm_lab.store import open_store
     from lcm_lab.store.replays import save_replay
-    from lcm_lab.summarizers import SummarizerConfigError, summarizer_from_args
 
     if args.tight_budget is not None and args.tight_budget > args.token_budget:
         raise OptionError(

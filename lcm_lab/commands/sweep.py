@@ -14,7 +14,7 @@ import sys
 from importlib import resources
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_json_argument
 
 
 def register(subparsers: Any) -> None:
@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--executor", default=None, help="auto, serial, threads, processes, ray or ray://HOST:PORT (overrides the spec)")
     parser.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (overrides the spec)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--json", action="store_true", help="print one JSON object with the sweep id and counts")
+    add_json_argument(parser, "one object: sweep_id and counts")
     parser.set_defaults(func=run)
 
 
@@ -71,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"no recommendation: {exc}")
         return 0
+    from lcm_lab.io.tables import format_table
+
     with_cols = [c for c in rec.table.columns if not c.endswith(("_ci_low", "_ci_high"))]
-    print(rec.table[with_cols].to_string(index=False))
+    print(format_table(rec.table[with_cols].to_dict("records"), with_cols))
     print()
     print(rec.snippet())
     return 0

@@ -1,4 +1,4 @@
-"""``lcm-lab validate-metrics [--db FILE] [-o reports/metric-validity.md]``: can the headlines be fooled?
+"""``lcm-lab validate-metrics [--db FILE] [--token-budget N ...] [-o reports/metric-validity.md]``: can the headlines be fooled?
 
 Runs the control strategies (fixed text, a bare list of source entities, another conversation's
 text, plain truncation, the offline summarizer, full history) over the bundled LoCoMo
@@ -16,11 +16,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument
+from lcm_lab.cli import add_db_argument, add_deprecated_alias, add_json_argument, positive_int
 
-REPO = Path(__file__).resolve().parents[2]
-LOCOMO = REPO / "datasets" / "locomo" / "locomo10.json"
-CODING = (REPO / "datasets" / "pi-mono" / "before-compaction.jsonl",)
+# the bundled data (lcm_lab.bundled.datasets_path) it runs on by default
+LOCOMO = "locomo/locomo10.json"
+CODING = ("pi-mono/before-compaction.jsonl",)
 
 
 def register(subparsers: Any) -> None:
@@ -30,14 +30,16 @@ def register(subparsers: Any) -> None:
     )
     add_db_argument(parser)
     parser.add_argument("-o", "--output", default="reports/metric-validity.md", help="Markdown report (default: %(default)s)")
-    parser.add_argument("--locomo", default=str(LOCOMO), help="LoCoMo JSON (default: the bundled locomo10.json)")
+    parser.add_argument("--locomo", default=None, metavar="FILE", help="LoCoMo JSON (default: the bundled locomo10.json)")
     parser.add_argument("--conversations", type=int, default=None, metavar="N", help="only the first N LoCoMo conversations")
-    parser.add_argument("--budget", type=int, action="append", default=None, metavar="TOKENS", help="token budget (repeatable; default 6000 and 32000)")
+    parser.add_argument("--token-budget", type=positive_int, action="append", default=None, metavar="N",
+                        help="model context budget (repeatable; default 6000 and 32000)")
+    add_deprecated_alias(parser, "--budget", "--token-budget")
     parser.add_argument("--controls", default=None, metavar="A,B", help="only these controls (default: all)")
     parser.add_argument("--no-coding", action="store_true", help="skip the bundled coding sessions")
     parser.add_argument("--plugin-config", default=None, metavar="JSON",
                         help="plugin settings over the validity configuration, e.g. '{\"condensedTargetTokens\": 300}'")
-    parser.add_argument("--json", action="store_true", help="print the table and checks as JSON only")
+    add_json_argument(parser, "a list of one object per budget: table rows and property checks")
     parser.set_defaults(func=run)
 
 
@@ -73,8 +75,10 @@ def run(args: argparse.Namespace) -> int:
         defaults = LcmConfig()
         config = dataclasses.replace(DEFAULT_CONFIG, **{f.name: getattr(changed, f.name) for f in dataclasses.fields(LcmConfig)
                                                         if getattr(changed, f.name) != getattr(defaults, f.name)})
-    locomo = list(read_transcript(args.locomo).conversations)[: args.conversations]
-    coding = [] if args.no_coding else [c for path in CODING if path.is_file() for c in read_transcript(path).conversations]
+    from lcm_lab.bundled import datasets_path
+
+    locomo = list(read_transcript(args.locomo or datasets_path(LOCOMO)).conversations)[: args.conversations]
+    coding = [] if args.no_coding else [c for path in CODING for c in read_transcript(datasets_path(path)).conversations]
     sink = None
     if args.db:
         from lcm_lab.store import open_store
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     sections: list[str] = []
     payload: list[dict[str, Any]] = []
     failed = False
-    for budget in args.budget or [6000, 32000]:
+    for budget in args.token_budget or [6000, 32000]:
         rows = validate(locomo, budget=budget, coding=coding, sink=sink, controls=controls, config=config,
                         progress=lambda jobs, b=budget: tqdm(list(jobs), desc=f"controls @ {b}", leave=False, disable=args.json))
         checks = check_properties(rows)

@@ -18,7 +18,14 @@ import argparse
 import math
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, positive_int, print_json, print_json_lines
+from lcm_lab.cli import (
+    add_db_argument,
+    add_json_argument,
+    add_list_arguments,
+    positive_int,
+    print_json,
+    print_rows,
+)
 from lcm_lab.errors import OptionError
 from lcm_lab.summarizers import SUMMARIZER_NAMES
 
@@ -51,13 +58,13 @@ def register(subparsers: Any) -> None:
     reassemble.add_argument("run_id", metavar="RUN_ID")
     reassemble.add_argument("--token-budget", type=positive_int, default=None, metavar="N", help="default: the run's budget")
     add_db_argument(reassemble)
-    add_json_argument(reassemble, "one object per item the model receives (JSON Lines)")
+    add_list_arguments(reassemble, "one object per item the model receives")
     reassemble.set_defaults(func=_reassemble)
 
     listing = sub.add_parser("list", help="derived runs in the store with their parent and edit")
     listing.add_argument("--parent", default=None, metavar="RUN_ID", help="only runs derived from this run")
     add_db_argument(listing)
-    add_json_argument(listing, "one object per derived run (JSON Lines)")
+    add_list_arguments(listing, "one object per derived run")
     listing.set_defaults(func=_list)
 
 
@@ -109,7 +116,7 @@ def _report(result: Any, args: argparse.Namespace) -> int:
     keys = [k for k in ("sent_tokens", "sent_items", "sent_summaries", "stored_tokens", "path", "fact_retention", "fact_retention_raw") if k in table[0]]
     width = max(len(k) for k in keys)
     print(f"{'':{width}}  {table[0]['run']:>22}  {table[1]['run']:>22}")
-    from lcm_lab.demo import cell
+    from lcm_lab.io.tables import cell
 
     for key in keys:
         print(f"{key:{width}}  {cell(table[0][key]):>22}  {cell(table[1][key]):>22}")
@@ -129,13 +136,10 @@ def _reassemble(args: argparse.Namespace) -> int:
     with open_store(args.db) as store:
         sent = whatif.reassemble(args.run_id, args.token_budget, store=store)
     rows = [{"position": i, "kind": item.kind, "ref": item.ref, "role": item.role, "tokens": item.tokens} for i, item in enumerate(sent.items)]
-    if args.json:
-        print_json_lines(rows)
-        return 0
-    print(f"{sent.path}: {sent.estimated_tokens:,} of {sent.token_budget:,} tokens in {len(rows)} items"
-          f" ({sum(1 for r in rows if r['kind'] == 'summary')} summaries)")
-    for row in rows:
-        print(f"{row['position']:>4}  {row['kind']:<9} {row['ref']!s:<24} {row['tokens']:>7,}")
+    if not args.json and args.table_format == "table":
+        print(f"{sent.path}: {sent.estimated_tokens:,} of {sent.token_budget:,} tokens in {len(rows)} items"
+              f" ({sum(1 for r in rows if r['kind'] == 'summary')} summaries)")
+    print_rows(args, rows)
     return 0
 
 
@@ -146,11 +150,8 @@ def _list(args: argparse.Namespace) -> int:
     with open_store(args.db) as store:
         frame = whatif.edits_df(store, args.parent)
     rows = _rows(frame)
-    if args.json:
-        print_json_lines(rows)
-        return 0
-    if not rows:
+    if not rows and not args.json:
         print("no derived runs")
-    for row in rows:
-        print(f"{row['run_id']}  <- {row['parent_run_id']}  {row['op']:<9} {row['engine'] or '-':<6} {row['label'] or ''}")
+        return 0
+    print_rows(args, rows, None if args.json else ["run_id", "parent_run_id", "op", "engine", "label"])
     return 0

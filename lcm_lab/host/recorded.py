@@ -3,7 +3,7 @@
 A transcript records the responses (assistant messages, each one API call, with the provider's
 ``usage``) and the host's own compactions, but not the requests. The request of a call is the
 host's context at that moment, which this module rebuilds with the host's rules
-(spec transcripts.md §1.5 and §3.1):
+(pi-coding-agent's ``buildSessionContext`` in ``session-manager.ts``; Claude Code's transcript chain):
 
 * **pi / OpenClaw**: messages accumulate along the leaf path. A ``compaction`` entry replaces the
   context by a ``compactionSummary`` message followed by the kept messages (from

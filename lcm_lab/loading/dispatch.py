@@ -51,11 +51,11 @@ from lcm_lab.io.sqlite_read import (
 )
 from lcm_lab.store import LabStore
 from lcm_lab.store.core import BIG_COMMIT_CHECKPOINT_THRESHOLD
+from lcm_lab.store.lcmdb_backends import DEFAULT_BACKEND
 from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed, import_lcm_db
 from lcm_lab.store.sources import add_source, find_loaded, finish_source
 from lcm_lab.store.write_loaded import WriteCounts, insert_loaded, insert_prepared, loaded_before
 
-DEFAULT_BACKEND = "scanner"
 # Files a directory walk considers (with or without .gz); everything else is ignored silently.
 LOADABLE_SUFFIXES = (".jsonl", ".json", ".db", ".sqlite", ".sqlite3")
 _SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
@@ -688,21 +688,14 @@ def _tag(result: SourceResult, argument: str) -> SourceResult:
     return replace(result, details={**result.details, "argument": argument})
 
 
-_COLUMNS = ("conversations", "messages", "summaries", "context_items", "qa_items", "skipped_lines", "warnings")
-_HEADERS = ("conv", "msgs", "summ", "ctx", "qa", "skipped", "warn")
+TABLE_COLUMNS = ("source", "kind", "status", "conversations", "messages", "summaries", "context_items", "qa_items",
+                 "skipped_lines", "warnings")
 
 
-def format_table(results: Sequence[SourceResult]) -> str:
-    """The per-source counts as an aligned text table."""
-    rows: list[tuple[str, ...]] = [("source", "kind", "status", *_HEADERS)]
-    for result in results:
-        record = result.as_json()
-        kind = " ".join(filter(None, (result.kind or "-", record.get("lcm_version"))))  # e.g. "lcm_db 1.0"
-        rows.append((result.source, kind, result.status, *(str(record[c]) for c in _COLUMNS)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
-        cells += [cell.rjust(width) for cell, width in zip(row[3:], widths[3:], strict=True)]
-        lines.append("  ".join(cells))
-    return "\n".join(lines)
+def format_table(results: Sequence[SourceResult], fmt: str = "table") -> str:
+    """The per-source counts as a table (``fmt``: ``table`` or ``csv``, :mod:`lcm_lab.io.tables`);
+    ``kind`` names an lcm.db's plugin release (``lcm_db 1.0``)."""
+    from lcm_lab.io.tables import format_table as table
+
+    rows = [{**r.as_json(), "kind": " ".join(filter(None, (r.kind or "-", r.as_json().get("lcm_version"))))} for r in results]
+    return table(rows, TABLE_COLUMNS, fmt=fmt)

@@ -2,7 +2,7 @@
 
 Sentences of the user's and assistant's messages (not tool output, not code) that record a **decision** (``we decided …``, ``let's go with …``,
 ``switched to …``) or an **open item** (``TODO``, ``next step``, ``still need to …``) are tagged by
-regular expressions (the ClawVault seed of spec/evaluation.md §5.1). Each gets *key terms*: its
+regular expressions (seeded from the decision and open-loop patterns of ClawVault's ``inferObservationType`` in ``src/lib/observation-format.ts``). Each gets *key terms*: its
 hard facts when it has any (up to four; one non-word fact such as a path suffices), else up to
 four content words (at least two). It counts as retained when at least
 two thirds of its key terms are usable in the end-of-run context (``run.sent()``: a raw message, or

@@ -8,7 +8,7 @@ severities (``docs/metrics.md`` has the full table):
   ``cyclic-dag``, ``orphaned-context-item``, ``leaf-without-sources``,
   ``condensed-without-sources``.
 * **warning** — a summary lost quality in a way the plugin records or that is visible in its
-  content: every fallback/truncation/cap marker of spec §5.9 (``truncation-fallback``,
+  content: every fallback/truncation/cap marker the plugin writes (``src/summarize.ts``, ``src/summary-fallback.ts``, ``src/compaction.ts``) (``truncation-fallback``,
   ``directive-omitted-fallback``, ``summarizer-fallback``, ``legacy-emergency-fallback``,
   ``capped-summary``), ``emergency-fallback-model``, ``empty-summary``,
   ``reasoning-only-summary``, ``leaked-tool-output``, ``leaked-base64``,

@@ -43,8 +43,8 @@ FACT_TYPES: tuple[str, ...] = (
     "name",
 )
 
-# How much a fact of each type counts in weighted retention (spec/evaluation.md §5.1: paths and
-# ids over numbers over names): what an agent cannot continue without weighs most.
+# How much a fact of each type counts in weighted retention (paths and ids
+# over numbers over names): what an agent cannot continue without weighs most.
 FACT_WEIGHTS: dict[str, float] = {
     "url": 3.0,
     "command": 3.0,

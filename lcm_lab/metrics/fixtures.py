@@ -1,4 +1,4 @@
-"""Fixture scoring in ClawVault's style (spec/clawvault.md §1.6), with a held-out split.
+"""Fixture scoring in ClawVault's style (ClawVault's ``src/observer/benchmark/*`` over ``testdata/observer-benchmark/*``), with a held-out split.
 
 A *fixture* is a directory with ``transcript.md`` (one message per line, ``user:`` /
 ``assistant:`` prefixes), ``expected.md`` (gold observations, one per line, in the

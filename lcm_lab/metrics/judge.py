@@ -7,7 +7,7 @@ call ledger: cached, recorded with model, prompt and template hash); tests use t
 OpenAI server or plain functions. There is no fallback: a missing model, a failing call or an
 unparseable verdict raises :class:`JudgeError`.
 
-Hygiene (spec/evaluation.md §5.2): the judge only ever sees the probe, the reference answer and
+Hygiene: the judge only ever sees the probe, the reference answer and
 the response — never the context's label, run id or strategy; each judgement is repeated
 (``repeats >= 3``, each repeat with its own ``seed`` so the cache does not collapse them) and
 reported with a t-interval over repeats.

@@ -1,6 +1,6 @@
 """Recognisers for the fallback, truncation and cap markers lossless-claw writes into summaries.
 
-Every marker format of spec §5.9, across plugin versions, is one :class:`MarkerKind`. Both the
+Every marker format the plugin writes into ``summaries.content`` (``src/summarize.ts``, ``src/summary-fallback.ts``, ``src/compaction.ts``), across plugin versions, is one :class:`MarkerKind`. Both the
 doctor (which reports them) and the shape metrics (which infer the escalation level of summaries
 loaded from an lcm.db, where the level is not stored) use these.
 """

@@ -1,4 +1,4 @@
-"""ClawVault's observer benchmark over *any* strategy's memory (spec/clawvault.md §1.6).
+"""ClawVault's observer benchmark over *any* strategy's memory (ClawVault's ``src/observer/benchmark/*``).
 
 Each fixture's transcript is replayed as one session (every line a message, all at the fixture's
 ``now``) through a strategy with a budget large enough to show everything; the strategy's

@@ -1,4 +1,5 @@
 """An offline QA reader that needs the question: BM25 passage retrieval + answer recall@k.
+(One of the lab's three BM25s, each for its own job: ``docs/metrics.md``, "Three BM25s".)
 
 A context (what the model receives, the full history, a truncation, another conversation's text)
 is cut into short *passages*; the question retrieves the ``k`` passages most relevant to it

@@ -110,3 +110,38 @@ def bootstrap_normalised(
     values = (m[idx].mean(axis=1)[ok] - f[idx].mean(axis=1)[ok]) / gap[ok]
     alpha = (1 - confidence) / 2
     return float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
+
+
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``successes / n`` (NaNs for ``n == 0``); for whole
+    ``successes`` it is ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``, and it
+    also takes weighted (fractional) counts.
+
+    >>> [round(v, 3) for v in wilson_interval(8, 10)]
+    [0.49, 0.943]
+    """
+    if n <= 0:
+        return NAN, NAN
+    from scipy import stats
+
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pareto_mask(points: Sequence[Sequence[float]]) -> list[bool]:
+    """True for the points no other point dominates (as good on every coordinate, better on one);
+    every coordinate is minimised. The one Pareto rule of the lab: sweeps, recommendations and
+    plots use it, and a sweep exported as an Optuna study has exactly these as ``best_trials``.
+
+    >>> pareto_mask([(1, 1), (2, 2), (0, 3), (1, 1)])
+    [True, False, True, True]
+    """
+    arr = np.asarray(points, dtype=float).reshape(len(points), -1)
+    if arr.shape[0] == 0:
+        return []
+    no_worse = (arr[:, None, :] <= arr[None, :, :]).all(axis=2)  # [j, i]: j is nowhere worse than i
+    better = (arr[:, None, :] < arr[None, :, :]).any(axis=2)
+    return [bool(v) for v in ~(no_worse & better).any(axis=0)]

@@ -21,8 +21,8 @@ from typing import Any
 from lcm_lab.engine.protocol import SummaryRequest
 from lcm_lab.prompts.promptset import PromptSet, PromptTemplate
 
-# Leaf source headers (spec §4.6): "[2024-05-01 14:03 UTC | user]" (sender suffix optional),
-# or "[2024-05-01 14:03 UTC]" before v0.15. Condensed headers (§4.10): "[<fmt> - <fmt>]".
+# Leaf source headers (src/compaction.ts leafPass, resolveLeafSummaryMessageContent): "[2024-05-01 14:03 UTC | user]" (sender suffix optional),
+# or "[2024-05-01 14:03 UTC]" before v0.15. Condensed headers (condensedPass): "[<fmt> - <fmt>]".
 _STAMP = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?: [A-Za-z][A-Za-z0-9+\-:]*)?"
 LEAF_HEADER = re.compile(rf"^\[(?P<at>{_STAMP})(?: \| (?P<role>[a-zA-Z]+)(?P<sender> \|[^\n]*)?)?\]$", re.MULTILINE)
 CONDENSED_HEADER = re.compile(rf"^\[(?P<start>{_STAMP}) - (?P<end>{_STAMP})\]$", re.MULTILINE)

@@ -1,6 +1,6 @@
 """``grep`` → ``describe`` → ``expand_query`` over a replay or a loaded lcm.db conversation.
 
-The plugin's agent tools (spec §12) with their parameters, defaults, caps and result fields:
+The plugin's agent tools (``src/tools/lcm-grep-tool.ts``, ``lcm-describe-tool.ts``, ``lcm-expand-query-tool.ts``) with their parameters, defaults, caps and result fields:
 a :class:`Recall` is bound to one *target* (a replay or a loaded conversation) and searches its
 session family by default (``conversation_id=`` one conversation, ``all_conversations=True``
 everything indexed in the store). Results come as frames (``.df()``/``.pl()``) and as the
@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from lcm_lab.errors import require_extra
 from lcm_lab.recall_tools.answer import Answerer, Passage, get_answerer
 from lcm_lab.recall_tools.query import parse_full_text, terms_of
 from lcm_lab.store import recall_index as ix
@@ -115,8 +116,7 @@ class GrepResult:
         return pd.DataFrame(self.records(), columns=list(GrepMatch.__dataclass_fields__))
 
     def pl(self) -> pl.DataFrame:
-        import polars as pl
-
+        pl = require_extra("polars", "polars", "polars frames (the *_pl readers)")
         return pl.from_pandas(self.df())
 
     @property
@@ -271,10 +271,7 @@ class Recall:
         params = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort, "limit": int(limit),
                   "since": since, "before": before, "targets": targets}  # fmt: skip
         notes = []
-        missing = self.store.fetch_all(
-            f"SELECT coalesce(sum(files_without_payload), 0) FROM recall_targets WHERE target IN ({', '.join('?' for _ in targets)})",
-            targets,
-        )[0][0] if targets and scope == "files" else 0  # fmt: skip
+        missing = ix.files_without_payload(self.store, targets) if scope == "files" else 0
         if missing:
             notes.append(f"{missing} large file(s) have no payload on disk (storage_uri unreadable) and were not searched")
         return GrepResult(matches, total, params, tuple(notes))
@@ -494,10 +491,11 @@ def recall(source: Replay | str | int, store: LabStore | None = None, *, refresh
 
 def index_store(store: LabStore) -> list[str]:
     """Index every loaded conversation and saved replay not indexed yet; returns all targets."""
-    from lcm_lab.store.replays import load_replay
+    from lcm_lab.store.replays import load_replay, run_ids
+    from lcm_lab.store.sources import conversation_ids
 
-    ix.index_conversations(store, [int(c) for (c,) in store.fetch_all("SELECT conversation_id FROM conversations ORDER BY conversation_id")])
-    for (run_id,) in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at, run_id"):
+    ix.index_conversations(store, conversation_ids(store))
+    for run_id in run_ids(store):
         if not ix.is_indexed(store, f"run:{run_id}"):
             index_replay(store, load_replay(store, run_id))
     return ix.all_targets(store)

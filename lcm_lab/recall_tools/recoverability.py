@@ -3,7 +3,7 @@
 For a replay (after its last turn, at its budget) the *lost* items are the hard facts of the
 history (:mod:`lcm_lab.metrics.facts`) and the LoCoMo QA answers that are not usable in
 ``run.sent()`` — neither in a raw message nor in a summary the model receives. Each lost item is
-then looked for the way the agent is told to (spec §12), stopping as soon as it is found:
+then looked for the way the plugin's tool descriptions tell the agent to (``src/tools/``), stopping as soon as it is found:
 
 1. ``grep`` full text with a *cue* (for a fact: the words around it in its message, never the
    fact itself; for a question: its content words), all terms, then any term if nothing matched;

@@ -22,9 +22,9 @@ from lcm_lab.engine.types import SentContext
 from lcm_lab.report._template import PAGE
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
+from lcm_lab.viz.counts import ReplayStats, replay_stats
 from lcm_lab.viz.dag import WEBGL_ABOVE, _coverage, plot_dag
 from lcm_lab.viz.quality import plot_run_comparison
-from lcm_lab.viz.stats import ReplayStats, replay_stats
 
 if TYPE_CHECKING:
     import pandas as pd

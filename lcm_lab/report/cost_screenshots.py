@@ -12,21 +12,20 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from lcm_lab.bundled import datasets_path
 from lcm_lab.cost.scores import validate_transcript
 from lcm_lab.cost.validate import BUNDLED_SESSIONS
 from lcm_lab.report.browser import screenshot
 from lcm_lab.viz.cost import plot_cost_validation
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "reports" / "screenshots")
+    parser.add_argument("--out", type=Path, default=Path("reports") / "screenshots")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for relative in BUNDLED_SESSIONS:
-            path = REPO / "datasets" / relative
+            path = datasets_path(relative)
             fig = plot_cost_validation(validate_transcript(path))
             fig.update_layout(width=1400)
             html = Path(tmp) / f"{path.stem}.html"

@@ -12,6 +12,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from lcm_lab.bundled import datasets_path
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import replay
 from lcm_lab.io.transcripts import read_transcript
@@ -20,16 +21,15 @@ from lcm_lab.report.build import write_report
 from lcm_lab.summarizers import get_summarizer
 from lcm_lab.viz import plot_budget_timeline, plot_context_at, plot_dag
 
-REPO = Path(__file__).resolve().parents[2]
 TIGHT = LcmConfig(fresh_tail_count=8, leaf_chunk_tokens=2000, leaf_target_tokens=400, condensed_target_tokens=300,
                   sweep_max_depth=-1)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "reports" / "screenshots")
+    parser.add_argument("--out", type=Path, default=Path("reports") / "screenshots")
     args = parser.parse_args(argv)
-    session = read_transcript(REPO / "datasets" / "pi-mono" / "before-compaction.jsonl").conversations[0].conversation
+    session = read_transcript(datasets_path("pi-mono/before-compaction.jsonl")).conversations[0].conversation
     tight = replay(session, TIGHT, get_summarizer("offline"), token_budget=8000, run_id="before-compaction · tight 8k")
     deep = replay(session, TIGHT.replace(sweep_max_depth=1), get_summarizer("offline"), token_budget=8000,
                   run_id="before-compaction · sweepMaxDepth 1")

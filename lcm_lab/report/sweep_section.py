@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     """Table rows (means with 95% intervals per configuration), a Pareto figure, the snippet."""
     from lcm_lab.report.build import _figure_html, _format_cell
-    from lcm_lab.store.sweeps import sweep_row
+    from lcm_lab.store.sweeps import first_ok_run, sweep_row
     from lcm_lab.sweeps import recommend
     from lcm_lab.viz import plot_pareto
 
@@ -36,13 +36,7 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     return {
         "sweep_id": sweep_id, "name": row["name"], "status": row["status"], "stats": row["stats"],
         "columns": columns, "rows": [[_format_cell(v) for v in r] for r in table[columns].itertuples(index=False)],
-        "figure": figure, "chosen": rec.config_id, "snippet": rec.snippet(), "recommended_run": _first_run(store, sweep_id, rec.config_id),
+        "figure": figure, "chosen": rec.config_id, "snippet": rec.snippet(), "recommended_run": first_ok_run(store, sweep_id, rec.config_id),
     }
 
 
-def _first_run(store: LabStore, sweep_id: str, config_id: str) -> str | None:
-    rows = store.fetch_all(
-        "SELECT run_id FROM sweep_runs WHERE sweep_id = ? AND config_id = ? AND status = 'ok' ORDER BY conversation_key LIMIT 1",
-        [sweep_id, config_id],
-    )
-    return rows[0][0] if rows else None

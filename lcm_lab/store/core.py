@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from lcm_lab.errors import require_extra
 from lcm_lab.store import migrations
 from lcm_lab.store.reads import StoreReads
 from lcm_lab.store.sql_tokens import install_token_macro
@@ -318,6 +319,7 @@ class LabStore(StoreReads):
 
     def fetch_pl(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> pl.DataFrame:
         """Query result as a polars DataFrame."""
+        require_extra("polars", "polars", "polars frames (the *_pl readers)")
         with self.hold():
             return self.execute(sql, params).pl()
 

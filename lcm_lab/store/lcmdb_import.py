@@ -27,12 +27,12 @@ import duckdb
 import pyarrow as pa
 
 from lcm_lab.io.lcmdb import CANONICAL, LCM_TABLES, LcmDbSchema, iter_table_batches
+from lcm_lab.store.lcmdb_backends import BACKENDS
 from lcm_lab.store.sql_tokens import fill_token_estimates_sql
 
 if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
 
-BACKENDS = ("scanner", "sqlite3")
 _BATCH = "_lcm_batch"
 
 
@@ -304,7 +304,7 @@ def _count(row: tuple[int, ...] | None) -> int:
 
 
 def _derive_missing_summary_columns(store: LabStore, schema: LcmDbSchema, source_id: int, result: LcmDbImport) -> None:
-    """Fill summary columns an old schema lacks the way the plugin's backfills compute them (spec §1.6)."""
+    """Fill summary columns an old schema lacks the way the plugin's backfills compute them (``src/db/migration.ts``)."""
     if "summaries" not in schema.tables:
         return
     missing = set(schema.missing_columns("summaries"))

@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
 
+from lcm_lab.errors import require_extra
+
 if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
@@ -288,6 +290,7 @@ class Ledger:
         """Every column of ``llm_calls`` as polars (oldest first)."""
         where, params = self._where(run_id)
         with self._lock, self._cursor() as cur:
+            require_extra("polars", "polars", "polars frames (the *_pl readers)")
             return cur.execute(f"SELECT * FROM llm_calls {where} ORDER BY created_at, call_id", params).pl()
 
 

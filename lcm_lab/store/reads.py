@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.errors import require_extra
 from lcm_lab.store.rebuild import rebuild_conversation
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class StoreReads:
 
     def read_pl(self, table: str, conversation_id: int | None = None) -> pl.DataFrame:
         sql, params = self.table_query(table, conversation_id)
+        require_extra("polars", "polars", "polars frames (the *_pl readers)")
         return self.con.execute(sql, params).pl()
 
     # conversations get source path and counts alongside
@@ -95,6 +97,7 @@ class StoreReads:
         return self.con.execute(_CONVERSATIONS).df()
 
     def conversations_pl(self) -> pl.DataFrame:
+        require_extra("polars", "polars", "polars frames (the *_pl readers)")
         return self.con.execute(_CONVERSATIONS).pl()
 
     def sources_df(self) -> pd.DataFrame:

@@ -4,7 +4,8 @@
 payloads and summary edges into ``recall_docs``/``recall_edges`` (migration ``m008_recall``);
 ``search`` runs one ``lcm_grep`` query over chosen targets: regex through DuckDB's RE2
 (``regexp_matches``), full text through DuckDB's ``fts`` extension (BM25, Porter stemmer, no stop
-words — the plugin's FTS5 tables use ``porter unicode61``), loaded offline from the PyPI wheel.
+words — the plugin's FTS5 tables use ``porter unicode61``), loaded offline from the PyPI wheel
+(one of the lab's three BM25s, each for its own job: ``docs/metrics.md``, "Three BM25s").
 
 >>> from lcm_lab.store import LabStore
 >>> store = LabStore(":memory:")
@@ -410,3 +411,12 @@ def target_info(store: LabStore, target: str) -> dict[str, Any]:
     if rows.empty:
         raise KeyError(f"{target!r} is not indexed for recall")
     return rows.iloc[0].to_dict()
+
+
+def files_without_payload(store: LabStore, targets: Sequence[str]) -> int:
+    """Large files of ``targets`` whose payload was not on disk when they were indexed."""
+    if not targets:
+        return 0
+    marks = ", ".join("?" for _ in targets)
+    return int(store.fetch_all(f"SELECT coalesce(sum(files_without_payload), 0) FROM recall_targets WHERE target IN ({marks})",
+                               list(targets))[0][0])

@@ -14,10 +14,12 @@ import hashlib
 import json
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
-import polars as pl
+
+if TYPE_CHECKING:
+    import polars as pl
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay
@@ -395,3 +397,19 @@ def replays_df(store: LabStore) -> pd.DataFrame:
 
 def replays_pl(store: LabStore) -> pl.DataFrame:
     return store.fetch_pl(f"SELECT {_REPLAYS_COLUMNS} FROM replays ORDER BY created_at")
+
+
+def replay_label(store: LabStore, run_id: str) -> str | None:
+    """The label a saved replay was stored under (``None``: unlabelled or not saved)."""
+    rows = store.fetch_all("SELECT label FROM replays WHERE run_id = ?", [run_id])
+    return rows[0][0] if rows else None
+
+
+def has_replay(store: LabStore, run_id: str) -> bool:
+    """Whether a replay of that run id is saved."""
+    return bool(store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run_id]))
+
+
+def run_ids(store: LabStore) -> list[str]:
+    """Every saved replay's run id, oldest first."""
+    return [r[0] for r in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at, run_id")]

@@ -65,3 +65,15 @@ def finish_source(store: LabStore, source_id: int, *, status: str, warnings: lis
         "UPDATE sources SET status = ?, warnings = ?, skipped_lines = ? WHERE source_id = ?",
         [status, list(warnings), skipped_lines, source_id],
     )
+
+
+def conversation_ids(store: LabStore) -> list[int]:
+    """Every loaded conversation's lab id."""
+    return [int(c) for (c,) in store.fetch_all("SELECT conversation_id FROM conversations ORDER BY conversation_id")]
+
+
+def source_conversations(store: LabStore, source_id: int) -> list[tuple[int, Any]]:
+    """``(lab conversation id, the source's own conversation id)`` of one loaded source."""
+    rows = store.fetch_all("SELECT conversation_id, origin_conversation_id FROM conversations WHERE source_id = ? "
+                           "ORDER BY conversation_id", [source_id])
+    return [(int(c), o) for c, o in rows]

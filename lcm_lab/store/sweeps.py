@@ -113,3 +113,43 @@ def sweep_runs_df(store: LabStore, sweep_id: str) -> pd.DataFrame:
         " WHERE r.sweep_id = ? ORDER BY c.trial NULLS FIRST, r.config_id, r.conversation_key",
         [sweep_id],
     )
+
+
+def first_ok_run(store: LabStore, sweep_id: str, config_id: str) -> str | None:
+    """The run id of the configuration's first finished run (by conversation), if any."""
+    rows = store.fetch_all(
+        "SELECT run_id FROM sweep_runs WHERE sweep_id = ? AND config_id = ? AND status = 'ok' ORDER BY conversation_key LIMIT 1",
+        [sweep_id, config_id],
+    )
+    return rows[0][0] if rows else None
+
+
+def config_params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
+    """The varied parameters of one configuration (a ``KeyError`` names an unknown one)."""
+    rows = store.fetch_all("SELECT params FROM sweep_configs WHERE sweep_id = ? AND config_id = ?", [sweep_id, config_id])
+    if not rows:
+        raise KeyError(f"sweep {sweep_id} has no configuration {config_id!r}")
+    return dict(json.loads(rows[0][0]))
+
+
+def trial_params(store: LabStore, sweep_id: str) -> list[tuple[int, dict[str, Any]]]:
+    """``(trial, params)`` of every configuration but the baseline, in trial order."""
+    rows = store.fetch_all("SELECT trial, params FROM sweep_configs WHERE sweep_id = ? AND NOT baseline ORDER BY trial", [sweep_id])
+    return [(int(trial), json.loads(params)) for trial, params in rows]
+
+
+def ok_metrics(store: LabStore, sweep_id: str, config_id: str) -> list[dict[str, Any]]:
+    """The metrics of the configuration's finished runs."""
+    rows = store.fetch_all("SELECT metrics FROM sweep_runs WHERE sweep_id = ? AND config_id = ? AND status = 'ok'",
+                           [sweep_id, config_id])
+    return [json.loads(r[0]) for r in rows]
+
+
+def run_outcomes(store: LabStore, sweep_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(status, metrics)`` of every run of the sweep."""
+    return [(status, json.loads(m)) for status, m in store.fetch_all("SELECT status, metrics FROM sweep_runs WHERE sweep_id = ?", [sweep_id])]
+
+
+def config_count(store: LabStore, sweep_id: str) -> int:
+    """How many configurations the sweep has registered (the baseline included)."""
+    return int(store.fetch_all("SELECT count(*) FROM sweep_configs WHERE sweep_id = ?", [sweep_id])[0][0])

@@ -21,17 +21,35 @@ sweeps read (``sent(turn, budget)``, ``conversation``, ``token_budget``, ``turns
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lcm_lab.engine.replay.driver import DEFAULT_TOKEN_BUDGET
-from lcm_lab.engine.types import Conversation
-from lcm_lab.strategies.base import MemoryItem, ModelCall, Strategy, StrategyError, StrategyRun, StrategyTurn
+if TYPE_CHECKING:
+    from lcm_lab.engine.types import Conversation
+    from lcm_lab.strategies.base import (
+        MemoryItem,
+        ModelCall,
+        Strategy,
+        StrategyError,
+        StrategyRun,
+        StrategyTurn,
+    )
 
 STRATEGY_NAMES: tuple[str, ...] = ("lcm", "clawvault", "observer_regex", "truncate", "full", "recorded")
+_BASE = ("MemoryItem", "ModelCall", "Strategy", "StrategyError", "StrategyRun", "StrategyTurn")
+
+
+def __getattr__(name: str) -> Any:
+    # the base types load on first use, so the CLI reads STRATEGY_NAMES without the engine
+    if name in _BASE:
+        from lcm_lab.strategies import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module 'lcm_lab.strategies' has no attribute {name!r}")
 
 
 def get_strategy(name: str, **params: Any) -> Strategy:
     """The strategy registered as ``name`` with ``params`` (validated here, not at run time)."""
+    from lcm_lab.strategies.base import StrategyError
     from lcm_lab.strategies.baselines import FullStrategy, TruncateStrategy
     from lcm_lab.strategies.clawvault import ObserverParams, ObserverStrategy
     from lcm_lab.strategies.lcm import LcmStrategy
@@ -61,12 +79,17 @@ def run_strategy(
     conversation: Conversation,
     strategy: str | Strategy,
     summarizer: Any = None,
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    token_budget: int | None = None,
     *,
     on_turn: Callable[[StrategyTurn], None] | None = None,
     **params: Any,
 ) -> StrategyRun:
-    """Run ``strategy`` (a name plus ``params``, or a strategy object) over ``conversation``."""
+    """Run ``strategy`` (a name plus ``params``, or a strategy object) over ``conversation``
+    within ``token_budget`` (default: the replay's, 128,000 tokens)."""
+    from lcm_lab.engine.replay.driver import DEFAULT_TOKEN_BUDGET
+    from lcm_lab.strategies.base import StrategyError
+
+    token_budget = DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget
     if isinstance(strategy, str):
         strategy = get_strategy(strategy, **params)
     elif params:

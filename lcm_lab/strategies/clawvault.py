@@ -1,4 +1,4 @@
-"""ClawVault observational memory as a context strategy (spec/clawvault.md §1.2-§1.5, §1.9).
+"""ClawVault observational memory as a context strategy (ClawVault's ``src/observer/observer.ts``, ``compressor.ts`` and ``reflection-service.ts``).
 
 Per turn, the new messages join a raw buffer; once ``ceil(chars/4)`` of the buffer reaches
 ``observe_threshold`` (30,000 by default) — and once more at session end (flush) — the buffer is

@@ -1,4 +1,4 @@
-"""ClawVault's compressor (spec/clawvault.md §1.4): sanitise, prompt, normalise, enforce, merge;
+"""ClawVault's compressor (``src/observer/compressor.ts``): sanitise, prompt, normalise, enforce, merge;
 and its deterministic fallback, which the lab runs only as its own strategy (``observer_regex``).
 
 The prompt is the lab's own wording following the documented structure (dated groups, the line

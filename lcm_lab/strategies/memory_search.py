@@ -1,4 +1,6 @@
-"""ClawVault's in-process search (spec/clawvault.md §1.7) and weekly reflection (§1.5), pure.
+"""ClawVault's in-process search (``src/lib/in-process-search.ts``) and weekly reflection
+(``src/observer/reflection-service.ts``), pure. (One of the lab's three BM25s, each for its own
+job: ``docs/metrics.md``, "Three BM25s".)
 
 Search: BM25 (k1 = 1.2, b = 0.75, ``idf = ln((N − df + 0.5)/(df + 0.5) + 1)``) over documents,
 top ``5·limit`` min-max normalised, fused by weighted reciprocal rank (k = 60, weights 0.65 BM25

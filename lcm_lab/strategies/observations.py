@@ -1,11 +1,11 @@
-"""ClawVault's observation format and its rules (spec/clawvault.md §1.2-§1.4), in the lab's code.
+"""ClawVault's observation format and its rules (ClawVault's ``src/lib/observation-format.ts`` and ``src/observer/compressor.ts``), in the lab's code.
 
 An observation is a line ``- [type|c=0.00|i=0.00] content`` under a ``## YYYY-MM-DD`` heading.
 This module holds the pure rules applied to such lines: type inference (an ordered cascade),
 importance bands and inference, :func:`enforce_importance_rules`, output normalisation, and the
 merge/dedupe rule (union by normalised content; on collision the type of the more important
 record, ``max(c)``, ``max(i)`` and the longer content). The regular expressions are the lab's
-own, written from the spec's description of the categories.
+own, written from the description of ClawVault's categories (not copied from its code).
 
 >>> obs = parse_markdown("## 2026-03-10\\n- [fact|c=0.70|i=0.30] Decision: use PostgreSQL for the ledger")
 >>> enforce_importance_rules(obs[0]).type, enforce_importance_rules(obs[0]).importance

@@ -3,7 +3,7 @@
 Every call renders the prompt set (:mod:`lcm_lab.prompts`), looks its cache key up in the
 ledger, and otherwise runs ``litellm.acompletion`` on the shared background loop inside the
 summarizer's :class:`~lcm_lab.summarizers.pool.CallPool`. Behaviour follows the plugin
-(spec §5.8, §5.9):
+(``src/summarize.ts``, ``src/summary-fallback.ts``):
 
 * authentication failures (401/403) raise :class:`SummarizerAuthError` at once — the engine
   aborts the pass and writes nothing;

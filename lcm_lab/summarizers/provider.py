@@ -18,6 +18,8 @@ import warnings
 from types import ModuleType
 from typing import Any
 
+from lcm_lab.errors import require_extra
+
 RETRYABLE = frozenset({"rate_limit", "server_error", "connection"})
 _litellm: ModuleType | None = None
 _MAX_RETRY_AFTER_S = 120.0  # a provider asking for longer is treated as "give up", not "wait"
@@ -30,7 +32,7 @@ def import_litellm() -> ModuleType:
         os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # third-party import-time deprecation noise
-            import litellm
+            litellm: Any = require_extra("litellm", "llm", "model summarizers, LLM judges and the cost model's prices")
         litellm.suppress_debug_info = True
         litellm.telemetry = False
         _litellm = litellm

@@ -1,4 +1,4 @@
-"""Cleaning model responses and the summarizer-internal fallback text (spec §5.8, §5.9).
+"""Cleaning model responses and the summarizer-internal fallback text (``src/summarize.ts``, ``src/summary-fallback.ts``).
 
 Reasoning models may return their thinking inline (``<think>…</think>``) or nothing but
 reasoning; the plugin strips such blocks and treats a reasoning-only reply as empty. When a

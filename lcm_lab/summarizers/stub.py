@@ -1,9 +1,9 @@
 """The deterministic stub summarizers used to produce the reference runs.
 
-``stub-v1`` is defined in the reference-run README (§2): its output names the call's kind, depth,
+``stub-v1`` is defined in the reference runs' README (``tests/fixtures/reference-runs/README.upstream.md``, section 2): its output names the call's kind, depth,
 input size and hashes of source and previous context, padded with ``filler`` words so that
 outputs grow with the input (≈ 21 + 0.0875 × input tokens). ``legacy-golden-10.1`` is the stub of
-the spec's golden run (§10.1). Both make engine fidelity checkable without a model.
+the plugin's golden end-to-end run (``datasets/lossless-claw-ref/golden-session.jsonl``). Both make engine fidelity checkable without a model.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class StubV1Summarizer:
 
 
 class LegacyGoldenSummarizer:
-    """The stub of the spec's golden run (§10.1): ``SUMMARY(leaf, in=N)`` / ``SUMMARY(dD, in=N)``."""
+    """The stub of the plugin's golden end-to-end run (``datasets/lossless-claw-ref/golden-session.jsonl``): ``SUMMARY(leaf, in=N)`` / ``SUMMARY(dD, in=N)``."""
 
     name = "legacy-golden-10.1"
 

@@ -36,6 +36,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from lcm_lab.errors import MAIN_GUARD_FIX, MainGuardError
+from lcm_lab.sweeps.metrics import install_metrics
 from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult, build_summarizer, run_unit
 
 
@@ -95,8 +96,9 @@ class Job:
     """What every unit of one sweep shares: its conversations and how to summarize."""
 
     def __init__(self, data: Conversations, recipe: SummarizerRecipe, score_qa: bool, fault: str | None = None,
-                 summarizer: Any | None = None, score_cost: bool = False) -> None:
+                 summarizer: Any | None = None, score_cost: bool = False, metrics: bytes | None = None) -> None:
         self.data = data
+        self.metrics = metrics  # custom metrics for workers (sweeps.metrics.pack_metrics), None when there are none
         self.recipe = recipe
         self.score_qa = score_qa
         self.score_cost = score_cost  # price runs with the cost model (an objective or constraint needs it)
@@ -196,13 +198,15 @@ def _write_inputs(job: Job) -> str:
     """The job's inputs for worker processes, pickled once into a private temporary file."""
     handle, path = tempfile.mkstemp(prefix="lcm-lab-sweep-", suffix=".pickle")
     with os.fdopen(handle, "wb") as out:
-        pickle.dump((job.data, job.recipe, job.score_qa, job.fault, job.score_cost), out, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((job.data, job.recipe, job.score_qa, job.fault, job.score_cost, job.metrics), out,
+                    protocol=pickle.HIGHEST_PROTOCOL)
     return path
 
 
 def _init_worker(inputs: str) -> None:
     with open(inputs, "rb") as source:
-        data, recipe, score_qa, fault, score_cost = pickle.load(source)
+        data, recipe, score_qa, fault, score_cost, metrics = pickle.load(source)
+    install_metrics(metrics)
     _WORKER.update(data=data, summarizer=build_summarizer(recipe), score_qa=score_qa, fault=fault, score_cost=score_cost)
 
 

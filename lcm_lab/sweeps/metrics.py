@@ -4,15 +4,23 @@ Each function returns the run-level score(s) for its name (empty when the metric
 the run, e.g. QA retention on a conversation without QA items). New metrics plug in with
 :func:`register_metric`; sweeps, ``sweep_df`` and ``recommend`` pick them up by name.
 
+A metric registered outside the lab (in a script, a notebook cell, inside a function) is not
+registered in a worker process or a Ray task, which only import the lab: :func:`custom_metrics`
+finds those, :func:`pack_metrics` serialises them (by value with cloudpickle, so closures and
+notebook functions travel too) and :func:`install_metrics` registers them in the worker. A
+metric that cannot travel (it holds an open file, a lock, a database connection) is a
+:class:`MetricTransportError` when the sweep starts, never a silent ``None``.
+
 >>> sorted(METRICS)[:3]
 ['cache_hit_rate', 'compacting_turns', 'cost_usd']
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from lcm_lab.errors import UserError
 from lcm_lab.metrics.base import Score
 
 
@@ -35,6 +43,45 @@ def register_metric(name: str) -> Callable[[MetricFunction], MetricFunction]:
         return function
 
     return add
+
+
+class MetricTransportError(UserError, RuntimeError):
+    """A custom metric cannot be sent to the sweep's worker processes or Ray tasks."""
+
+
+def custom_metrics() -> dict[str, MetricFunction]:
+    """The registered metrics whose functions live outside ``lcm_lab`` (a worker that imports the
+    lab does not have them).
+
+    >>> custom_metrics()
+    {}
+    """
+    return {name: f for name, f in METRICS.items() if not getattr(f, "__module__", "").startswith("lcm_lab.")}
+
+
+def pack_metrics(metrics: Mapping[str, MetricFunction]) -> bytes:
+    """``metrics`` serialised for another process; :class:`MetricTransportError` names the one
+    that cannot be and how to fix it."""
+    import cloudpickle
+
+    for name, function in metrics.items():
+        try:
+            cloudpickle.dumps(function)
+        except Exception as exc:
+            raise MetricTransportError(
+                f"metric {name!r} cannot be sent to the sweep's worker processes ({type(exc).__name__}: {exc}); "
+                "make it a function that holds no open file, connection or lock (open them inside it), "
+                "or run the sweep with executor='serial' or 'threads'"
+            ) from exc
+    return cloudpickle.dumps(dict(metrics))
+
+
+def install_metrics(packed: bytes | None) -> None:
+    """Register metrics :func:`pack_metrics` serialised (in a worker process or Ray task)."""
+    if packed:
+        import pickle
+
+        METRICS.update(pickle.loads(packed))
 
 
 def run_score(run: ScoredRun, metric: str) -> Score | None:

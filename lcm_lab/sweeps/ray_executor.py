@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.sweeps.metrics import install_metrics
 from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult, build_summarizer, run_unit
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ def import_ray() -> Any:
 
 
 def _task(units: list[Unit], data: Conversations, recipe: SummarizerRecipe, score_qa: bool, fault: str | None,
-          score_cost: bool = False) -> list[UnitResult]:
+          score_cost: bool = False, metrics: bytes | None = None) -> list[UnitResult]:
+    install_metrics(metrics)
     summarizer = build_summarizer(recipe)
     return [run_unit(unit, data, summarizer, score_qa=score_qa, fault=fault, encode=True, score_cost=score_cost) for unit in units]
 
@@ -54,13 +56,13 @@ class RaySession:
                 self.started_here = True
         self.job = job
         self.task = ray.remote(_task)
-        self.data_ref, self.recipe_ref = ray.put(job.data), ray.put(job.recipe)
+        self.data_ref, self.recipe_ref, self.metrics_ref = ray.put(job.data), ray.put(job.recipe), ray.put(job.metrics)
 
     def run(self, chunks: Sequence[list[Unit]]) -> Iterator[list[UnitResult]]:
         """Results per chunk (several units of one conversation), as chunks finish."""
         ray = self.ray
         pending = [self.task.remote(chunk, self.data_ref, self.recipe_ref, self.job.score_qa, self.job.fault,
-                                    self.job.score_cost) for chunk in chunks]
+                                    self.job.score_cost, self.metrics_ref) for chunk in chunks]
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:

@@ -166,8 +166,9 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
 def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
     if config_id == BASELINE_ID:
         return {}
-    rows = store.fetch_all("SELECT params FROM sweep_configs WHERE sweep_id = ? AND config_id = ?", [sweep_id, config_id])
-    return dict(json.loads(rows[0][0]))
+    from lcm_lab.store.sweeps import config_params
+
+    return config_params(store, sweep_id, config_id)
 
 
 def _plugin_config(spec: Mapping[str, Any], config_id: str, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -110,7 +110,7 @@ _NON_PARAM = {"sweep_id", "config_id", "trial", "baseline", "conversation", "run
 
 def pareto_front(table: pd.DataFrame, directions: Mapping[str, str]) -> list[str]:
     """Config ids no other configuration beats on every objective (rows with missing values skipped)."""
-    from lcm_lab.viz.quality import pareto_mask
+    from lcm_lab.metrics.stats import pareto_mask
 
     rows = table.dropna(subset=list(directions))
     # pareto_mask minimises every coordinate: negate what is maximised

@@ -23,7 +23,7 @@ from lcm_lab.sweeps.executors import (
     refuse_while_bootstrapping,
     resolve_executor,
 )
-from lcm_lab.sweeps.metrics import COST_METRICS
+from lcm_lab.sweeps.metrics import COST_METRICS, custom_metrics, pack_metrics
 from lcm_lab.sweeps.spec import (
     Point,
     Range,
@@ -79,7 +79,7 @@ def read_conversations(spec: SweepSpec) -> Conversations:
 
     loaded: dict[str, Any] = {}
     for source in spec.conversations:
-        path = Path(source.path)
+        path = source.file()
         if not path.exists():
             raise FileNotFoundError(f"conversations.path: {path} not found")
         read = read_transcript(path).conversations
@@ -148,7 +148,7 @@ class _Session:
     """One run of :func:`sweep`: the store writer, counters and progress bar."""
 
     def __init__(self, spec: SweepSpec, sweep_id: str, store: Any, executor: str, workers: int,
-                 progress: bool, fault: str | None, reuse_calls: bool = True) -> None:
+                 progress: bool, fault: str | None, reuse_calls: bool = True, metrics: bytes | None = None) -> None:
         from lcm_lab.store.ledger import Ledger
         from lcm_lab.store.sweeps import finished_units
 
@@ -161,11 +161,11 @@ class _Session:
         self.hits_by_workers = 0
         self.ok = self.failed = self.skipped = 0
         self.reuse_calls = reuse_calls
-        self.job = self._job(fault)
+        self.job = self._job(fault, metrics)
         self.runner = Runner(executor, self.job, workers, tick=self.flush)
         self.bar = _progress(progress, sweep_id)
 
-    def _job(self, fault: str | None) -> Job:
+    def _job(self, fault: str | None, metrics: bytes | None) -> Job:
         s = self.spec.summarizer
         options: dict[str, Any] = {}
         if s.name == "litellm":
@@ -187,7 +187,7 @@ class _Session:
             snapshot = {}
         named = {o.metric for o in self.spec.objectives} | {c.metric for c in self.spec.constraints}
         return Job(self.data, SummarizerRecipe(s.name, options, snapshot), self.spec.scoring.qa, fault, summarizer,
-                   score_cost=bool(named & set(COST_METRICS)))
+                   score_cost=bool(named & set(COST_METRICS)), metrics=metrics)
 
     def units(self, points: Iterable[Point]) -> list[Unit]:
         out = []
@@ -218,6 +218,7 @@ class _Session:
         from lcm_lab.store.sweeps import record_entries, write_run_row
         from lcm_lab.sweeps.work import stored_run
 
+        results = [_with_every_metric(r) for r in results]
         shared = getattr(self, "shared", None)
         sent_by_unit = []
         with self.store.hold():
@@ -312,12 +313,17 @@ def sweep(
     store = store if store is not None else LabStore()
     chosen = resolve_executor(spec.executor, spec.summarizer.name)
     n = spec.workers or default_workers(chosen)
+    # Metrics registered outside the lab travel to worker processes and Ray tasks by value; one
+    # that cannot is refused here, before the store is touched (never a None scored "ok").
+    crosses = chosen == "ray" or chosen.startswith("ray://") or (chosen == "processes" and n > 1)
+    custom = custom_metrics() if crosses else {}
+    packed = pack_metrics(custom) if custom else None
     started = time.perf_counter()
     register_sweep(store, sweep_id, spec.name, spec.model_dump(mode="json", exclude={"executor", "workers"}))
     before = sweep_row(store, sweep_id)["stats"]
     if not reuse_calls and (spec.summarizer.name != "litellm" or chosen not in ("threads", "serial")):
         raise ValueError("reuse_calls=False applies to litellm sweeps on the threads or serial executor")
-    session = _Session(spec, sweep_id, store, chosen, n, progress, fault, reuse_calls)
+    session = _Session(spec, sweep_id, store, chosen, n, progress, fault, reuse_calls, packed)
     completed = False
     try:
         baseline = Point(BASELINE_ID, {}, LcmConfig())
@@ -345,15 +351,27 @@ def sweep(
                        calls, hits, time.perf_counter() - started, chosen, n)
 
 
+def _with_every_metric(result: UnitResult) -> UnitResult:
+    """``result``, or an error result when it lacks a metric registered here (a worker that did not
+    compute it would otherwise leave a ``None`` under status ``ok``)."""
+    from lcm_lab.sweeps.metrics import METRICS
+
+    missing = sorted(set(METRICS) - set(result.metrics)) if result.error is None else []
+    if not missing:
+        return result
+    return result._replace(error=f"the worker did not compute metric(s) {', '.join(missing)} (registered after the sweep "
+                                 "started, or in a module the worker cannot import)", metrics={}, stored=None, replay=None)
+
+
 def _stats(store: Any, sweep_id: str, before: Mapping[str, Any], calls: int, hits: int, seconds: float) -> dict[str, Any]:
     """Cumulative over every session of the sweep: naive calls = every summarizer request of every
     finished run (what a sweep without the ledger would send); calls made = requests that reached
     a model."""
-    import json
+    from lcm_lab.store.sweeps import config_count, run_outcomes
 
-    rows = store.fetch_all("SELECT status, metrics FROM sweep_runs WHERE sweep_id = ?", [sweep_id])
-    naive = sum(int(json.loads(m).get("summarizer_calls") or 0) for status, m in rows if status == "ok")
-    configs = int(store.fetch_all("SELECT count(*) FROM sweep_configs WHERE sweep_id = ?", [sweep_id])[0][0])
+    rows = run_outcomes(store, sweep_id)
+    naive = sum(int(m.get("summarizer_calls") or 0) for status, m in rows if status == "ok")
+    configs = config_count(store, sweep_id)
     return {
         "configs": configs,
         "runs_ok": sum(1 for r in rows if r[0] == "ok"),

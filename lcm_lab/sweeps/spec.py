@@ -25,9 +25,18 @@ import itertools
 import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from lcm_lab.engine.config.lcm_config import FIELDS, ConfigError, LcmConfig
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
@@ -47,11 +56,37 @@ class _Strict(BaseModel):
 
 
 class ConversationSource(_Strict):
-    """Conversations read from a transcript file (LoCoMo JSON, pi/OpenClaw JSONL, ...)."""
+    """Conversations read from a transcript file (LoCoMo JSON, pi/OpenClaw JSONL, ...): ``path``,
+    or ``dataset``, a file of the data bundled with lcm_lab (``locomo/locomo10.json``), which
+    works wherever the lab is installed."""
 
-    path: str
+    path: str | None = None
+    dataset: str | None = None
     skip: int = Field(0, ge=0)
     limit: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _one_file(self) -> ConversationSource:
+        if (self.path is None) == (self.dataset is None):
+            raise ValueError("give exactly one of path (a transcript file) and dataset (a bundled one, e.g. locomo/locomo10.json)")
+        if self.dataset is not None:
+            from lcm_lab.bundled import datasets_path
+
+            datasets_path(self.dataset)  # an unknown one is an error naming the bundled ones
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_the_unused_key(self, handler: Any) -> dict[str, Any]:
+        # the key not given is left out, so specs from before ``dataset`` keep their sweep id
+        return {k: v for k, v in handler(self).items() if not (k in ("path", "dataset") and v is None)}
+
+    def file(self) -> Path:
+        """The transcript file to read."""
+        if self.dataset is not None:
+            from lcm_lab.bundled import datasets_path
+
+            return datasets_path(self.dataset)
+        return Path(str(self.path))
 
 
 class SummarizerSpec(_Strict):

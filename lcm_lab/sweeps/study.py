@@ -8,7 +8,6 @@ batches of ``workers`` so parallel executors stay busy.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -124,20 +123,18 @@ def run_study(session: _Session, baseline: Point) -> None:
 
 
 def _stored_points(session: _Session) -> list[tuple[int, Point]]:
-    rows = session.store.fetch_all(
-        "SELECT trial, params FROM sweep_configs WHERE sweep_id = ? AND NOT baseline ORDER BY trial", [session.sweep_id]
-    )
-    return [(int(t), point(session.spec, json.loads(params))) for t, params in rows]
+    from lcm_lab.store.sweeps import trial_params
+
+    return [(t, point(session.spec, params)) for t, params in trial_params(session.store, session.sweep_id)]
 
 
 def _tell(session: _Session, study: Any, trial: Any, p: Point, number: int) -> None:
     import optuna
 
     spec = session.spec
-    rows = session.store.fetch_all(
-        "SELECT metrics FROM sweep_runs WHERE sweep_id = ? AND config_id = ? AND status = 'ok'", [session.sweep_id, p.config_id]
-    )
-    metrics = [json.loads(r[0]) for r in rows]
+    from lcm_lab.store.sweeps import ok_metrics
+
+    metrics = ok_metrics(session.store, session.sweep_id, p.config_id)
     names = sorted({o.metric for o in spec.objectives} | {c.metric for c in spec.constraints})
     means = config_means(metrics, names) if len(metrics) == len(session.data.conversations) else dict.fromkeys(names)
     for name, value in constraint_values(spec, means).items():

@@ -20,6 +20,7 @@ from lcm_lab.viz.cost import (
     plot_cost_breakdown,
     plot_cost_validation,
 )
+from lcm_lab.viz.counts import replay_stats, stats_line
 from lcm_lab.viz.dag import dag_info, plot_dag, to_networkx
 from lcm_lab.viz.detail import summary_detail_html, summary_detail_info
 from lcm_lab.viz.diff import match_summaries, summary_diff_info
@@ -44,7 +45,6 @@ from lcm_lab.viz.quality import (
     wilson_interval,
 )
 from lcm_lab.viz.recall import plot_recoverability, recoverability_info
-from lcm_lab.viz.stats import replay_stats, stats_line
 from lcm_lab.viz.strategies import (
     plot_fact_survival_by_age,
     plot_qa_by_category,

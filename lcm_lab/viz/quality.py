@@ -2,7 +2,8 @@
 
 Each plot names the columns it reads (overridable by keyword) and raises a clear error when one
 is missing. Intervals: proportions use the Wilson score interval, means a seeded bootstrap of the
-mean (percentile), both at 95 % by default.
+mean (percentile), both at 95 % by default and both from :mod:`lcm_lab.metrics.stats` (a mean of
+fewer than two values has no interval).
 """
 
 from __future__ import annotations
@@ -10,11 +11,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
+from lcm_lab.metrics.stats import bootstrap_interval, pareto_mask, wilson_interval
 from lcm_lab.viz._style import run_colors
 
 if TYPE_CHECKING:
@@ -28,32 +27,10 @@ def _require(df: pd.DataFrame, columns: Sequence[str | None], plot: str) -> None
         raise ValueError(f"{plot}: missing column(s) {missing}; the table has {list(df.columns)}")
 
 
-def wilson_interval(successes: float, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (``(nan, nan)`` for ``n == 0``).
-
-    >>> [round(v, 3) for v in wilson_interval(8, 10)]
-    [0.49, 0.943]
-    """
-    if n <= 0:
-        return (math.nan, math.nan)
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def mean_interval(values: Sequence[float], level: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (a single value gives a zero-width interval)."""
-    data = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float)
-    if data.size == 0:
-        return (math.nan, math.nan)
-    if data.size == 1:
-        return (float(data[0]), float(data[0]))
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    alpha = (1 - level) / 2
-    return (float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
+def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of the values present (None and NaN left
+    out): :func:`lcm_lab.metrics.stats.bootstrap_interval`, undefined (NaNs) below two values."""
+    return bootstrap_interval([v for v in values if v is not None and not math.isnan(v)], confidence=level)
 
 
 def _details(value: Any) -> dict[str, Any]:
@@ -420,23 +397,6 @@ class ParetoInfo(NamedTuple):
     front_tokens: tuple[float, ...]  # 2-D front (tokens vs quality) as a step line
     front_quality: tuple[float, ...]
     names: tuple[str, str, str | None]
-
-
-def pareto_mask(points: Sequence[Sequence[float]]) -> list[bool]:
-    """True for points not dominated by another; every coordinate is minimised.
-
-    >>> pareto_mask([(1, 1), (2, 2), (0, 3)])
-    [True, False, True]
-    """
-    optimal = []
-    for i, p in enumerate(points):
-        dominated = any(
-            all(q[k] <= p[k] for k in range(len(p))) and any(q[k] < p[k] for k in range(len(p)))
-            for j, q in enumerate(points)
-            if j != i
-        )
-        optimal.append(not dominated)
-    return optimal
 
 
 def pareto_info(

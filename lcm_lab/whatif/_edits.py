@@ -276,16 +276,18 @@ def _load(store: LabStore, run_id: str) -> Replay:
 def _parent(run: Replay | str, store: LabStore) -> Replay:
     if isinstance(run, str):
         return _load(store, run)
-    if run.run_id and store.fetch_all("SELECT 1 FROM replays WHERE run_id = ?", [run.run_id]):
+    from lcm_lab.store.replays import has_replay, save_replay
+
+    if run.run_id and has_replay(store, run.run_id):
         return run
-    from lcm_lab.store.replays import save_replay
 
     return replace(run, run_id=save_replay(store, run))
 
 
 def _name(store: LabStore, run: Replay) -> str:
-    rows = store.fetch_all("SELECT label FROM replays WHERE run_id = ?", [run.run_id])
-    return rows[0][0] if rows and rows[0][0] else str(run.run_id)
+    from lcm_lab.store.replays import replay_label
+
+    return (replay_label(store, run.run_id) if run.run_id else None) or str(run.run_id)
 
 
 def _derived_id(parent: Replay, edit: Mapping[str, Any]) -> str:

@@ -12,8 +12,8 @@ from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import replay as run_replay
 from lcm_lab.engine.types import Conversation
 from lcm_lab.viz.budget import plot_budget_timeline
+from lcm_lab.viz.counts import replay_stats, stats_line
 from lcm_lab.viz.dag import plot_dag
-from lcm_lab.viz.stats import replay_stats, stats_line
 from lcm_lab.widgets._figure import figure_widget, replace_figure
 
 

@@ -1,7 +1,7 @@
 """LoCoMo (snap-research/LoCoMo ``locomo10.json``) → conversations with QA items.
 
 Each sample becomes one conversation converted the way the reference runs converted it
-(reference-runs README §6), so a replay of a LoCoMo sample loaded here matches the traces:
+(``tests/fixtures/reference-runs/README.upstream.md``, section 6), so a replay of a LoCoMo sample loaded here matches the traces:
 
 * ``speaker_a`` → role ``user``, ``speaker_b`` → role ``assistant``;
 * timestamps: the session's ``date_time`` (``"1:56 pm on 8 May, 2023"``) read as UTC, plus one

@@ -2,7 +2,7 @@
 
 Table ``transcript_events(session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER,
 PRIMARY KEY (session_id, seq))``; ``seq = 0`` is the ``{"type":"session"}`` header and each
-``event_json`` is exactly the object a JSONL line would hold (spec transcripts.md §1.1), so the
+``event_json`` is exactly the object a JSONL line would hold (as OpenClaw's session writer stores it), so the
 rows of one session are fed, in ``seq`` order, to the same parser as a pi JSONL file.
 ``InputEntry.line`` is ``seq + 1`` (the header on line 1, as in a JSONL file). Session keys come
 from ``session_windows`` when that table exists.

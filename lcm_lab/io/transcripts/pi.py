@@ -1,6 +1,6 @@
 """OpenClaw / pi session transcripts (JSONL v1, v2, v3) → :class:`LoadedConversation`.
 
-Format facts (spec transcripts.md §1, lossless-claw.md §8):
+Format facts (pi-coding-agent's session format v3, ``dist/core/session-manager.d.ts``; lossless-claw's parser, ``src/transcript.ts``):
 
 * line 1 is a ``{"type":"session", "version", "id", ...}`` header (v1 has no ``version``);
 * every other line is an entry with ``type``, ``id``, ``parentId`` and an ISO ``timestamp``;

@@ -1,6 +1,6 @@
 """An OpenClaw state directory (``~/.openclaw`` or ``$OPENCLAW_STATE_DIR``) as a list of sources.
 
-Layout (spec transcripts.md §1.1):
+Layout (OpenClaw's; lossless-claw's ``src/migrate-sessions.ts`` scans the same ``agents/<agent>/sessions``):
 
 * ``lcm.db`` — lossless-claw's database (loaded by the store's lcm.db loader);
 * ``agents/<agentId>/sessions/<sessionId>.jsonl`` — session transcripts (JSONL era), with

@@ -155,20 +155,11 @@ def explain_columns() -> str:
     return "\n".join(f"  {name.ljust(width)}  {meaning}" for name, meaning in COLUMNS.items())
 
 
-def cell(value: Any) -> str:
-    """A table cell for the terminal: ``-`` for missing, three decimals for floats."""
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
-
-
 def format_rows(rows: Sequence[dict[str, Any]]) -> str:
-    headers = tuple(COLUMNS)
-    table = [headers] + [tuple(cell(r[h]) for h in headers) for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in table)
+    """The comparison as a table with the columns :data:`COLUMNS` explains."""
+    from lcm_lab.io.tables import format_table
+
+    return format_table(rows, tuple(COLUMNS))
 
 
 def run_demo(

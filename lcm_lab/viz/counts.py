@@ -1,4 +1,6 @@
-"""Headline numbers of a replay (for the playground, the report and notebooks)."""
+"""Counts of a replay (turns, messages, summaries by kind and depth, tokens): the headline numbers
+the playground, the report and notebooks print. Counts, not statistics (those are in
+:mod:`lcm_lab.metrics.stats`)."""
 
 from __future__ import annotations
 

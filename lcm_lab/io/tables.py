@@ -1,0 +1,62 @@
+"""Tables for people: every list ``lcm-lab`` and the demo print goes through :func:`format_table`,
+as aligned text (tabulate) or as CSV for a spreadsheet (``--json`` is the machine format).
+
+>>> print(format_table([{"source": "a.jsonl", "tokens": 1200, "share": 0.5}, {"source": "b.db", "tokens": None, "share": 0.25}]))
+source      tokens    share
+--------  --------  -------
+a.jsonl       1200    0.500
+b.db             -    0.250
+>>> print(format_table([{"source": "a.jsonl", "share": 0.5}], fmt="csv"), end="")
+source,share
+a.jsonl,0.5
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+TABLE_FORMATS = ("table", "csv")
+
+
+def cell(value: Any) -> str:
+    r"""A table cell for the terminal: ``-`` for missing (None or NaN), three decimals for floats.
+
+    >>> cell(None), cell(float("nan")), cell(0.12345), cell(7), cell("x\x1b[2Jy")
+    ('-', '-', '0.123', '7', 'x\\x1b[2Jy')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    text = str(value)
+    # text from a user's files (summaries, evidence) reaches a terminal: control characters escaped
+    return text if text.isprintable() else "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, numbers.Number) and not isinstance(value, bool))
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, *, fmt: str = "table") -> str:
+    """``rows`` (one mapping per row) as text: ``table`` (numbers right-aligned, ``-`` for
+    missing) or ``csv`` (values as they are, empty for missing). ``columns`` picks and orders the
+    keys (default: the first row's)."""
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"table format must be one of {', '.join(TABLE_FORMATS)}, not {fmt!r}")
+    keys = list(columns) if columns is not None else list(rows[0]) if rows else []
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(keys)
+        writer.writerows([["" if row.get(k) is None else row.get(k) for k in keys] for row in rows])
+        return out.getvalue()
+    from tabulate import tabulate
+
+    align = ["right" if rows and all(_is_number(row.get(k)) for row in rows) else "left" for k in keys]
+    body = [[cell(row.get(k)) for k in keys] for row in rows]
+    return str(tabulate(body, headers=keys, disable_numparse=True, colalign=align or None))

@@ -1,0 +1,104 @@
+"""A sweep as an Optuna study, so Optuna's own tools work on it: ``optuna.visualization``
+(Pareto front, parameter importances, slices), optuna-dashboard and ``optuna.load_study``.
+
+:func:`sweep_study` writes one trial per configuration (the plugin defaults first, flagged
+``baseline``) into any Optuna storage (``sqlite:///sweeps.db``, a journal file, or memory): its
+parameters with their distributions from the spec, as values the means over the conversations of
+the spec's objectives, the spec's constraints as Optuna constraints, and as user attributes the
+config id, the conversations it ran on and every metric's mean. A configuration that did not run
+on every conversation, or has no value for an objective, is a failed trial. The study's
+``best_trials`` are then exactly the Pareto front :func:`~lcm_lab.sweeps.recommend.recommend`
+chooses from (both use the same means, constraints and :func:`lcm_lab.metrics.stats.pareto_mask`
+rule; ``tests/test_sweep_optuna.py`` checks it).
+
+    study = lab.sweeps.sweep_study("sw_…", storage="sqlite:///sweeps.db")
+    optuna.visualization.plot_pareto_front(study)      # or: optuna-dashboard sqlite:///sweeps.db
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+from lcm_lab.errors import OptionError
+from lcm_lab.sweeps.spec import Range, SweepSpec, dimensions, parse_spec
+from lcm_lab.sweeps.strategy_space import STRATEGY_KEY
+from lcm_lab.sweeps.study import _optuna_name, constraint_values, optuna_params
+
+if TYPE_CHECKING:
+    import optuna
+
+    from lcm_lab.store.core import LabStore
+
+
+def _distributions(spec: SweepSpec) -> dict[str, Any]:
+    """Every parameter's Optuna distribution, under the names the Optuna search gives them."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    out: dict[str, Any] = {}
+    by_strategy = dimensions(spec)
+    if by_strategy[0][0] is not None:
+        out[STRATEGY_KEY] = CategoricalDistribution([s for s, _ in by_strategy])
+    for strategy, dims in by_strategy:
+        for d in dims:
+            name = _optuna_name(strategy, d.key)
+            if not isinstance(d.values, Range):
+                out[name] = CategoricalDistribution(list(d.values))
+            elif d.kind == "int":
+                out[name] = IntDistribution(int(d.values.low), int(d.values.high), step=int(d.values.step or 1), log=d.values.log)
+            else:
+                out[name] = FloatDistribution(d.values.low, d.values.high, step=d.values.step, log=d.values.log)
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def sweep_study(sweep_id: str, store: LabStore | None = None, *, storage: str | None = None,
+                study_name: str | None = None, replace: bool = False) -> optuna.Study:
+    """The sweep as an Optuna study in ``storage`` (an Optuna storage URL; ``None``: in memory),
+    named ``study_name`` (default: the sweep id). An existing study of that name is an error
+    unless ``replace``."""
+    import optuna
+
+    from lcm_lab.store.sweeps import sweep_configs_df, sweep_row
+    from lcm_lab.sweeps.results import _store, config_table, sweep_df
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    store = _store(store)
+    spec = parse_spec(sweep_row(store, sweep_id)["spec"])
+    name = study_name or sweep_id
+    if storage is not None and name in optuna.get_all_study_names(storage):
+        if not replace:
+            raise OptionError(f"the Optuna storage {storage} already holds a study {name!r}; pass replace=True (--replace) "
+                              "to write it again, or choose another study name")
+        optuna.delete_study(study_name=name, storage=storage)
+    objectives = [o.metric for o in spec.objectives]
+    metrics = list(dict.fromkeys([*objectives, *(c.metric for c in spec.constraints)]))
+    frame = sweep_df(sweep_id, store)
+    table = {row["config_id"]: row for row in config_table(frame, metrics).to_dict("records")}
+    conversations = frame.conversation.nunique()
+    distributions = _distributions(spec)
+    study = optuna.create_study(storage=storage, study_name=name, directions=[o.direction for o in spec.objectives])
+    study.set_user_attr("sweep_id", sweep_id)
+    study.set_user_attr("sweep_name", spec.name)
+    study.set_user_attr("objectives", objectives)
+    trials = []
+    for config in sweep_configs_df(store, sweep_id).to_dict("records"):
+        row = table.get(config["config_id"], {})
+        params = optuna_params(json.loads(config["params"]))
+        means = {m: _number(row.get(m)) for m in metrics}
+        values = [means[m] for m in objectives]
+        complete = row.get("conversations") == conversations and row.get("failed") == 0 and None not in values
+        user_attrs = {"config_id": config["config_id"], "baseline": bool(config["baseline"]),
+                      "conversations": int(row.get("conversations") or 0), **{f"mean_{m}": v for m, v in means.items()}}
+        trials.append(optuna.trial.create_trial(
+            state=optuna.trial.TrialState.COMPLETE if complete else optuna.trial.TrialState.FAIL,
+            values=values if complete else None, params=params,
+            distributions={k: distributions[k] for k in params}, user_attrs=user_attrs,
+            constraints=constraint_values(spec, means) or None,
+        ))  # fmt: skip
+    study.add_trials(trials)
+    return study
