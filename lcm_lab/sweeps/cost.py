@@ -125,17 +125,23 @@ def cost_verdict(rows: Sequence[tuple[str, str, Mapping[str, Any]]], chosen: str
     }  # fmt: skip
 
 
-def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
-    """The cost verdict in words, for ``recommend``'s snippet and the report."""
+def verdict_sentence(verdict: Mapping[str, Any] | None) -> str | None:
+    """The cost verdict in words (for ``recommend``'s snippet and the report)."""
     if verdict is None:
-        return []
+        return None
     saving, low, high = verdict["saving_per_1000_turns"], verdict["saving_low"], verdict["saving_high"]
-    what = f"saves ${saving:,.2f}" if saving >= 0 else f"costs ${-saving:,.2f} more"
+    per = f"per {PER_TURNS:,} turns"
+    what = f"saves ${saving:,.2f} {per} against" if saving >= 0 else f"costs ${-saving:,.2f} more {per} than"
     noise = "; within noise (the interval includes 0)" if verdict["within_noise"] else ""
-    return [f"cost: the chosen configuration {what} per {PER_TURNS:,} turns than the defaults "
-            f"(90% paired interval of the saving ${low:,.2f} .. ${high:,.2f}; expected ${verdict['chosen_per_1000_turns']:,.2f} vs "
-            f"${verdict['defaults_per_1000_turns']:,.2f} per {PER_TURNS:,} turns, {verdict['conversations']} conversation(s), "
-            f"{verdict['turns']:,} turns){noise}"]  # fmt: skip
+    return (f"The chosen configuration {what} the plugin defaults (90% paired interval of the saving ${low:,.2f} .. "
+            f"${high:,.2f}; expected ${verdict['chosen_per_1000_turns']:,.2f} vs ${verdict['defaults_per_1000_turns']:,.2f} {per}, "
+            f"{verdict['conversations']} conversation(s), {verdict['turns']:,} turns){noise}.")
+
+
+def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
+    """The snippet's cost line (none when the sweep priced no costs)."""
+    sentence = verdict_sentence(verdict)
+    return [] if sentence is None else [f"# cost: {sentence}"]
 
 
 def stored_cost_rows(sweep_id: str, store: Any) -> list[tuple[str, str, Mapping[str, Any]]]:
