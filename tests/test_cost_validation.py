@@ -104,3 +104,15 @@ def test_unknown_strategy_and_model_are_clear_errors(capsys: pytest.CaptureFixtu
     assert "unknown --strategy 'clawvault'" in capsys.readouterr().err
     assert main(["cost", path, "--strategy", "recorded", "--main-model", "no-such-model"]) == 2
     assert re.search("no-such-model.*Pass prices explicitly", capsys.readouterr().err)
+
+
+def test_window_plot_info_says_which_windows_fall_inside_their_interval() -> None:
+    from lcm_lab.cost.scores import validate_transcript
+    from lcm_lab.viz.cost import cost_windows_info
+
+    v = validate_transcript(ROOT / "datasets" / "claude-code" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl")
+    info = cost_windows_info(v)
+    assert len(info.x) == v.summary["windows"] and info.x[0] == "0–49"
+    assert info.inside == tuple(lo <= r <= hi for lo, r, hi in zip(info.low, info.recorded, info.high, strict=True))
+    assert sum(info.recorded) == pytest.approx(v.summary["recorded_cost_usd"])
+    assert "inside the 90% interval in" in info.title

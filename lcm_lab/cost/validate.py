@@ -278,6 +278,7 @@ def _bill_summary(calibration: Calibration, prices: Prices, pairs: Sequence[tupl
         low, high = np.quantile(sums, [0.05, 0.95])
         rec = float(recorded[w.start : w.stop].sum())
         windows.append({"first_call": w.start, "calls": len(w), "recorded_usd": rec, "expected_usd": float(sums.mean()),
+                        "rules_usd": sum(p.dollars for p in predicted[w.start : w.stop]),
                         "p05": float(low), "p95": float(high), "inside": bool(low <= rec <= high)})  # fmt: skip
     inside = [w["inside"] for w in windows]
     exposed = [(p, r) for p, r in pairs if p.miss_class is not None]
