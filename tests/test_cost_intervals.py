@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lcm_lab.cost.intervals import bill_interval, simulate_bill, window_draws
+from lcm_lab.cost.intervals import simulate_bill, window_draws
 from lcm_lab.cost.misses import Exposure, SessionEvidence, fit_miss_model
 from lcm_lab.cost.model import CallCost
 from lcm_lab.cost.prices import Prices
@@ -41,7 +41,7 @@ def _replicate(rng: np.random.Generator, *, draws: int = 400) -> tuple[float, fl
     gaps, missed = sessions[3]
     own = {"turn_start": Exposure(tuple(gaps[:WINDOW]), tuple(missed[:WINDOW]))}
     model = fit_miss_model(own, evidence, draws=draws, seed=int(rng.integers(1 << 30)))
-    interval = bill_interval(_calls(gaps[WINDOW:], "target"), PRICES, model)
+    interval = simulate_bill(_calls(gaps[WINDOW:], "target"), PRICES, model).interval()
     return interval.low, interval.high, int(missed[WINDOW:].sum()), interval.expected
 
 

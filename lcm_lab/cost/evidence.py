@@ -44,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=EVIDENCE_PATH)
     args = parser.parse_args(argv)
-    args.out.write_text(json.dumps(evidence_document(bundled_session_evidence()), indent=1) + "\n", encoding="utf-8")
+    doc = evidence_document(bundled_session_evidence())
+    sessions = ",\n".join(json.dumps(s) for s in doc["sessions"])  # one session a line
+    args.out.write_text(f'{{"about": {json.dumps(doc["about"])},\n"sessions": [\n{sessions}\n]}}\n', encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 

@@ -20,7 +20,7 @@ bill's. The expected bill is exact given the draws of ``θ`` and ``f`` (no Berno
 >>> calls = [CallCost(0, 0, "main", 10_000, 0, 10_000, 0, 0, 0.0125, gap_s=None),
 ...          CallCost(1, 60_000, "main", 10_000, 10_000, 0, 0, 0, 0.001, gap_s=60.0, meta={"line": 5}, miss_class="turn_start")]
 >>> certain = MissModel({"turn_start": np.full(500, 1e3), "mid_turn": np.zeros(500)}, {}, np.zeros(500), {}, (), 0.0, 0.0)
->>> round(bill_interval(calls, prices, certain).expected, 4)  # the turn start surely misses: 2 writes
+>>> round(simulate_bill(calls, prices, certain).expected, 4)  # the turn start surely misses: 2 writes
 0.025
 """
 
@@ -131,11 +131,6 @@ def simulate_bill(calls: Sequence[CallCost], prices: Prices, model: MissModel, *
     draws = extra + parts.output.sum() + factor * (parts.prompt.sum() + parts.miss @ parts.delta)
     expected = extra + float(parts.output.sum()) + float(factor.mean()) * _expected_prompt(calls, parts, model)
     return BillDraws(np.asarray(draws), expected)
-
-
-def bill_interval(calls: Sequence[CallCost], prices: Prices, model: MissModel, *, extra: float = 0.0, level: float = LEVEL) -> Interval:
-    """Expected bill of ``calls`` and its predictive interval under ``model``."""
-    return simulate_bill(calls, prices, model, extra=extra).interval(level)
 
 
 def window_draws(calls: Sequence[CallCost], prices: Prices, model: MissModel) -> np.ndarray:

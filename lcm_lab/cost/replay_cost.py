@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from lcm_lab.cost.intervals import BillDraws, simulate_bill
+from lcm_lab.cost.intervals import BillDraws, Interval, simulate_bill
 from lcm_lab.cost.model import Calibration, CallCost, Request, simulate
 from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.validate import billable, calibrate_on_calls, host_requests
@@ -73,7 +73,7 @@ class SessionCost:
         misses = self.calibration.misses
         return None if misses is None else simulate_bill(self.calls, self.prices, misses, extra=self.summarizer_usd)
 
-    def paired_difference(self, other: SessionCost) -> Any:
+    def paired_difference(self, other: SessionCost) -> Interval | None:
         """``self − other`` as a paired :class:`~lcm_lab.cost.intervals.Interval` (same miss draws),
         or ``None`` when either has no miss model or the two were calibrated apart (not paired)."""
         if self.calibration.misses is None or self.calibration.misses is not other.calibration.misses:
@@ -91,7 +91,9 @@ class SessionCost:
         """Session totals as plain numbers (for tables and ``--json``): ``total_usd`` is the rules'
         point, ``expected_usd`` with ``expected_usd_p05`` .. ``_p95`` the bill with its 90% interval."""
         bill = self.bill()
-        interval = bill.interval().as_json("expected_usd") if bill is not None else dict.fromkeys(("expected_usd", "expected_usd_p05", "expected_usd_p95"))
+        interval: dict[str, float | None] = dict.fromkeys(("expected_usd", "expected_usd_p05", "expected_usd_p95"))
+        if bill is not None:
+            interval.update(bill.interval().as_json("expected_usd"))
         return {
             "calls": len(self.calls),
             "cached_tokens": sum(c.read for c in self.calls),

@@ -120,12 +120,6 @@ def conversation_pricing(
     return Pricing(prices, calibration, reference_costs(conversation, prices, calibration, events))
 
 
-def priced_scores(run: ReplayLike, pricing: Pricing, *, run_id: str | None = None) -> list[Score]:
-    """:func:`cost_scores` of ``run`` with its conversation's :class:`Pricing` already made."""
-    cost = session_cost(run, pricing.prices, pricing.calibration)
-    return scores_from_costs(cost, pricing.references, run_id=run_id or getattr(run, "run_id", None) or "")
-
-
 def expected_usd(cost: SessionCost) -> float:
     """The expected bill of ``cost`` (the rules' point when it has no miss model)."""
     bill = cost.bill()
@@ -136,7 +130,7 @@ def scores_from_costs(cost: SessionCost, refs: dict[str, SessionCost], *, run_id
     """The two headlines from an already priced session and its references."""
     full, host = refs.get("no_compaction"), refs.get("recorded_host")
     bill = cost.bill()
-    value = cost.total_usd if bill is None else bill.expected
+    value = cost.total_usd if bill is None else bill.expected  # expected_usd, keeping the draws for the interval
     full_usd = expected_usd(full) if full else None
     host_usd = expected_usd(host) if host else None
     common = {

@@ -33,7 +33,7 @@ import numpy as np
 
 from lcm_lab.cost.calibrate import calibration_window, fit_calibration
 from lcm_lab.cost.intervals import simulate_bill, window_draws
-from lcm_lab.cost.misses import SessionEvidence, bundled_evidence, exposures, fit_miss_model
+from lcm_lab.cost.misses import Exposure, SessionEvidence, bundled_evidence, exposures, fit_miss_model
 from lcm_lab.cost.model import Calibration, CallCost, Request, estimated_tokens, simulate
 from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.serialise import BlockCache
@@ -144,7 +144,7 @@ def session_key(calls: Sequence[HostCall]) -> str:
     return next((c.chain for c in calls if c.agent == "main"), calls[0].chain if calls else "")
 
 
-def _window_exposures(calls: Sequence[HostCall], predicted: Sequence[CallCost]) -> dict[str, Any]:
+def _window_exposures(calls: Sequence[HostCall], predicted: Sequence[CallCost]) -> dict[str, Exposure]:
     return exposures([p.miss_class for p in predicted], [p.gap_s for p in predicted],
                      [not (c.usage or {}).get("cacheRead") for c in calls])  # fmt: skip
 
