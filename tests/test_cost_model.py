@@ -46,6 +46,18 @@ def test_anthropic_minimum_length_and_lookback_window() -> None:
     assert far.read == 0
 
 
+def test_parallel_sub_agents_cannot_read_an_entry_whose_writer_has_not_started_answering() -> None:
+    # Recorded in the bundled Claude Code session: two sub-agents launched 0.13 s and 0.19 s after a
+    # third both re-wrote the shared system prompt; one launched later read it.
+    cache = PromptCache(CacheRules("anthropic", min_tokens=1024))
+    system = lambda t, chain: Prompt(t, (11_000,), (b"s",), breakpoints=(0,), chain=chain)  # noqa: E731
+    assert cache.call(system(0, "a")).write == 11_000
+    assert cache.call(system(130, "b")).read == 0  # in flight: not readable by another chain yet
+    assert cache.call(system(190, "c")).read == 0
+    assert cache.call(system(300, "a")).read == 11_000  # the writer's own chain reads it
+    assert cache.call(system(1_500, "d")).read == 11_000  # a second later every chain does
+
+
 def test_openai_caches_automatically_in_128_token_steps_from_1024_and_writes_free() -> None:
     cache = PromptCache(CacheRules("openai"))
     assert cache.call(_prompt(0, [1000, 500], "ab")) .write == 0

@@ -13,6 +13,7 @@ from lcm_lab.engine.replay.driver import replay
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import RecordedEvent
 from lcm_lab.report.build import report
+from lcm_lab.report.cost_section import cost_section
 from lcm_lab.summarizers.stub import StubV1Summarizer
 from lcm_lab.viz.cost import cache_breaks, cost_breakdown_info
 
@@ -83,6 +84,20 @@ def test_headlines_are_raw_dollars_and_hit_rate_with_their_references(run: objec
     assert usd.details["ceiling"] is not None and usd.details["floor"] is not None  # no compaction, recorded host
     assert usd.details["relative_to_no_compaction"] == pytest.approx(usd.value / usd.details["ceiling"])
     assert 0 <= rate.value <= 1
+    # constants given by hand carry no miss model: the rules' point, and the details say so
+    assert usd.value == usd.details["rules_usd"] and usd.details["p05"] is None and "no miss model" in usd.details["interval_note"]
+
+
+def test_a_calibrated_bill_is_expected_with_a_90_interval_and_paired_against_the_references(run: object) -> None:
+    usd, _ = cost_scores(run, prices=PRICES, events=[], run_id="r1")  # calibrated: carries a miss model
+    d = usd.details
+    assert d["p05"] <= usd.value <= d["p95"] and usd.value >= d["rules_usd"]  # misses only add re-writes
+    cost, refs = price_replay(run, prices=PRICES, events=[])
+    saving = refs["recorded_host"].paired_difference(cost)
+    assert saving is not None and saving.expected == pytest.approx(d["saving_vs_recorded_host"])
+    bills = [c.bill().interval() for c in (cost, refs["recorded_host"])]
+    assert saving.high - saving.low <= min(b.high - b.low for b in bills) + 1e-12  # paired: narrower than either bill
+    assert cost.totals()["expected_usd"] == pytest.approx(usd.value)
 
 
 def test_calibration_from_the_transcript_and_a_clear_error_without_usage(run: object) -> None:
@@ -98,6 +113,12 @@ def test_report_has_a_cost_section(run: object) -> None:
     cost, refs = price_replay(run, prices=PRICES, calibration=CAL, events=[RecordedEvent("x", None, None, None, None)])
     html = report(run, costs={"LCM 4k": cost, "no compaction": refs["no_compaction"]})
     assert "What it costs" in html and "What broke the cache (LCM 4k)" in html and "no compaction" in html
+    assert "expected $ [90% interval]" in html and "saving vs first row" in html and "(paired)" in html
+    calibrated, others = price_replay(run, prices=PRICES, events=[])
+    section = cost_section({"LCM 4k": calibrated, "no compaction": others["no_compaction"]})
+    assert section is not None
+    first, second = section["rows"]
+    assert first[-2] == "reference" and "[" in first[-3] and "[" in second[-2]  # interval and paired saving
 
 
 def test_cost_explorer_follows_the_dropdown(run: object) -> None:

@@ -90,6 +90,22 @@ def test_cost_objectives_are_priced_with_the_cost_model(tmp_path: Path) -> None:
     assert row.cost_usd == pytest.approx(direct["cost_usd"]) and row.cache_hit_rate == pytest.approx(direct["cache_hit_rate"])
     rec = recommend(result.sweep_id, store)
     assert {t["metric"] for t in rec.tradeoff} >= {"cost_usd"}
+    # every bill has its 90% interval; the saving against the defaults is paired on the same conversation
+    assert (frame.cost_usd_p05 <= frame.cost_usd).all() and (frame.cost_usd <= frame.cost_usd_p95).all()
+    base = frame[frame.config_id == BASELINE_ID].iloc[0]
+    assert (base.cost_saving_usd, base.cost_saving_usd_p05, base.cost_saving_usd_p95) == (0.0, 0.0, 0.0)
+    assert row.cost_saving_usd == pytest.approx(base.cost_usd - row.cost_usd)
+    assert row.cost_saving_usd_p05 <= row.cost_saving_usd <= row.cost_saving_usd_p95
+    # paired: narrower than if the two bills' misses were drawn independently (they share every turn start
+    # both settings leave warm; turns where only one setting compacts are not shared)
+    widths = [r.cost_usd_p95 - r.cost_usd_p05 for r in (row, base)]
+    assert row.cost_saving_usd_p95 - row.cost_saving_usd_p05 < (widths[0] ** 2 + widths[1] ** 2) ** 0.5
+    cost = rec.as_json()["cost"]
+    assert cost["unit"] == "$ per 1,000 turns" and cost["conversations"] == 1 and cost["turns"] > 0
+    assert cost["saving_per_1000_turns"] == pytest.approx(1000 * row.cost_saving_usd / cost["turns"])
+    assert cost["saving_low"] <= cost["saving_per_1000_turns"] <= cost["saving_high"]
+    assert cost["within_noise"] == (cost["saving_low"] <= 0 <= cost["saving_high"])
+    assert "per 1,000 turns" in rec.snippet()
 
 
 def test_cost_objective_on_conversations_without_usage_fails_the_runs_with_the_reason(tmp_path: Path) -> None:

@@ -2,10 +2,13 @@
 
 ``lcm-lab cost INPUT --strategy recorded`` prices what the recorded host actually sent and
 validates the cache model against the transcript's own usage (constants calibrated on the first
-10% of calls, errors on the rest). ``--strategy lcm`` replays the transcript under lossless-claw
-settings (``--config``, ``--token-budget``, summarizer options) and prices every main-model call,
-next to no compaction at all and the recorded host. ``--validate`` prints the validation table of
-the bundled real sessions (or of the INPUTs given), as in ``docs/cost.md``.
+10% of calls, errors on the rest; the held-out bill with its 90% interval and the intervals'
+coverage over windows of 50 calls). ``--strategy lcm`` replays the transcript under
+lossless-claw settings (``--config``, ``--token-budget``, summarizer options) and prices every
+main-model call, next to no compaction at all and the recorded host: each bill is the expected
+one with its 90% interval (cache misses the rules cannot predict, simulated), and the savings
+against the references are paired (the same simulated misses for both). ``--validate`` prints the
+validation tables of the bundled real sessions (or of the INPUTs given), as in ``docs/cost.md``.
 """
 
 from __future__ import annotations
@@ -101,11 +104,35 @@ def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     calibration = calibrate_conversation(loaded.conversation, prices, loaded.events)
     run = replay(loaded.conversation, config, summarizer, token_budget=args.token_budget)
     refs = reference_costs(loaded.conversation, prices, calibration, loaded.events)
-    out = {"session": path.name, "strategy": "lcm", "token_budget": args.token_budget, **session_cost(run, prices, calibration).totals()}
+    cost = session_cost(run, prices, calibration)
+    out = {"session": path.name, "strategy": "lcm", "token_budget": args.token_budget, "turns": len(run.turns), **cost.totals()}
     for name, ref in refs.items():
-        out[f"{name}_usd"] = ref.total_usd
+        totals = ref.totals()
+        out[f"{name}_usd"] = totals["expected_usd"]
+        out[f"{name}_usd_p05"], out[f"{name}_usd_p95"] = totals["expected_usd_p05"], totals["expected_usd_p95"]
+        out[f"{name}_rules_usd"] = ref.total_usd
         out[f"{name}_cache_hit_rate"] = ref.cache_hit_rate
+        saving = ref.paired_difference(cost)
+        if saving is not None:
+            out.update(saving.as_json(f"saving_vs_{name}_usd"))
     return out
+
+
+def _lcm_line(r: dict[str, Any]) -> str:
+    def usd(key: str) -> str:
+        return f"${r[key]:.2f} [{r[key + '_p05']:.2f}, {r[key + '_p95']:.2f}]"
+
+    line = (f"{r['session']}: {r['calls']} calls over {r['turns']} turns, expected {usd('expected_usd')} (90% interval; "
+            f"rules' point ${r['total_usd']:.2f}; summarizer ${r['summarizer_usd']:.2f} over {r['summarizer_calls']} calls), "
+            f"cache hit rate {r['cache_hit_rate']:.1%}; no compaction {usd('no_compaction_usd')}")
+    if "recorded_host_usd" in r:
+        line += f", recorded host {usd('recorded_host_usd')}"
+    for name in ("recorded_host", "no_compaction"):
+        key = f"saving_vs_{name}_usd"
+        if key in r:
+            noise = " (within noise)" if r[key + "_p05"] <= 0 <= r[key + "_p95"] else ""
+            line += f"\n  saving against {name.replace('_', ' ')}: {usd(key)} (paired, same simulated misses){noise}"
+    return line
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,10 +158,5 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(records[0] if len(records) == 1 else records, indent=1))
     else:
         for r in records:
-            print(
-                f"{r['session']}: {r['calls']} calls, ${r['total_usd']:.2f} (main ${r['main_usd']:.2f}, summarizer "
-                f"${r['summarizer_usd']:.2f} over {r['summarizer_calls']} calls), cache hit rate {r['cache_hit_rate']:.1%}; "
-                f"no compaction ${r['no_compaction_usd']:.2f}, recorded host ${r.get('recorded_host_usd', float('nan')):.2f}",
-                file=sys.stdout,
-            )
+            print(_lcm_line(r), file=sys.stdout)
     return 0

@@ -11,7 +11,10 @@ Provider rules (:class:`CacheRules`, documented in ``docs/cost.md``):
   breakpoint or at most ``lookback_blocks`` (20) block boundaries before one; it writes the prefix
   up to each breakpoint that is not cached yet, if that prefix is at least ``min_tokens`` long
   (1,024 / 2,048 / 4,096 by model). Entries live ``ttl_s`` (300 s, or 3,600 s for the 1-hour
-  cache) from their last use; a read refreshes them. Writes cost ``cache_creation_input_token_cost``
+  cache) from their last use; a read refreshes them. An entry becomes readable only once the
+  response of the request that wrote it has begun, so a request of another chain (a parallel
+  sub-agent) sent within ``first_token_s`` (1 s) of the write cannot read it; transcripts do not
+  record when a response began, and a chain's own next request always follows its response. Writes cost ``cache_creation_input_token_cost``
   (1.25x input for 5 minutes, ``…_above_1hr`` 2x for 1 hour), reads ``cache_read_input_token_cost``.
 * **OpenAI** (automatic): every request's prefix is cached; a request reads the longest prefix
   shared with a live entry, rounded down to 1,024 + a multiple of 128 tokens (nothing below
@@ -90,6 +93,7 @@ class CacheRules:
     min_tokens: int = ANTHROPIC_DEFAULT_MIN_TOKENS
     lookback_blocks: int = ANTHROPIC_LOOKBACK_BLOCKS
     increment: int = OPENAI_INCREMENT
+    first_token_s: float = 1.0  # a new entry is readable by other chains this long after its write
 
 
 @dataclass(frozen=True)
@@ -98,13 +102,15 @@ class Prompt:
 
     ``tokens[i]`` is block ``i``'s size in provider tokens, ``digests[i]`` the identity of the
     prefix ending with block ``i``; ``breakpoints`` are block indexes carrying ``cache_control``
-    (Anthropic only). ``time_ms`` is the request time.
+    (Anthropic only). ``time_ms`` is the request time; ``chain`` names the conversation that sent
+    it (the main agent or one sub-agent).
     """
 
     time_ms: float
     tokens: tuple[int, ...]
     digests: tuple[bytes, ...]
     breakpoints: tuple[int, ...] = ()
+    chain: str = ""
 
     @property
     def total(self) -> int:
@@ -141,11 +147,20 @@ class PromptCache:
 
     rules: CacheRules
     entries: dict[bytes, float] = field(default_factory=dict)  # prefix digest -> expiry (ms)
+    written: dict[bytes, tuple[float, str]] = field(default_factory=dict)  # prefix digest -> (write ms, chain)
     last_ms: float | None = None
 
-    def _live(self, digest: bytes, now_ms: float) -> bool:
+    def _live(self, digest: bytes, now_ms: float, chain: str = "") -> bool:
         # Entries expire lazily: a lookup ignores an entry past its expiry.
-        return self.entries.get(digest, float("-inf")) >= now_ms
+        if self.entries.get(digest, float("-inf")) < now_ms:
+            return False
+        when, writer = self.written.get(digest, (float("-inf"), chain))
+        return writer == chain or now_ms - when >= self.rules.first_token_s * 1000
+
+    def _write(self, digest: bytes, now_ms: float, chain: str) -> None:
+        if self.entries.get(digest, float("-inf")) < now_ms:
+            self.written[digest] = (now_ms, chain)
+        self.entries[digest] = self._expiry(now_ms)
 
     def call(self, prompt: Prompt) -> CacheUsage:
         """Bill one call and update the cache."""
@@ -165,17 +180,16 @@ class PromptCache:
         read_at = -1
         for bp in prompt.breakpoints:
             for j in range(bp, max(bp - self.rules.lookback_blocks, -1), -1):
-                if self._live(prompt.digests[j], prompt.time_ms):
+                if self._live(prompt.digests[j], prompt.time_ms, prompt.chain):
                     read_at = max(read_at, j)
                     break
         read = cum[read_at] if read_at >= 0 else 0
-        expiry = self._expiry(prompt.time_ms)
         if read_at >= 0:
-            self.entries[prompt.digests[read_at]] = expiry
+            self._write(prompt.digests[read_at], prompt.time_ms, prompt.chain)
         written_to = read
         for bp in prompt.breakpoints:
             if cum[bp] >= self.rules.min_tokens:
-                self.entries[prompt.digests[bp]] = expiry
+                self._write(prompt.digests[bp], prompt.time_ms, prompt.chain)
                 written_to = max(written_to, cum[bp])
         write = written_to - read
         uncached = prompt.total - read - write

@@ -17,12 +17,16 @@ lab's estimator; :func:`simulate` returns one :class:`CallCost` per request.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from lcm_lab.cost.cache import CacheRules, Prompt, PromptCache, anthropic_keeps_thinking, anthropic_min_tokens
+from lcm_lab.cost.misses import miss_class
 from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.serialise import BlockCache, prefix_hashes
+
+if TYPE_CHECKING:
+    from lcm_lab.cost.misses import MissModel
 
 BROKEN_SHARE = 0.2  # a call "breaks" the cache when it cannot read 20% or more of what its chain sent last time
 BREAK_REASONS = ("first call", "ttl expiry", "host compaction", "lcm compaction", "settings change", "prefix change")
@@ -33,8 +37,9 @@ class Request:
     """One API call to price: the messages sent (system prompt excluded), its time and agent.
 
     ``compacted`` marks a call whose context an engine just rewrote (an LCM compaction pass),
-    ``host_compaction`` one after the recorded host's own compaction; ``meta`` carries labels
-    (turn, transcript line) through to the result.
+    ``host_compaction`` one after the recorded host's own compaction; ``chain`` names the
+    conversation that sends it (main agent or one sub-agent); ``meta`` carries labels (turn,
+    transcript line) through to the result.
     """
 
     time_ms: float
@@ -45,22 +50,22 @@ class Request:
     host_compaction: bool = False
     settings: str = ""  # thinking level / model epoch: a change invalidates the message prefix
     turn_start: bool = False
+    chain: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Frozen constants: ``system_tokens[agent]`` (system prompt + tools, provider tokens),
-    ``ratio`` (provider tokens per estimated token) and ``turn_start_miss_rate`` (the share of
-    first calls of a user turn that miss a cache the rules say is warm: observed on real sessions,
-    not explained by anything in the transcript; priced as an expected value);
-    ``calls`` = how many calls they were fitted on."""
+    """Frozen constants: ``system_tokens[agent]`` (system prompt + tools, provider tokens) and
+    ``ratio`` (provider tokens per estimated token), fitted on ``calls`` calls; ``misses`` is the
+    session's model of the cache misses the rules cannot predict (:mod:`lcm_lab.cost.misses`),
+    which gives every bill its interval (``None``: the bill is the rules' point only)."""
 
     system_tokens: Mapping[str, float]
     ratio: float
     calls: int = 0
     fitted_on: str = "given"
-    turn_start_miss_rate: float = 0.0
+    misses: MissModel | None = None
 
     def system(self, agent: str) -> int:
         if agent not in self.system_tokens:
@@ -87,6 +92,7 @@ class CallCost:
     break_reason: str | None = None
     lost_tokens: int = 0  # tokens sent before that had to be written (or sent) again
     meta: Mapping[str, Any] = field(default_factory=dict)
+    miss_class: str | None = None  # the unexplained-miss class it is exposed to (cost.misses), None when predicted to miss
 
     @property
     def hit(self) -> bool:
@@ -112,7 +118,7 @@ def build_prompt(request: Request, calibration: Calibration, blocks: BlockCache,
     tokens = (calibration.system(request.agent),) + tuple(max(round(b.estimate * calibration.ratio), 0) for b in content)
     system = f"system:{request.agent}"
     digests = tuple(prefix_hashes([system])) + tuple(prefix_hashes([b.key for b in content], seed=f"{system}|{request.settings}", memo=blocks.links))
-    return Prompt(request.time_ms, tokens, digests, breakpoints=(0, len(tokens) - 1) if len(tokens) > 1 else (0,))
+    return Prompt(request.time_ms, tokens, digests, breakpoints=(0, len(tokens) - 1) if len(tokens) > 1 else (0,), chain=request.chain)
 
 
 def _break_reason(
@@ -142,10 +148,10 @@ def simulate(
     ttl_s: float = 300.0,
     min_tokens: int | None = None,
 ) -> tuple[CallCost, ...]:
-    """Price ``requests`` in order through one provider cache."""
+    """Price ``requests`` in order through one provider cache (the rules' point: the misses they
+    cannot predict are simulated on top, :mod:`lcm_lab.cost.intervals`)."""
     rules = rules_for(prices, ttl_s=ttl_s, min_tokens=min_tokens)
     strip = rules.provider == "anthropic" and not anthropic_keeps_thinking(prices.model)
-    miss_rate = calibration.turn_start_miss_rate
     cache = PromptCache(rules)
     blocks = BlockCache()
     previous: dict[str, tuple[int, str]] = {}
@@ -153,9 +159,6 @@ def simulate(
     for index, request in enumerate(requests):
         prompt = build_prompt(request, calibration, blocks, strip_old_thinking=strip)
         usage = cache.call(prompt)
-        if request.turn_start and usage.read and miss_rate:
-            lost_read = round(usage.read * miss_rate)  # expected re-write of an unexplained miss
-            usage = replace(usage, read=usage.read - lost_read, write=usage.write + lost_read)
         before = previous.get(request.agent)
         reason = _break_reason(request, usage.read, before, usage.gap_s, rules.ttl_s)
         lost = max(before[0] - usage.read, 0) if before and reason else 0
@@ -165,6 +168,7 @@ def simulate(
             CallCost(
                 index, request.time_ms, request.agent, prompt.total, usage.read, usage.write, usage.uncached,
                 request.output_tokens, dollars, usage.write_1h, usage.gap_s, reason, lost, request.meta,
+                miss_class(request.turn_start, usage.read),
             )
         )
     return tuple(out)

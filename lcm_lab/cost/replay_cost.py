@@ -9,6 +9,11 @@ any strategy's replay is priced the same way.
 Two references put the number in context, both priced with the same calibration and cache:
 **no compaction** (every call sees the whole history) and, when the host's compaction records are
 given (``events``), the **recorded host** (what it actually sent, :mod:`lcm_lab.host.recorded`).
+
+A :class:`SessionCost`'s ``total_usd`` is the rules' point (the cache behaving exactly as
+documented); :meth:`SessionCost.bill` adds the misses the rules cannot predict and gives the
+expected bill with its 90% interval (:mod:`lcm_lab.cost.intervals`). Every cost of one
+conversation shares its calibration's miss model, so differences between them are paired.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from lcm_lab.cost.intervals import BillDraws, Interval, simulate_bill
 from lcm_lab.cost.model import Calibration, CallCost, Request, simulate
 from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.validate import billable, calibrate_on_calls, host_requests
@@ -61,6 +67,20 @@ class SessionCost:
     def total_usd(self) -> float:
         return self.main_usd + self.summarizer_usd
 
+    def bill(self) -> BillDraws | None:
+        """The simulated bill (main model with unexplained misses, plus summarizer dollars), or
+        ``None`` when the calibration carries no miss model (e.g. constants given by hand)."""
+        misses = self.calibration.misses
+        return None if misses is None else simulate_bill(self.calls, self.prices, misses, extra=self.summarizer_usd)
+
+    def paired_difference(self, other: SessionCost) -> Interval | None:
+        """``self − other`` as a paired :class:`~lcm_lab.cost.intervals.Interval` (same miss draws),
+        or ``None`` when either has no miss model or the two were calibrated apart (not paired)."""
+        if self.calibration.misses is None or self.calibration.misses is not other.calibration.misses:
+            return None
+        a, b = self.bill(), other.bill()
+        return None if a is None or b is None else a.minus(b)
+
     @property
     def cache_hit_rate(self) -> float | None:
         """Token-weighted: prompt tokens read from the cache / all prompt tokens."""
@@ -68,7 +88,12 @@ class SessionCost:
         return None if total == 0 else sum(c.read for c in self.calls) / total
 
     def totals(self) -> dict[str, Any]:
-        """Session totals as plain numbers (for tables and ``--json``)."""
+        """Session totals as plain numbers (for tables and ``--json``): ``total_usd`` is the rules'
+        point, ``expected_usd`` with ``expected_usd_p05`` .. ``_p95`` the bill with its 90% interval."""
+        bill = self.bill()
+        interval: dict[str, float | None] = dict.fromkeys(("expected_usd", "expected_usd_p05", "expected_usd_p95"))
+        if bill is not None:
+            interval.update(bill.interval().as_json("expected_usd"))
         return {
             "calls": len(self.calls),
             "cached_tokens": sum(c.read for c in self.calls),
@@ -81,6 +106,7 @@ class SessionCost:
             "unpriced_summarizer_calls": self.unpriced_summarizer_calls,
             "cached_summarizer_calls": self.cached_summarizer_calls,
             "total_usd": self.total_usd,
+            **interval,
             "cache_hit_rate": self.cache_hit_rate,
             "main_model": self.prices.model,
         }
@@ -95,6 +121,7 @@ def replay_requests(run: ReplayLike) -> list[Request]:
             "this replay comes from stored lcm.db rows only"
         )
     turns = split_turns(conversation.entries, conversation.meta.get("last_line"))
+    chain = conversation.session_id
     if len(turns) != len(run.turns):
         raise ValueError(f"the replay has {len(run.turns)} turns but its transcript splits into {len(turns)}")
     out: list[Request] = []
@@ -125,8 +152,8 @@ def replay_requests(run: ReplayLike) -> list[Request]:
                 out.append(
                     Request(
                         float(last_ms or 0), base + tuple(own), output_tokens=output if isinstance(output, int) else 0,
-                        compacted=compacted and first, settings=str(epoch), turn_start=first,
-                        meta={"turn": k, "line": entry.line, "path": sent.path},
+                        compacted=compacted and first, settings=str(epoch), turn_start=first, chain=chain,
+                        meta={"turn": k, "line": entry.line, "path": sent.path, "chain": chain},
                     )
                 )
                 first = False

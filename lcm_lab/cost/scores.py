@@ -1,5 +1,11 @@
 """Headline scores ``cost_usd`` and ``cache_hit_rate`` of a replay (sweep objectives).
 
+``cost_usd`` is the **expected** bill — the rules' priced calls plus the cache misses they cannot
+predict (:mod:`lcm_lab.cost.misses`) — with its 90% predictive interval in ``details``
+(``p05``, ``p95``), next to the rules' point (``rules_usd``) and the paired saving against the
+recorded host. Without a miss model (a calibration given by hand) it is the rules' point and
+``details["interval_note"]`` says why there is no interval.
+
 >>> HEADLINE_COST, HEADLINE_HIT_RATE
 ('cost_usd', 'cache_hit_rate')
 """
@@ -8,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from lcm_lab.cost.model import Calibration
 from lcm_lab.cost.prices import Prices
@@ -78,7 +84,7 @@ def cost_scores(
     events: Sequence[RecordedEvent] | None = None,
     run_id: str | None = None,
 ) -> list[Score]:
-    """``cost_usd`` (main model + summarizer, dollars) and ``cache_hit_rate`` (token-weighted) of ``run``.
+    """``cost_usd`` (expected main model + summarizer dollars) and ``cache_hit_rate`` (token-weighted) of ``run``.
 
     Both are raw values (``normalise=False``); ``details`` carry the references priced the same
     way — ``ceiling`` = no compaction at all, ``floor`` = the recorded host (when ``events``, the
@@ -114,15 +120,19 @@ def conversation_pricing(
     return Pricing(prices, calibration, reference_costs(conversation, prices, calibration, events))
 
 
-def priced_scores(run: ReplayLike, pricing: Pricing, *, run_id: str | None = None) -> list[Score]:
-    """:func:`cost_scores` of ``run`` with its conversation's :class:`Pricing` already made."""
-    cost = session_cost(run, pricing.prices, pricing.calibration)
-    return scores_from_costs(cost, pricing.references, run_id=run_id or getattr(run, "run_id", None) or "")
+def expected_usd(cost: SessionCost) -> float:
+    """The expected bill of ``cost`` (the rules' point when it has no miss model)."""
+    bill = cost.bill()
+    return cost.total_usd if bill is None else bill.expected
 
 
 def scores_from_costs(cost: SessionCost, refs: dict[str, SessionCost], *, run_id: str = "") -> list[Score]:
     """The two headlines from an already priced session and its references."""
     full, host = refs.get("no_compaction"), refs.get("recorded_host")
+    bill = cost.bill()
+    value = cost.total_usd if bill is None else bill.expected  # expected_usd, keeping the draws for the interval
+    full_usd = expected_usd(full) if full else None
+    host_usd = expected_usd(host) if host else None
     common = {
         "main_model": cost.prices.model,
         "main_usd": cost.main_usd,
@@ -132,11 +142,20 @@ def scores_from_costs(cost: SessionCost, refs: dict[str, SessionCost], *, run_id
         "calibration_calls": cost.calibration.calls,
         "references": "ceiling = no compaction, floor = recorded host",
     }
+    spread: dict[str, Any] = {"rules_usd": cost.total_usd, "interval_level": 0.9}
+    if bill is None:
+        spread.update(p05=None, p95=None, interval_note="no miss model (calibration given without one): the rules' point only")
+    else:
+        interval = bill.interval()
+        spread.update(p05=interval.low, p95=interval.high)
+        saving = host.paired_difference(cost) if host else None
+        if saving is not None:
+            spread.update(saving_vs_recorded_host=saving.expected, saving_vs_recorded_host_p05=saving.low,
+                          saving_vs_recorded_host_p95=saving.high)  # fmt: skip
     usd = headline(
-        run_id, HEADLINE_COST, raw=cost.total_usd, ceiling=full.total_usd if full else None,
-        floor=host.total_usd if host else None, chance=None, n=len(cost.calls), unit="api_call", normalise=False,
-        extra={**common, "relative_to_no_compaction": _relative(cost.total_usd, full.total_usd if full else None),
-               "relative_to_recorded_host": _relative(cost.total_usd, host.total_usd if host else None)},
+        run_id, HEADLINE_COST, raw=value, ceiling=full_usd, floor=host_usd, chance=None, n=len(cost.calls), unit="api_call",
+        normalise=False, extra={**common, **spread, "relative_to_no_compaction": _relative(value, full_usd),
+                                "relative_to_recorded_host": _relative(value, host_usd)},
     )
     rate = headline(
         run_id, HEADLINE_HIT_RATE, raw=cost.cache_hit_rate, ceiling=full.cache_hit_rate if full else None,

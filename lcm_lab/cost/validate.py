@@ -11,6 +11,13 @@ every number below is measured on the remaining (held-out) calls only:
   predicted right, next to its control ``majority_baseline`` (always guessing the more common
   outcome) and ``miss_recall`` (recorded misses predicted as misses).
 
+Those measure the rules. The **bill** adds the misses the rules cannot predict
+(:mod:`lcm_lab.cost.misses`, :mod:`lcm_lab.cost.intervals`): ``predicted_cost_usd`` is the
+expected held-out bill with its 90% interval ``predicted_cost_usd_p05`` .. ``_p95``
+(``recorded_inside_90``, ``expected_cost_error``, ``interval_width_share``); and
+``window_coverage_90`` is the share of consecutive windows of :data:`WINDOW_CALLS` held-out calls
+whose recorded dollars fall inside the window's own 90% interval (the intervals' calibration).
+
 Calls whose usage is all zeros (failed before the provider processed them) are neither simulated
 nor scored; ``calls_without_usage`` counts them.
 """
@@ -22,13 +29,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from lcm_lab.cost.calibrate import calibration_window, fit_calibration
+from lcm_lab.cost.intervals import simulate_bill, window_draws
+from lcm_lab.cost.misses import Exposure, SessionEvidence, bundled_evidence, exposures, fit_miss_model
 from lcm_lab.cost.model import Calibration, CallCost, Request, estimated_tokens, simulate
 from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.serialise import BlockCache
 from lcm_lab.host.recorded import HostCall
 
-MIN_TURN_STARTS = 5
+WINDOW_CALLS = 50  # held-out calls per calibration window of the intervals (a shorter tail joins the last one)
 # The real sessions the model is validated on (docs/cost.md), relative to the repository's datasets/.
 BUNDLED_SESSIONS = (
     "pi-mono/before-compaction.jsonl",
@@ -121,33 +132,68 @@ def host_requests(calls: Sequence[HostCall]) -> list[Request]:
                 host_compaction=call.host_compaction,
                 settings=str(call.settings_epoch),
                 turn_start=call.turn_start,
+                chain=call.chain,
                 meta={"line": call.line, "turn": call.turn, "chain": call.chain},
             )
         )
     return out
 
 
-def calibrate_on_calls(calls: Sequence[HostCall], prices: Prices) -> Calibration:
+def session_key(calls: Sequence[HostCall]) -> str:
+    """The session a call list belongs to: its main chain's id (what the bundled evidence names)."""
+    return next((c.chain for c in calls if c.agent == "main"), calls[0].chain if calls else "")
+
+
+def _window_exposures(calls: Sequence[HostCall], predicted: Sequence[CallCost]) -> dict[str, Exposure]:
+    return exposures([p.miss_class for p in predicted], [p.gap_s for p in predicted],
+                     [not (c.usage or {}).get("cacheRead") for c in calls])  # fmt: skip
+
+
+def calibrate_on_calls(calls: Sequence[HostCall], prices: Prices, *, evidence: Sequence[SessionEvidence] | None = None) -> Calibration:
     """Calibration on the first 10% of ``calls`` (the ones with recorded usage among them).
 
-    Sizes come from :func:`~lcm_lab.cost.calibrate.fit_calibration`; the turn-start miss rate is
-    the share ``k / n`` of the window's first-of-turn calls (not a chain's first call) that the
-    rules predict to hit (``n``) but that recorded no cache read (``k``), and 0 when ``n`` is
-    below :data:`MIN_TURN_STARTS` (too few to estimate a rate).
+    Sizes come from :func:`~lcm_lab.cost.calibrate.fit_calibration`. The miss model
+    (:func:`~lcm_lab.cost.misses.fit_miss_model`) sees the window's calls exposed to an
+    unexplained miss and whether each read nothing, with its prior from ``evidence`` (default: the
+    bundled sessions) minus this very session (:func:`session_key`).
     """
     window = [c for c in calls[: calibration_window(len(calls))] if c.has_usage]
     blocks = BlockCache()
     sized = fit_calibration([(estimated_tokens(c.messages, blocks), c.agent, c.recorded_prompt_tokens or 0) for c in window])
-    predicted = simulate(host_requests(window), sized, prices)
-    seen: set[str] = set()
-    starts = []
-    for p, c in zip(predicted, window, strict=True):
-        if c.turn_start and p.hit and c.chain in seen:
-            starts.append(c)
-        seen.add(c.chain)
-    missed = sum(1 for c in starts if not (c.usage or {}).get("cacheRead"))
-    rate = missed / len(starts) if len(starts) >= MIN_TURN_STARTS else 0.0
-    return replace(sized, turn_start_miss_rate=rate, fitted_on=f"{sized.fitted_on}; turn-start misses {missed}/{len(starts)}")
+    own = _window_exposures(window, simulate(host_requests(window), sized, prices))
+    misses = fit_miss_model(own, bundled_evidence() if evidence is None else evidence, exclude=session_key(calls))
+    seen = ", ".join(f"{name} misses {e.misses}/{e.calls}" for name, e in own.items())
+    return replace(sized, misses=misses, fitted_on=f"{sized.fitted_on}; window {seen}")
+
+
+def held_out_windows(n: int, size: int = WINDOW_CALLS) -> list[range]:
+    """Consecutive windows of ``size`` over ``n`` held-out calls; a tail under half a window joins the last.
+
+    >>> [len(w) for w in held_out_windows(120)], [len(w) for w in held_out_windows(140)]
+    ([50, 70], [50, 50, 40])
+    """
+    starts = list(range(0, n, size))
+    if len(starts) > 1 and n - starts[-1] < size / 2:
+        starts.pop()
+    return [range(a, b) for a, b in zip(starts, [*starts[1:], n], strict=True)]
+
+
+def session_evidence(calls: Sequence[HostCall], prices: Prices, *, session: str = "") -> SessionEvidence:
+    """What one session says about unexplained misses (every exposed call, window or held out)
+    and about size drift (per window of held-out calls), from the rules' predictions alone."""
+    window = calibration_window(len(calls))
+    calibration = calibrate_on_calls(calls, prices, evidence=())
+    used = billable(calls)
+    predicted = simulate(host_requests([c for _, c in used]), calibration, prices)
+    classes = _window_exposures([c for _, c in used], predicted)
+    held = [(p, c) for (i, c), p in zip(used, predicted, strict=True) if i >= window]
+    drift = []
+    for w in held_out_windows(len(held)):
+        pred = sum(held[i][0].prompt_tokens for i in w)
+        rec = sum(held[i][1].recorded_prompt_tokens or 0 for i in w)
+        if pred and rec:
+            drift.append(float(np.log(rec / pred)))
+    return SessionEvidence(session, session_key(calls), prices.model, classes, tuple(drift))
 
 
 def _err(pred: Sequence[float], rec: Sequence[float]) -> float | None:
@@ -160,10 +206,13 @@ def _total_err(pred: Sequence[float], rec: Sequence[float]) -> float | None:
     return None if total == 0 else (sum(pred) - total) / total
 
 
-def validate_recorded(calls: Sequence[HostCall], prices: Prices, *, session: str = "") -> Validation:
-    """Calibrate on the first 10% of ``calls``, freeze, and compare the rest with recorded usage."""
+def validate_recorded(
+    calls: Sequence[HostCall], prices: Prices, *, session: str = "", evidence: Sequence[SessionEvidence] | None = None
+) -> Validation:
+    """Calibrate on the first 10% of ``calls``, freeze, and compare the rest with recorded usage
+    (``evidence``: the other sessions the miss model's prior comes from, default the bundled ones)."""
     window = calibration_window(len(calls))
-    calibration = calibrate_on_calls(calls, prices)
+    calibration = calibrate_on_calls(calls, prices, evidence=evidence)
     used = billable(calls)
     predicted = simulate(host_requests([c for _, c in used]), calibration, prices)
     recorded = tuple(recorded_usage(c, prices) for _, c in used)
@@ -193,10 +242,11 @@ def validate_recorded(calls: Sequence[HostCall], prices: Prices, *, session: str
         "recorded_cache_read_tokens": sum(r.read for _, r in pairs),
         "predicted_cache_write_tokens": sum(p.write for p, _ in pairs),
         "recorded_cache_write_tokens": sum(r.write for _, r in pairs),
-        "predicted_cost_usd": sum(p.dollars for p, _ in pairs),
+        "rules_cost_usd": sum(p.dollars for p, _ in pairs),
         "recorded_cost_usd": sum(r.dollars for _, r in pairs),
         "recorded_cost_usd_all_calls": sum(r.dollars for r in recorded),
         "recorded_dollars_source": sorted({r.dollars_source for r in recorded}),
+        **_bill_summary(calibration, prices, pairs),
     }
     return Validation(
         session=session,
@@ -212,6 +262,42 @@ def validate_recorded(calls: Sequence[HostCall], prices: Prices, *, session: str
     )
 
 
+def _bill_summary(calibration: Calibration, prices: Prices, pairs: Sequence[tuple[CallCost, RecordedUsage]]) -> dict[str, Any]:
+    """The held-out bill with its 90% interval, and the intervals' coverage over windows of held-out calls."""
+    model = calibration.misses
+    if model is None or not pairs:
+        return {}
+    predicted = [p for p, _ in pairs]
+    recorded = np.asarray([r.dollars for _, r in pairs])
+    bill = simulate_bill(predicted, prices, model).interval()
+    total = float(recorded.sum())
+    per_call = window_draws(predicted, prices, model)
+    windows = []
+    for w in held_out_windows(len(pairs)):
+        sums = per_call[:, w.start : w.stop].sum(axis=1)
+        low, high = np.quantile(sums, [0.05, 0.95])
+        rec = float(recorded[w.start : w.stop].sum())
+        windows.append({"first_call": w.start, "calls": len(w), "recorded_usd": rec, "expected_usd": float(sums.mean()),
+                        "rules_usd": sum(p.dollars for p in predicted[w.start : w.stop]),
+                        "p05": float(low), "p95": float(high), "inside": bool(low <= rec <= high)})  # fmt: skip
+    inside = [w["inside"] for w in windows]
+    exposed = [(p, r) for p, r in pairs if p.miss_class is not None]
+    return {
+        **bill.as_json("predicted_cost_usd"),
+        "recorded_inside_90": bill.low <= total <= bill.high,
+        "expected_cost_error": (bill.expected - total) / total if total else None,
+        "interval_width_share": (bill.high - bill.low) / total if total else None,
+        "window_coverage_90": sum(inside) / len(inside) if inside else None,
+        "windows": len(inside),
+        "windows_inside": sum(inside),
+        "window_intervals": windows,
+        "expected_unexplained_misses": float(sum(model.miss_probability(str(p.miss_class), p.gap_s or 0.0).mean() for p, _ in exposed)),
+        "recorded_unexplained_misses": sum(1 for _, r in exposed if r.read == 0),
+        "exposed_calls": len(exposed),
+        "miss_model": model.summary(),
+    }
+
+
 VALIDATION_KEYS = (
     "calls",
     "calibration_calls",
@@ -219,7 +305,10 @@ VALIDATION_KEYS = (
     "predicted_cache_read_tokens",
     "recorded_cache_read_tokens",
     "predicted_cost_usd",
+    "predicted_cost_usd_p05",
+    "predicted_cost_usd_p95",
     "recorded_cost_usd",
+    "window_coverage_90",
     "read_error",
     "write_error",
     "cost_error",
@@ -237,7 +326,6 @@ def validation_record(v: Validation) -> dict[str, Any]:
         "calls_without_usage": v.calls_without_usage,
         "system_tokens": dict(v.calibration.system_tokens),
         "tokenizer_ratio": v.calibration.ratio,
-        "turn_start_miss_rate": v.calibration.turn_start_miss_rate,
         **v.summary,
     }
 
@@ -247,17 +335,18 @@ def _pct(value: Any) -> str:
 
 
 def validation_markdown(records: Sequence[Mapping[str, Any]]) -> str:
-    """The validation table (held-out calls only) as Markdown.
+    """The validation tables (held-out calls only) as Markdown: the rules call by call, the bill
+    with its 90% interval, and the miss model's prior and posterior.
 
     >>> print(validation_markdown([{"session": "s", "model": "m", "calls": 10, "calibration_calls": 1,
     ...     "held_out_calls": 9, "read_error": 0.05, "write_error": 0.5, "cost_error": 0.1,
     ...     "total_cost_error": -0.02, "hit_miss_accuracy": 0.95, "majority_baseline": 0.9,
-    ...     "predicted_cost_usd": 1.0, "recorded_cost_usd": 1.02}]).splitlines()[2])
+    ...     "rules_cost_usd": 1.0, "recorded_cost_usd": 1.02}]).splitlines()[2])
     | s | m | 10 | 1 | 9 | 5.0% | 50.0% | 10.0% | -2.0% | 95.0% (90.0%) | $1.00 / $1.02 |
     """
     lines = [
         "| session | model | calls | calibration calls | held-out calls | cache-read error | cache-write error "
-        "| cost error | total cost bias | hit/miss right (always-majority) | predicted / recorded $ (held-out) |",
+        "| cost error | total cost bias | hit/miss right (always-majority) | rules' / recorded $ (held-out) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
@@ -265,6 +354,40 @@ def validation_markdown(records: Sequence[Mapping[str, Any]]) -> str:
             f"| {r['session']} | {r['model']} | {r['calls']} | {r['calibration_calls']} | {r['held_out_calls']} "
             f"| {_pct(r['read_error'])} | {_pct(r['write_error'])} | {_pct(r['cost_error'])} | {_pct(r['total_cost_error'])} "
             f"| {_pct(r['hit_miss_accuracy'])} ({_pct(r['majority_baseline'])}) "
-            f"| ${r['predicted_cost_usd']:.2f} / ${r['recorded_cost_usd']:.2f} |"
+            f"| ${r['rules_cost_usd']:.2f} / ${r['recorded_cost_usd']:.2f} |"
         )
+    billed = [r for r in records if "predicted_cost_usd" in r]
+    if billed:
+        lines += ["", "| session | recorded $ | rules' point $ | expected $ [90% interval] | recorded inside | expected-bill error "
+                  "| interval width | windows inside their 90% interval | unexplained misses expected / recorded |",
+                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for r in billed:
+            lines.append(
+                f"| {r['session']} | {r['recorded_cost_usd']:.2f} | {r['rules_cost_usd']:.2f} | {r['predicted_cost_usd']:.2f} "
+                f"[{r['predicted_cost_usd_p05']:.2f}, {r['predicted_cost_usd_p95']:.2f}] | {'yes' if r['recorded_inside_90'] else '**no**'} "
+                f"| {_signed(r['expected_cost_error'])} | {_pct(r['interval_width_share'])} "
+                f"| {r['windows_inside']}/{r['windows']} ({_pct(r['window_coverage_90'])}) "
+                f"| {r['expected_unexplained_misses']:.1f} / {r['recorded_unexplained_misses']} of {r['exposed_calls']} |"
+            )
+        inside = sum(r["windows_inside"] for r in billed)
+        windows = sum(r["windows"] for r in billed)
+        lines.append(f"| all sessions | | | | {sum(bool(r['recorded_inside_90']) for r in billed)}/{len(billed)} | | "
+                     f"| {inside}/{windows} ({_pct(inside / windows if windows else None)}) | |")
+        lines += ["", "| session | prior from | turn start, miss chance at 60 s idle: prior → own window → posterior "
+                  "| mid-turn, at 5 s: prior → own window → posterior | size drift (log ratio) |", "|---|---|---|---|---|"]  # fmt: skip
+        for r in billed:
+            m = r["miss_model"]
+            lines.append(f"| {r['session']} | {', '.join(m['sources']) or '–'} | {_moved(m['turn_start'])} | {_moved(m['mid_turn'])} "
+                         f"| {m['size_drift']['mean']:+.3f} ± {m['size_drift']['sd']:.3f} |")
     return "\n".join(lines)
+
+
+def _signed(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:+.1f}%"
+
+
+def _moved(row: Mapping[str, Any]) -> str:
+    def p(d: Mapping[str, float]) -> str:
+        return f"{_pct(d['mean'])} [{_pct(d['p05'])}, {_pct(d['p95'])}]"
+
+    return f"{p(row['prior'])} → {row['window_misses']}/{row['window_calls']} → {p(row['posterior'])}"

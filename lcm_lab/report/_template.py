@@ -62,6 +62,7 @@ PAGE = """<!DOCTYPE html>
   <p class="note">{{ sweep.stats.get("runs_ok", 0) }} runs ok, {{ sweep.stats.get("runs_failed", 0) }} failed;
   summarizer requests: {{ sweep.stats.get("calls_made", 0) }} sent to a model of {{ sweep.stats.get("naive_calls", 0) }} a naive sweep sends.
   Recommended: {{ sweep.chosen }}.</p>
+  {% if sweep.cost %}<p><strong>What it costs.</strong> {{ sweep.cost }}</p>{% endif %}
   <table>
     <thead><tr>{% for c in sweep.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
     <tbody>{% for row in sweep.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
@@ -94,7 +95,12 @@ PAGE = """<!DOCTYPE html>
 {% if cost %}
 <section id="cost">
   <h2>What it costs</h2>
-  <p class="note">Main model {{ cost.model }}, priced per API call through the provider's prompt cache (docs/cost.md).</p>
+  <p class="note">Main model {{ cost.model }}, priced per API call through the provider's prompt cache (docs/cost.md).
+  "Rules' total" is the bill if the cache behaved exactly as documented. "Expected" adds the cache misses the rules cannot
+  predict (the provider sometimes re-writes a warm cache, more often after a longer idle gap), simulated from the real
+  sessions' record, with the range that holds the bill in 90% of simulations. "Saving vs first row" is {{ cost.reference }}'s
+  bill minus the row's, with the same simulated misses on both sides (paired): positive means the row is cheaper, and
+  "within noise" means its 90% interval includes 0.</p>
   <table>
     <thead><tr>{% for c in cost.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
     <tbody>{% for row in cost.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>

@@ -18,6 +18,7 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     from lcm_lab.report.build import _figure_html, _format_cell
     from lcm_lab.store.sweeps import first_ok_run, sweep_row
     from lcm_lab.sweeps import recommend
+    from lcm_lab.sweeps.cost import verdict_sentence
     from lcm_lab.viz import plot_pareto
 
     row = sweep_row(store, sweep_id)
@@ -37,6 +38,7 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
         "sweep_id": sweep_id, "name": row["name"], "status": row["status"], "stats": row["stats"],
         "columns": columns, "rows": [[_format_cell(v) for v in r] for r in table[columns].itertuples(index=False)],
         "figure": figure, "chosen": rec.config_id, "snippet": rec.snippet(), "recommended_run": first_ok_run(store, sweep_id, rec.config_id),
+        "cost": verdict_sentence(rec.cost),
     }
 
 

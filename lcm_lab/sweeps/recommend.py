@@ -9,7 +9,10 @@ lines for it (it names the best LCM configuration instead). The trade-off per me
 conversations with a 95% t-interval; a warning says when an interval includes 0 (within noise)
 or when there is a single conversation (no interval at all), and when a headline objective
 (``qa_retention``, ``fact_retention``) of the chosen configuration is not above its chance control
-(or has none: the sweep had no second conversation of the same kind to read as chance).
+(or has none: the sweep had no second conversation of the same kind to read as chance). A sweep
+that priced its runs also states the chosen configuration's saving against the defaults in $ per
+1,000 turns with its paired 90% interval (``cost``, :func:`lcm_lab.sweeps.cost.cost_verdict`),
+"within noise" when that interval covers 0.
 
 >>> env_lines({"freshTailCount": 16, "contextThreshold": 0.6, "promptAwareEviction": True})
 {'LCM_FRESH_TAIL_COUNT': '16', 'LCM_CONTEXT_THRESHOLD': '0.6', 'LCM_PROMPT_AWARE_EVICTION_ENABLED': 'true'}
@@ -23,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import FIELDS, LcmConfig
+from lcm_lab.sweeps.cost import cost_verdict, stored_cost_rows, verdict_lines
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
 from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
 from lcm_lab.sweeps.run import BASELINE_ID
@@ -52,6 +56,7 @@ class Recommendation(NamedTuple):
     strategy: str = "lcm"
     best_lcm: str | None = None
     lcm_openclaw_json: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None  # the paired saving against the defaults (sweeps.cost.cost_verdict)
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` object: ``strategy``, ``openclaw_json`` (null unless LCM), ``env``,
@@ -60,7 +65,7 @@ class Recommendation(NamedTuple):
             "sweep_id": self.sweep_id, "config_id": self.config_id, "strategy": self.strategy, "params": self.params,
             "openclaw_json": self.openclaw_json, "env": self.env, "tradeoff": self.tradeoff,
             "warnings": self.warnings, "pareto": self.pareto, "best_lcm": self.best_lcm,
-            "lcm_openclaw_json": self.lcm_openclaw_json,
+            "lcm_openclaw_json": self.lcm_openclaw_json, "cost": self.cost,
         }
 
     def snippet(self) -> str:
@@ -83,6 +88,7 @@ class Recommendation(NamedTuple):
             chance = f"  chance {_fmt(t['chance'])}" if "chance" in t else ""
             lines.append(f"{t['metric']:<24} {t['direction']:<9} chosen {_fmt(t['chosen'])}  defaults {_fmt(t['defaults'])}"
                          f"  diff {diff} {interval}  n={t['n']}{chance}")
+        lines += verdict_lines(self.cost)
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -142,10 +148,14 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
     warnings += _chance_warnings(frame, config_id, objectives, tradeoff)
     if config_id == BASELINE_ID:
         warnings.insert(0, "the plugin defaults scored best: no change recommended")
+    cost = cost_verdict(stored_cost_rows(sweep_id, store), config_id, BASELINE_ID) if config_id != BASELINE_ID else None
+    if cost is not None and cost["within_noise"]:
+        warnings.append(f"cost_usd: the saving against the defaults is within noise (90% paired interval "
+                        f"${cost['saving_low']:,.2f} .. ${cost['saving_high']:,.2f} per 1,000 turns includes 0)")
     if strategy == "lcm":
         plugin = _plugin_config(spec, config_id, params)
         return Recommendation(sweep_id, config_id, params, _openclaw(plugin), env_lines(plugin), tradeoff, warnings,
-                              front, table)
+                              front, table, cost=cost)
     # Another strategy won: lossless-claw has no setting for it. Say so, and name the best LCM
     # configuration (the feasible one best on the first objective, Pareto-optimal or not).
     lcm_rows = feasible[feasible.strategy == "lcm"].dropna(subset=[first]) if "strategy" in feasible else feasible[:0]
@@ -160,7 +170,7 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
         note += f"; the best LCM configuration is {best_lcm} ({first} {float(lcm_rows.iloc[0][first]):.4g}, {gap:+.4g} from the best)"
     warnings.insert(0, note)
     return Recommendation(sweep_id, config_id, params, None, {}, tradeoff, warnings, front, table, strategy, best_lcm,
-                          lcm_json)
+                          lcm_json, cost)
 
 
 def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:

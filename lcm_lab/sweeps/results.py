@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.sweeps.cost import COST_COLUMNS
 from lcm_lab.sweeps.metrics import CONTROL_COLUMNS, METRICS
 
 if TYPE_CHECKING:
@@ -36,10 +37,15 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
     row's strategy's), ``conversation``, ``run_id``, ``status``, ``error``, ``seconds``, every
     registered metric (see :data:`lcm_lab.sweeps.metrics.METRICS`), and the chance controls:
     ``qa_retention_chance`` / ``fact_retention_chance`` (on their headline's scale), ``chance_donor``
-    (the conversation they read) and ``chance_note`` (why there is none, when there is none)."""
+    (the conversation they read) and ``chance_note`` (why there is none, when there is none); and
+    for priced runs the cost columns of :mod:`lcm_lab.sweeps.cost`: ``cost_usd_p05`` /
+    ``cost_usd_p95`` (the bill's 90% interval) and ``cost_saving_usd`` with its paired 90% interval
+    ``cost_saving_usd_p05`` / ``_p95`` (defaults − this run on the same conversation)."""
     import pandas as pd
 
     from lcm_lab.store.sweeps import sweep_row, sweep_runs_df
+    from lcm_lab.sweeps.cost import cost_columns
+    from lcm_lab.sweeps.run import BASELINE_ID
 
     store = _store(store)
     row = sweep_row(store, sweep_id)
@@ -49,9 +55,11 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
     for params in (spec.get("strategy_config") or {}).values():
         space += [k for k, v in params.items() if isinstance(v, list | dict) and k not in space]
     records = []
-    for r in runs.to_dict("records"):
+    rows = runs.to_dict("records")
+    stored = [json.loads(r["metrics"]) for r in rows]
+    costs = cost_columns([(r["config_id"], r["conversation_key"], m) for r, m in zip(rows, stored, strict=True)], BASELINE_ID)
+    for r, metrics, cost in zip(rows, stored, costs, strict=True):
         params = json.loads(r["params"])
-        metrics = json.loads(r["metrics"])
         record: dict[str, Any] = {
             "sweep_id": sweep_id, "config_id": r["config_id"], "trial": None if pd.isna(r["trial"]) else int(r["trial"]),
             "baseline": bool(r["baseline"]), "strategy": params.get("strategy", "lcm"),
@@ -63,9 +71,10 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
         })
         record.update({name: metrics.get(name) for name in sorted(METRICS)})
         record.update(_controls(metrics, r["status"]))
+        record.update(cost)
         records.append(record)
     columns = ["sweep_id", "config_id", "trial", "baseline", "strategy", *space, "conversation", "run_id", "status", "error",
-               "seconds", "model_calls", *sorted(METRICS), *CONTROL_COLUMNS]
+               "seconds", "model_calls", *sorted(METRICS), *CONTROL_COLUMNS, *COST_COLUMNS]
     return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -105,7 +114,7 @@ def config_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 
 
 _NON_PARAM = {"sweep_id", "config_id", "trial", "baseline", "conversation", "run_id", "status", "error", "seconds", "model_calls",
-              *CONTROL_COLUMNS}
+              *CONTROL_COLUMNS, *COST_COLUMNS}
 
 
 def pareto_front(table: pd.DataFrame, directions: Mapping[str, str]) -> list[str]:

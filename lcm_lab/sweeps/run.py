@@ -242,8 +242,10 @@ class _Session:
             write_score_rows(self.store, scores, replace_runs=True)
             for result, sent in zip(results, sent_by_unit, strict=True):
                 unit = result.unit
-                # The chance controls ride in the metrics JSON under "controls" (not metrics: never objectives).
-                metrics = {**result.metrics, "controls": result.controls} if result.controls else result.metrics
+                # The chance controls and a priced run's simulated bill ride in the metrics JSON under
+                # "controls" and "cost" (not metrics: never objectives).
+                metrics = {**result.metrics, **({"controls": result.controls} if result.controls else {}),
+                           **({"cost": result.cost} if result.cost else {})}  # fmt: skip
                 write_run_row(
                     self.store, self.sweep_id, unit.config_id, unit.conversation_key, unit.run_id,
                     "ok" if result.error is None else "error", result.error, result.seconds, metrics, sent,

@@ -60,6 +60,7 @@ class UnitResult(NamedTuple):
     ledger_entries: list[Any]
     stored: StoredRun | None = None  # set instead of replay and scores when the unit ran with encode=True
     controls: dict[str, Any] = {}  # noqa: RUF012  (never mutated) the chance controls (sweeps.metrics.chance_controls)
+    cost: dict[str, Any] = {}  # noqa: RUF012  (never mutated) the simulated bill of a priced run (sweeps.cost.price_run)
 
 
 def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool, fault: str | None = None,
@@ -71,12 +72,13 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
     costs about as much as scoring it, so it belongs in the worker, not in the single writer.
     ``score_cost`` adds the cost model's ``cost_usd`` and ``cache_hit_rate`` (priced with the
     model the transcript's recorded calls went to; a conversation without recorded provider usage
-    fails the unit with the reason). ``fault`` (tests) makes the unit whose config id or
+    fails the unit with the reason) and the run's simulated bill (``cost``, :mod:`lcm_lab.sweeps.cost`). ``fault`` (tests) makes the unit whose config id or
     conversation key equals it fail.
     """
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.metrics.donor import donor_text
     from lcm_lab.metrics.score import score_replay
+    from lcm_lab.sweeps.cost import price_run
 
     started = time.perf_counter()
     try:
@@ -94,8 +96,10 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         donor = data.conversations[donor_key] if donor_key is not None else None
         scores = score_replay(run, run_id=unit.run_id, qa_items=qa or None, context_turns=last, chance_conversation=donor,
                               donor_text=donor_text(donor) if donor is not None else None, donor_label=donor_key)
+        cost: dict[str, Any] = {}
         if score_cost:
-            scores += cost_scores(run, conversation, unit.run_id)
+            priced, cost = price_run(run, conversation, unit.run_id)
+            scores += priced
         metrics = metric_values(ScoredRun(run, scores))
         controls = chance_controls(ScoredRun(run, scores), donor_key, data.no_donor.get(unit.conversation_key))
         if unit.strategy != "lcm":
@@ -106,8 +110,8 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         return UnitResult(unit, None, [], {}, error, time.perf_counter() - started, _drain(summarizer))
     if stored is not None:
-        return UnitResult(unit, None, [], metrics, None, time.perf_counter() - started, _drain(summarizer), stored, controls)
-    return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer), controls=controls)
+        return UnitResult(unit, None, [], metrics, None, time.perf_counter() - started, _drain(summarizer), stored, controls, cost)
+    return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer), controls=controls, cost=cost)
 
 
 def _run_strategy(unit: Unit, data: Conversations, conversation: Any, summarizer: Any) -> Any:
@@ -156,28 +160,6 @@ def stored_run(run: Any, scores: list[Any], label: str) -> StoredRun | None:
     if hasattr(run, "strategy") and run.replay is None:
         return None
     return StoredRun(encode_replay(run, label=label), score_rows(scores))
-
-
-_PRICING: dict[int, tuple[Any, Any]] = {}  # id(conversation) -> (conversation, Pricing), per process
-_PRICING_LIMIT = 64
-
-
-def cost_scores(run: Any, conversation: Any, run_id: str) -> list[Any]:
-    """``cost_usd`` and ``cache_hit_rate`` of ``run``; the prices, calibration and references are
-    fixed per conversation, so each process computes them once per conversation."""
-    from lcm_lab.cost.scores import conversation_pricing, priced_scores
-
-    hit = _PRICING.get(id(conversation))
-    if hit is None or hit[0] is not conversation:
-        if len(_PRICING) >= _PRICING_LIMIT:
-            _PRICING.pop(next(iter(_PRICING)))
-        try:
-            pricing = conversation_pricing(conversation)
-        except ValueError as exc:
-            raise ValueError(f"cost_usd and cache_hit_rate need a transcript that records provider usage "
-                             f"(a pi, OpenClaw or Claude Code session): {exc}") from None
-        hit = _PRICING[id(conversation)] = (conversation, pricing)
-    return priced_scores(run, hit[1], run_id=run_id)
 
 
 def _drain(summarizer: Any) -> list[Any]:

@@ -17,8 +17,10 @@ from lcm_lab.viz.cost import (
     cache_breaks,
     cost_breakdown_info,
     cost_validation_info,
+    cost_windows_info,
     plot_cost_breakdown,
     plot_cost_validation,
+    plot_cost_windows,
 )
 from lcm_lab.viz.counts import replay_stats, stats_line
 from lcm_lab.viz.dag import dag_info, plot_dag, to_networkx
@@ -63,6 +65,7 @@ __all__ = [
     "context_info",
     "cost_breakdown_info",
     "cost_validation_info",
+    "cost_windows_info",
     "dag_info",
     "fact_survival_info",
     "match_summaries",
@@ -76,6 +79,7 @@ __all__ = [
     "plot_context_at",
     "plot_cost_breakdown",
     "plot_cost_validation",
+    "plot_cost_windows",
     "plot_dag",
     "plot_fact_survival",
     "plot_fact_survival_by_age",

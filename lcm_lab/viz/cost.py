@@ -2,6 +2,8 @@
 
 * ``plot_cost_validation(validation)`` — recorded and predicted cache reads and writes per call
   of a recorded session (calibration window shaded, mispredicted hits/misses marked);
+* ``plot_cost_windows(validation)`` — recorded dollars per window of held-out calls against the
+  expected bill's 90% interval (the intervals' calibration);
 * ``plot_cost_breakdown(session_cost)`` — per call, prompt tokens read from the cache, written to
   it and sent uncached, with the events that broke the cache (compaction, TTL expiry);
 * ``cache_breaks(calls)`` — those events as a table: calls, tokens re-sent, dollars lost.
@@ -94,6 +96,65 @@ def _validation_figure(info: ValidationInfo) -> go.Figure:
 def plot_cost_validation(validation: Any) -> go.Figure:
     """Recorded and predicted cache reads and writes per call, calibration window shaded."""
     return _validation_figure(cost_validation_info(validation))
+
+
+class WindowsInfo(NamedTuple):
+    title: str
+    x: tuple[str, ...]  # window labels (held-out calls a–b)
+    recorded: tuple[float, ...]
+    expected: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    rules: tuple[float, ...]
+    inside: tuple[bool, ...]
+
+
+def cost_windows_info(validation: Any) -> WindowsInfo:
+    """Per window of held-out calls: recorded dollars against the expected bill and its 90% interval."""
+    s = validation.summary
+    rows = s.get("window_intervals") or []
+    if not rows:
+        raise ValueError("this validation has no bill intervals (its calibration carries no miss model)")
+    title = (f"{validation.session or 'session'}: held-out dollars per window of calls — recorded inside the 90% interval in "
+             f"{s['windows_inside']} of {s['windows']} windows; whole held-out bill ${s['recorded_cost_usd']:.2f} recorded, "
+             f"${s['predicted_cost_usd']:.2f} expected [{s['predicted_cost_usd_p05']:.2f}, {s['predicted_cost_usd_p95']:.2f}]")
+    return WindowsInfo(
+        title=title,
+        x=tuple(f"{r['first_call']}–{r['first_call'] + r['calls'] - 1}" for r in rows),
+        recorded=tuple(r["recorded_usd"] for r in rows),
+        expected=tuple(r["expected_usd"] for r in rows),
+        low=tuple(r["p05"] for r in rows),
+        high=tuple(r["p95"] for r in rows),
+        rules=tuple(r["rules_usd"] for r in rows),
+        inside=tuple(r["inside"] for r in rows),
+    )
+
+
+def _windows_figure(info: WindowsInfo) -> go.Figure:
+    import plotly.graph_objects as go
+
+    x = list(info.x)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=list(info.expected), name="expected (with simulated misses)", mode="markers",
+                             marker={"symbol": "line-ew-open", "size": 18, "color": "#4C78A8"},
+                             error_y={"type": "data", "symmetric": False, "color": "#4C78A8",
+                                      "array": [h - e for h, e in zip(info.high, info.expected, strict=True)],
+                                      "arrayminus": [e - lo for e, lo in zip(info.expected, info.low, strict=True)]}))  # fmt: skip
+    fig.add_trace(go.Scatter(x=x, y=list(info.rules), name="rules' point (no unexplained miss)", mode="markers",
+                             marker={"symbol": "circle-open", "size": 7, "color": "#9D9D9D"}))  # fmt: skip
+    fig.add_trace(go.Scatter(x=x, y=list(info.recorded), name="recorded (the provider's bill)", mode="markers",
+                             marker={"size": 9, "color": [READ_COLOR if ok else UNCACHED_COLOR for ok in info.inside]},
+                             hovertext=["inside its 90% interval" if ok else "outside its 90% interval" for ok in info.inside]))  # fmt: skip
+    fig.update_layout(title={"text": info.title, "font": {"size": 12}}, template="plotly_white", height=420,
+                      xaxis={"title": {"text": "held-out calls"}}, yaxis={"title": {"text": "dollars"}, "rangemode": "tozero"},
+                      legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 20, "t": 60, "b": 40})  # fmt: skip
+    return fig
+
+
+def plot_cost_windows(validation: Any) -> go.Figure:
+    """Recorded dollars per window of held-out calls against the expected bill's 90% interval
+    (green: inside, red: outside) and the rules' point."""
+    return _windows_figure(cost_windows_info(validation))
 
 
 class BreakdownInfo(NamedTuple):

@@ -50,8 +50,11 @@ class CostExplorer(widgets.VBox):
         cost = self.costs[self.selected]
         t = cost.totals()
         rate = "–" if t["cache_hit_rate"] is None else f"{t['cache_hit_rate']:.1%}"
+        expected = ("" if t["expected_usd"] is None else
+                    f"expected ${t['expected_usd']:.2f} (90% of simulated cache-miss histories: ${t['expected_usd_p05']:.2f} .. "
+                    f"${t['expected_usd_p95']:.2f}); ")  # fmt: skip
         self.summary.value = html.escape(
-            f"{t['calls']:,} calls, ${t['total_usd']:.2f} (main ${t['main_usd']:.2f} on {t['main_model']}, "
+            f"{t['calls']:,} calls, {expected}rules' point ${t['total_usd']:.2f} (main ${t['main_usd']:.2f} on {t['main_model']}, "
             f"summarizer ${t['summarizer_usd']:.2f}), cache hit rate {rate}"
         )
         self.table.value = _breaks_html(cache_breaks(cost))
