@@ -89,9 +89,8 @@ def run_commit_turn(
             created_summary_ids=tuple(s.summary_id for s in emergency_record.created),
             sweeps=tuple(emergency_record.sweeps), tokens_after=state.stored_tokens(), context_after=tuple(state.context),
         )  # fmt: skip
-    debt_start = _snapshot(engine)
-
     engine.now_ms = turn_now = clock.at(last)
+    debt_start = _snapshot(engine)  # the row after assemble, read on commitTurn's clock
     commit = engine.begin("commitTurn")
     seqs, persistable = _ingest(engine, turn_input, intercept)
     decision = engine.after_commit(token_budget)

@@ -232,8 +232,7 @@ class PendingEngine:
             step["nodeCount"] = result["nodeCount"]
         if result["status"] == "published":
             step["frontier"] = result["frontier"]
-            if result.get("remainingCompactableWork"):
-                step["remainingCompactableWork"] = True
+            step["remainingCompactableWork"] = bool(result.get("remainingCompactableWork"))
         if result["status"] == "prepared":
             step["node"] = result["node"]
         self.record.coordinator_steps.append(step)
