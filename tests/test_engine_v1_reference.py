@@ -19,20 +19,12 @@ import pytest
 from reference_sets import load_trace, replay_of, run_ids
 
 from lcm_lab.engine.replay.trace import compare_traces
-from lcm_lab.engine.replay.trace_v1 import HARNESS_FIELDS, v1_trace
+from lcm_lab.engine.replay.trace_v1 import v1_trace, without_harness
 
 
 @pytest.fixture(scope="module")
 def input_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("v1-inputs")
-
-
-def without_harness(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: without_harness(v) for k, v in value.items() if k not in HARNESS_FIELDS}
-    if isinstance(value, list):
-        return [without_harness(v) for v in value]
-    return value
 
 
 def _got_and_expected(run_id: str, input_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -33,11 +33,20 @@ from lcm_lab.engine.replay.trace import (
 from lcm_lab.engine.types import SentContext, Summary, TurnRecord
 from lcm_lab.engine.versions import UPSTREAM
 
-__all__ = ["HARNESS_FIELDS", "PROTOCOL", "v1_trace"]
+__all__ = ["HARNESS_FIELDS", "PROTOCOL", "v1_trace", "without_harness"]
 
 PROTOCOL = "commitTurn-deferred-v1"
 # Keys of the recording harness's event-loop pump and clock, not engine behaviour.
 HARNESS_FIELDS = frozenset({"pump_ticks", "pump_capped", "wall_ms"})
+
+
+def without_harness(value: Any) -> Any:
+    """A trace without the :data:`HARNESS_FIELDS` keys, at every level (for comparisons)."""
+    if isinstance(value, dict):
+        return {k: without_harness(v) for k, v in value.items() if k not in HARNESS_FIELDS}
+    if isinstance(value, list):
+        return [without_harness(v) for v in value]
+    return value
 
 
 def _pipeline(summary: Summary) -> str:
