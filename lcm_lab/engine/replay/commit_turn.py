@@ -24,7 +24,7 @@ from lcm_lab.engine.types import DebtSnapshot, DrainAttempt, TurnRecord
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import _TranscriptClock, _TurnInput
 
-__all__ = ["run_commit_turn"]
+__all__ = ["rebuild_engine", "run_commit_turn"]
 
 
 def _snapshot(engine: PendingEngine) -> DebtSnapshot | None:
@@ -142,3 +142,22 @@ def run_commit_turn(
             "pending_rows": engine.store.row_counts(),
         },
     )
+
+
+def rebuild_engine(replay: Any, through_turn: int, summarizer: Any) -> PendingEngine:
+    """The 1.0 engine state of ``replay`` after ``through_turn``, rebuilt by replaying its turns
+    0..``through_turn`` again with ``summarizer`` (for branches such as a question turn)."""
+    from lcm_lab.engine.compaction.sweep import Compactor, SimulatedClock
+    from lcm_lab.engine.replay.driver import _TranscriptClock
+    from lcm_lab.engine.state import EngineState
+
+    state = EngineState()
+    state.include_sender_tokens = False
+    compactor = Compactor(state, replay.config, summarizer, session_id=replay.conversation.session_id,
+                          fidelity=replay.fidelity, clock=SimulatedClock())  # fmt: skip
+    overrides = {key: int(replay.meta[key]) for key in ("fresh_tail_count", "leaf_chunk_tokens") if key in replay.meta}
+    engine = PendingEngine(compactor, overrides)
+    clock = _TranscriptClock()
+    for index, turn_input in enumerate(replay._turn_inputs[: through_turn + 1]):
+        run_commit_turn(engine, turn_input, replay.token_budget, True, clock, index > 0)
+    return engine
