@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument, existing_file, positive_int, print_json
-from lcm_lab.errors import OptionError, UserError
+from lcm_lab.errors import JsonTooDeepError, OptionError, UserError
 
 if TYPE_CHECKING:
     from lcm_lab.engine.config.lcm_config import LcmConfig
@@ -167,16 +167,23 @@ def run(args: argparse.Namespace) -> int:
     for conversation, conversation_id in conversations:
         with tqdm(desc=f"replaying {conversation.session_id[:24]}", unit="turn", leave=False,
                   disable=not sys.stderr.isatty()) as bar:  # fmt: skip
-            result = replay(
-                conversation,
-                config,
-                summarizer,
-                token_budget=args.token_budget,
-                single_turn=args.single_turn,
-                from_recorded=args.from_recorded,
-                fidelity=args.fidelity,
-                on_turn=lambda _record: bar.update(),  # noqa: B023 - the bar lives for this replay only
-            )
+            try:
+                result = replay(
+                    conversation,
+                    config,
+                    summarizer,
+                    token_budget=args.token_budget,
+                    single_turn=args.single_turn,
+                    from_recorded=args.from_recorded,
+                    fidelity=args.fidelity,
+                    on_turn=lambda _record: bar.update(),  # noqa: B023 - the bar lives for this replay only
+                )
+            except JsonTooDeepError as exc:
+                if len(conversations) == 1:
+                    raise
+                print(f"warning: {exc}", file=sys.stderr)
+                status = 1
+                continue
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
         summary: dict[str, Any] = {
