@@ -132,7 +132,12 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from lcm_lab.commands._summarizer_args import SummarizerConfigError, summarizer_from_args
+    from lcm_lab.commands._summarizer_args import (
+        SummarizerConfigError,
+        calls_so_far,
+        failed_calls_warning,
+        summarizer_from_args,
+    )
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.engine.replay.trace import compare_traces, reference_trace
     from lcm_lab.store import open_store
@@ -167,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
     for conversation, conversation_id in conversations:
         with tqdm(desc=f"replaying {conversation.session_id[:24]}", unit="turn", leave=False,
                   disable=not sys.stderr.isatty()) as bar:  # fmt: skip
+            before = calls_so_far(summarizer)
             try:
                 result = replay(
                     conversation,
@@ -184,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"warning: {exc}", file=sys.stderr)
                 status = 1
                 continue
+        failed_calls, warning = failed_calls_warning(summarizer, before, conversation.session_id)
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
         summary: dict[str, Any] = {
@@ -191,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
             "turns": len(result.turns),
             "summarizer_calls": sum(len(t.calls) for t in result.turns), "summaries": len(result.summaries),
             "stored_tokens": last.final_tokens if last else 0, "compaction_mode": result.compaction_mode,
-            "trace_out": args.trace_out, "check": None,
+            "trace_out": args.trace_out, "check": None, "failed_calls": failed_calls,
         }
         say = (lambda _text: None) if args.json else print
         say(
@@ -200,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
             f"{summary['stored_tokens']} stored tokens at the end ({result.compaction_mode} compaction), "
             f"lossless-claw {result.engine}"
         )
+        if warning:
+            print(warning, file=sys.stderr)
         if args.trace_out or args.check:
             data = Path(args.input).read_bytes()
             trace = reference_trace(
