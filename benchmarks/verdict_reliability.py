@@ -19,9 +19,9 @@ summarizer writes every summary.
     probes) per session, and the Spearman of the settings' ranking on one session against the
     other.
 
-Before the probed headlines landed (``lcm_lab.metrics.verdicts``), the headline *is* the end-of-run
-reading and a "probe" is an item read at that one instant; with them, :func:`readers` adds the
-probed headlines. The only seam is :func:`readers`: each reader turns a run into aligned
+Before the probed headlines landed (``lcm_lab.metrics.verdicts``), the headline *was* the end-of-run
+reading and a "probe" an item read at that one instant; now :func:`readers` measures the probed
+headlines (read through the scorer's own probe rows) and the end-of-run readings side by side. The only seam is :func:`readers`: each reader turns a run into aligned
 per-probe arrays (method, floor, ceiling, weight, probe point).
 
     python -m benchmarks.verdict_reliability            # about 15 minutes on 2 cores
@@ -137,10 +137,48 @@ def readers() -> dict[str, Reader]:
 
 def _probed_readers() -> dict[str, Reader]:
     try:
-        from lcm_lab.metrics import verdicts  # noqa: F401
+        from lcm_lab.metrics import verdicts
     except ImportError:
         return {}
-    raise NotImplementedError("probed readers: wire lcm_lab.metrics.verdicts' probe rows here")
+
+    def rows_reading(rows: Any) -> Reading:
+        return Reading(rows.method, rows.floor, rows.ceiling, rows.weight, rows.turn)
+
+    def qa_probes(run: Any, item: Any, budget: int) -> Reading:
+        """LoCoMo QA items asked at the question turn at every session start after their last evidence."""
+        from lcm_lab.metrics.locomo import usable_items
+
+        items, _ = usable_items(run.conversation, item.qa_items)
+        return rows_reading(verdicts.qa_probe_rows(run, items, budget)[0])
+
+    def fact_probes(run: Any, item: Any, budget: int) -> Reading:
+        """Hard facts of the history up to each probe point, asked at the question turn at the probe schedule."""
+        from lcm_lab.metrics.base import per_conversation
+        from lcm_lab.metrics.fact_headline import conversation_texts, facts_present
+        from lcm_lab.metrics.facts import FACT_WEIGHTS, facts_from_texts
+
+        conv = run.conversation
+        facts = per_conversation(conv, "facts", lambda: tuple(facts_from_texts(conversation_texts(conv))))
+        probes, _ = verdicts._history_probes(run, budget, None)  # the scorer's own probes (no public row API yet)
+        weights = np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float)
+        return rows_reading(verdicts._history_rows(probes, facts, weights, facts_present, False))
+
+    return {"qa_retention": qa_probes, "fact_retention": fact_probes}
+
+
+def check_seam(item: Any, plugin: Mapping[str, Any], budget: int) -> None:
+    """Refuse to measure when a reader's whole value is not the scorer's headline for one run."""
+    try:
+        from lcm_lab.metrics.verdicts import verdict, verdict_scores
+    except ImportError:
+        return
+    run = replay_run(item.conversation, plugin, budget)
+    scores = verdict_scores(run, "seam", qa_items=item.qa_items, budget=budget)
+    for name, read in readers().items():
+        mine, theirs = value(read(run, item, budget)), verdict(scores, name)
+        theirs_value = None if theirs is None else theirs.value
+        if (mine is None) != (theirs_value is None) or (mine is not None and abs(mine - float(theirs_value)) > 1e-9):  # type: ignore[arg-type]
+            raise AssertionError(f"reader {name} gives {mine}, the scorer's headline is {theirs_value}: the seam drifted")
 
 
 # -- measurement ----------------------------------------------------------------------------
@@ -383,44 +421,39 @@ def findings(result: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="4 conversations, 4 settings, no pi sessions (a smoke run)")
-    parser.add_argument("--no-pi", action="store_true", help="skip (c), the pi sessions")
-    parser.add_argument("--out", default=str(REPO / "reports" / "verdict-reliability"), help="output path without suffix")
-    parser.add_argument("--render", action="store_true", help="only rewrite the markdown (and findings) from OUT.json")
-    args = parser.parse_args(argv)
-    if args.render:
-        path = Path(args.out).with_suffix(".json")
-        result = json.loads(path.read_text(encoding="utf-8"))
-        result["findings"] = findings(result)
-        path.write_text(json.dumps(result, indent=2, default=float) + "\n", encoding="utf-8")
-        Path(args.out).with_suffix(".md").write_text(markdown(result), encoding="utf-8")
-        return result
+def locomo_part(settings: Mapping[str, Mapping[str, Any]], n: int) -> dict[str, Any]:
+    """(a) and (b), plus every setting's per-conversation headline values and truncate's (the
+    closing table of :mod:`benchmarks.recommend_out_of_sample` reads them)."""
     from lcm_lab.io.transcripts import read_transcript
+    from lcm_lab.strategies import run_strategy
 
-    started = time.perf_counter()
-    settings = dict(list(SETTINGS.items())[:4]) if args.quick else SETTINGS
-    locomo = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[: 4 if args.quick else 10]
-    n = len(locomo)
+    locomo = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[:n]
     names = list(readers())
-    qa_names = [r for r in names if r.startswith("qa_")]
-    fact_names = [r for r in names if r.startswith("fact_")]
+    check_seam(locomo[0], next(iter(settings.values())), BUDGETS[0])
+    probed = [r for r in names if r.startswith(("qa_", "fact_"))]
     data = measure(locomo, settings, BUDGETS, names, "LoCoMo")
     keys = list(settings)
     a, b = [i for i in EVEN if i < n], [i for i in ODD if i < n]
-    result: dict[str, Any] = {
+    truncate = {}
+    for bd in BUDGETS:
+        for i, item in enumerate(locomo):
+            run = run_strategy(item.conversation, "truncate", token_budget=bd)
+            for r in names:
+                truncate[(bd, i, r)] = value(readers()[r](run, item, bd))
+    part: dict[str, Any] = {
         "protocol": ("probed headlines and their end-of-run readings" if any(r.endswith("_end_of_run") for r in names)
                      else "today's headlines, which are end-of-run readings: one instant, run.sent() after the last turn"),
-        "settings": settings, "budgets": list(BUDGETS), "locomo_conversations": list(range(n)),
+        "settings": dict(settings), "budgets": list(BUDGETS), "locomo_conversations": list(range(n)),
         "readings": {r: (readers()[r].__doc__ or "").strip().splitlines()[0] for r in names},
         "rank_stability": {r: {str(bd): rank_stability(data, keys, bd, r, a, b, n) for bd in BUDGETS} for r in names},
+        "split_half_conversations": {r: {str(bd): split_half_over_conversations(data, keys, bd, r, n) for bd in BUDGETS}
+                                     for r in probed},
         "split_half": {},
+        "values": {r: {str(bd): {**{s: [value(data[(s, bd, i, r)]) for i in range(n)] for s in keys},
+                                 "truncate": [truncate[(bd, i, r)] for i in range(n)]} for bd in BUDGETS} for r in names},
     }
-    result["split_half_conversations"] = {r: {str(bd): split_half_over_conversations(data, keys, bd, r, n) for bd in BUDGETS}
-                                          for r in qa_names + fact_names}
-    for r in qa_names + fact_names:
-        result["split_half"][r] = {}
+    for r in probed:
+        part["split_half"][r] = {}
         for bd in BUDGETS:
             rows = {}
             for i in range(n):
@@ -428,17 +461,59 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 if len(set(data[(keys[0], bd, i, r)].point.tolist())) > 1:
                     row["by_point"] = split_half(data, keys, bd, i, r, "point")
                 rows[str(i)] = row
-            result["split_half"][r][str(bd)] = rows
-    if not (args.quick or args.no_pi):
-        pi = [read_transcript(REPO / "datasets" / "pi-mono" / f"{name}.jsonl").conversations[0] for name in PI_SESSIONS]
-        pi_data = measure(pi, settings, BUDGETS, fact_names, "pi sessions")
-        result["pi"] = {r: {str(bd): pi_stability(pi_data, keys, bd, r) for bd in BUDGETS} for r in fact_names}
-    result["seconds"] = time.perf_counter() - started
-    result["findings"] = findings(result)
+            part["split_half"][r][str(bd)] = rows
+    return part
+
+
+def pi_part(settings: Mapping[str, Mapping[str, Any]], budgets: Sequence[int]) -> dict[str, Any]:
+    """(c): fact_retention on the two pi sessions."""
+    from lcm_lab.io.transcripts import read_transcript
+
+    pi = [read_transcript(REPO / "datasets" / "pi-mono" / f"{name}.jsonl").conversations[0] for name in PI_SESSIONS]
+    fact_names = [r for r in readers() if r.startswith("fact_")]
+    pi_data = measure(pi, settings, budgets, fact_names, "pi sessions")
+    return {"pi": {r: {str(bd): pi_stability(pi_data, list(settings), bd, r) for bd in budgets} for r in fact_names},
+            "pi_budgets": list(budgets)}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 conversations, 4 settings, no pi sessions (a smoke run)")
+    parser.add_argument("--part", choices=("all", "locomo", "pi"), default="all",
+                        help="measure one part only into OUT.<part>.json (run the two side by side, then --render)")
+    parser.add_argument("--pi-budgets", default=",".join(map(str, BUDGETS)), help="budgets of (c), comma-separated")
+    parser.add_argument("--out", default=str(REPO / "reports" / "verdict-reliability"), help="output path without suffix")
+    parser.add_argument("--render", action="store_true",
+                        help="only combine OUT.locomo.json / OUT.pi.json (or OUT.json) and rewrite OUT.json and OUT.md")
+    args = parser.parse_args(argv)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=float) + "\n", encoding="utf-8")
+    settings = dict(list(SETTINGS.items())[:4]) if args.quick else SETTINGS
+    if not args.render:
+        parts = ("locomo", "pi") if args.part == "all" else (args.part,)
+        for name in parts:
+            if name == "pi" and args.quick:
+                continue
+            t0 = time.perf_counter()
+            part = locomo_part(settings, 4 if args.quick else 10) if name == "locomo" else pi_part(settings, [int(b) for b in args.pi_budgets.split(",")])
+            part[f"{name}_seconds"] = time.perf_counter() - t0
+            Path(f"{out}.{name}.json").write_text(json.dumps(part, indent=2, default=float) + "\n", encoding="utf-8")
+        if args.part != "all":
+            return {}
+    result: dict[str, Any] = {}
+    whole = out.with_suffix(".json")
+    if whole.exists() and not Path(f"{out}.locomo.json").exists():
+        result = json.loads(whole.read_text(encoding="utf-8"))
+    for name in ("locomo", "pi"):
+        path = Path(f"{out}.{name}.json")
+        if path.exists():
+            result.update(json.loads(path.read_text(encoding="utf-8")))
+    result["seconds"] = result.get("locomo_seconds", 0) + result.get("pi_seconds", 0)
+    result["findings"] = findings(result)
+    whole.write_text(json.dumps(result, indent=2, default=float) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
+    for name in ("locomo", "pi"):
+        Path(f"{out}.{name}.json").unlink(missing_ok=True)
     print(markdown(result))
     return result
 
