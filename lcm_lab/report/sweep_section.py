@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
-    """Table rows (means with 95% intervals per configuration), a Pareto figure, the snippet."""
+    """Table rows (means with 95% intervals per configuration), a Pareto figure, the snippet, and
+    whether the choice transfers (``out_of_sample`` from ``recommend``, ``transfer`` in words)."""
     from lcm_lab.report.build import _figure_html, _format_cell
     from lcm_lab.store.sweeps import first_ok_run, sweep_row
     from lcm_lab.sweeps import recommend
@@ -39,6 +40,18 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
         "columns": columns, "rows": [[_format_cell(v) for v in r] for r in table[columns].itertuples(index=False)],
         "figure": figure, "chosen": rec.config_id, "snippet": rec.snippet(), "recommended_run": first_ok_run(store, sweep_id, rec.config_id),
         "cost": verdict_sentence(rec.cost),
+        "out_of_sample": rec.out_of_sample, "transfer": transfer_sentence(rec.out_of_sample, int(table.conversations.max())),
     }
+
+
+def transfer_sentence(out_of_sample: dict[str, Any] | None, conversations: int) -> str:
+    """Whether the recommendation holds on conversations it was not chosen on, in words."""
+    from lcm_lab.sweeps.choice import MIN_CONVERSATIONS
+
+    if out_of_sample is None:
+        return (f"In-sample only: {conversations} conversation{'s' if conversations != 1 else ''}, fewer than "
+                f"{MIN_CONVERSATIONS} to cross-validate; the trade-off is measured on the conversations the choice was made on.")
+    verdict = str(out_of_sample["verdict"])
+    return verdict[0].upper() + verdict[1:] + "."
 
 
