@@ -192,18 +192,55 @@ def replay_run(conversation: Any, plugin: Mapping[str, Any], budget: int) -> Any
     return replay(conversation, LcmConfig.from_plugin_config(dict(plugin)), OfflineSummarizer(), token_budget=budget)
 
 
+CACHE = REPO / ".lcm_lab" / "bench" / "verdict_reliability"
+SCORER_SOURCES = ("metrics/verdicts.py", "metrics/probe_schedule.py", "metrics/fact_headline.py", "metrics/locomo.py",
+                  "metrics/facts.py", "metrics/qa_reader.py")
+SHARD: tuple[int, int] = (0, 1)  # (this worker, workers): --shard I/K measures every K-th job only
+
+
+def _job_key(label: str, index: int, plugin: Mapping[str, Any], budget: int, names: Sequence[str]) -> str:
+    """A content key of one replay's readings: the conversation, the setting, the budget, the readers
+    and the source of the scorer modules (a changed scorer measures again)."""
+    import hashlib
+
+    import lcm_lab
+
+    root = Path(lcm_lab.__file__).parent
+    code = hashlib.sha256(b"".join((root / f).read_bytes() for f in SCORER_SOURCES if (root / f).exists())).hexdigest()
+    blob = json.dumps([label, index, dict(plugin), budget, list(names), code], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
 def measure(items: Sequence[Any], settings: Mapping[str, Mapping[str, Any]], budgets: Sequence[int],
             names: Sequence[str], progress: str) -> dict[tuple[str, int, int, str], Reading]:
-    """``(setting, budget, conversation index, reading) -> Reading`` for every combination."""
+    """``(setting, budget, conversation index, reading) -> Reading`` for every combination. Each
+    replay's readings are kept in :data:`CACHE` (a killed run resumes; workers started with
+    ``--shard I/K`` share the work); a sharded worker returns an empty result."""
+    import pickle
+
     from tqdm.auto import tqdm
 
     chosen = {n: readers()[n] for n in names}
     out = {}
-    jobs = list(itertools.product(settings, budgets, range(len(items))))
-    for name, budget, i in tqdm(jobs, desc=progress, leave=False):
+    CACHE.mkdir(parents=True, exist_ok=True)
+    jobs = list(itertools.product(budgets, settings, range(len(items))))
+    worker, workers = SHARD
+    mine = jobs[worker::workers]
+    for budget, name, i in tqdm(mine, desc=progress, leave=False):
+        path = CACHE / f"{_job_key(progress, i, settings[name], budget, names)}.pkl"
+        if path.exists():
+            continue
         run = replay_run(items[i].conversation, settings[name], budget)
-        for reading, read in chosen.items():
-            out[(name, budget, i, reading)] = read(run, items[i], budget)
+        readings = {reading: read(run, items[i], budget) for reading, read in chosen.items()}
+        tmp = path.with_suffix(f".{worker}.tmp")
+        tmp.write_bytes(pickle.dumps(readings))
+        tmp.replace(path)
+    if workers > 1:
+        return {}
+    for budget, name, i in jobs:
+        readings = pickle.loads((CACHE / f"{_job_key(progress, i, settings[name], budget, names)}.pkl").read_bytes())
+        for reading in names:
+            out[(name, budget, i, reading)] = readings[reading]
     return out
 
 
@@ -481,11 +518,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="4 conversations, 4 settings, no pi sessions (a smoke run)")
     parser.add_argument("--part", choices=("all", "locomo", "pi"), default="all",
                         help="measure one part only into OUT.<part>.json (run the two side by side, then --render)")
+    parser.add_argument("--shard", default="0/1", metavar="I/K",
+                        help="measure every K-th replay only (into the cache), for K workers side by side; then run without it")
     parser.add_argument("--pi-budgets", default=",".join(map(str, BUDGETS)), help="budgets of (c), comma-separated")
     parser.add_argument("--out", default=str(REPO / "reports" / "verdict-reliability"), help="output path without suffix")
     parser.add_argument("--render", action="store_true",
                         help="only combine OUT.locomo.json / OUT.pi.json (or OUT.json) and rewrite OUT.json and OUT.md")
     args = parser.parse_args(argv)
+    global SHARD
+    worker, workers = (int(x) for x in args.shard.split("/"))
+    SHARD = (worker, workers)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     settings = dict(list(SETTINGS.items())[:4]) if args.quick else SETTINGS
@@ -495,10 +537,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             if name == "pi" and args.quick:
                 continue
             t0 = time.perf_counter()
+            if workers > 1:  # fill the cache only
+                if name == "locomo":
+                    from lcm_lab.io.transcripts import read_transcript
+
+                    items = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[: 4 if args.quick else 10]
+                    measure(items, settings, BUDGETS, list(readers()), "LoCoMo")
+                continue
             part = locomo_part(settings, 4 if args.quick else 10) if name == "locomo" else pi_part(settings, [int(b) for b in args.pi_budgets.split(",")])
             part[f"{name}_seconds"] = time.perf_counter() - t0
             Path(f"{out}.{name}.json").write_text(json.dumps(part, indent=2, default=float) + "\n", encoding="utf-8")
-        if args.part != "all":
+        if args.part != "all" or workers > 1:
             return {}
     result: dict[str, Any] = {}
     whole = out.with_suffix(".json")
