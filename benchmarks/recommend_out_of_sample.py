@@ -2,10 +2,10 @@
 LoCoMo at 6k, 8k and 32k, with intervals.
 
 For every budget, every LCM setting of the fixed grid of :mod:`benchmarks.verdict_reliability`
-(13 settings, the plugin defaults among them; budgets that benchmark measured are read from
-``reports/verdict-reliability.json``, the same replays and scorer) is replayed with the offline summarizer on all ten
-LoCoMo conversations and scored by the lab's one scorer (:func:`lcm_lab.metrics.verdicts.verdict_scores`,
-probes over the conversation's life); ``truncate`` is scored the same way. "Best out of sample" is
+(13 settings, the plugin defaults among them) is replayed with the offline summarizer on all ten
+LoCoMo conversations and scored by the lab's one scorer (:mod:`lcm_lab.metrics.verdicts`, probes
+over the conversation's life, read through that benchmark's readers and replay cache, so the
+replays it made are not made again); ``truncate`` is scored the same way. "Best out of sample" is
 the recommendation procedure itself, cross-validated (:func:`lcm_lab.sweeps.choice.cross_validate`,
 5 folds of two conversations): each conversation is scored with the setting chosen on the other
 eight, so its value was never used to choose. Means are over conversations with 95% t-intervals
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.verdict_reliability import SETTINGS, replay_run
+from benchmarks.verdict_reliability import SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGETS = (6000, 8000, 32000)
@@ -33,53 +33,24 @@ METRICS = ("qa_retention", "fact_retention")
 FOLDS = 5
 
 
-def score(run: Any, item: Any, budget: int, run_id: str) -> dict[str, float | None]:
-    from lcm_lab.metrics.verdicts import verdict, verdict_scores
-
-    scores = verdict_scores(run, run_id, qa_items=item.qa_items, budget=budget, end_of_run=False)
-    out: dict[str, float | None] = {}
-    for metric in METRICS:
-        found = verdict(scores, metric)
-        out[metric] = None if found is None or found.value is None else float(found.value)
-    return out
-
-
 def measure(items: Sequence[Any], budget: int, settings: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (setting or ``truncate``, conversation): the headlines."""
-    from tqdm.auto import tqdm
-
+    """One row per (setting or ``truncate``, conversation): the headlines, read through the readers
+    of :mod:`benchmarks.verdict_reliability` (whose whole value is the scorer's headline, checked
+    there) and its on-disk cache, so replays that benchmark made are not made again."""
+    import benchmarks.verdict_reliability as vr
     from lcm_lab.strategies import run_strategy
 
+    names = list(vr.readers())
+    data = vr.measure(items, settings, (budget,), names, "LoCoMo")
     rows = []
-    for trial, (name, plugin) in enumerate(tqdm(list(settings.items()), desc=f"LCM @ {budget}", leave=False)):
-        for i, item in enumerate(items):
-            run = replay_run(item.conversation, plugin, budget)
+    for trial, name in enumerate(settings):
+        for i in range(len(items)):
             rows.append({"config_id": name, "trial": trial, "baseline": name == "defaults", "conversation": f"locomo#{i}",
-                         "status": "ok", **score(run, item, budget, f"{name}:{i}")})
+                         "status": "ok", **{m: vr.value(data[(name, budget, i, m)]) for m in METRICS}})
     for i, item in enumerate(items):
         run = run_strategy(item.conversation, "truncate", token_budget=budget)
         rows.append({"config_id": "truncate", "trial": None, "baseline": False, "conversation": f"locomo#{i}", "status": "ok",
-                     **score(run, item, budget, f"truncate:{i}")})
-    return rows
-
-
-def reliability_rows(path: Path, budget: int, settings: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """The same rows from ``reports/verdict-reliability.json`` when it measured this budget with the
-    same settings and the probed headlines (it stores every setting's and truncate's
-    per-conversation values: the same replays, the same scorer), else ``None``."""
-    if not path.exists():
-        return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    values = data.get("values", {})
-    if data.get("settings") != dict(settings) or any(str(budget) not in values.get(m, {}) for m in METRICS):
-        return None
-    rows = []
-    names = [*settings, "truncate"]
-    for trial, name in enumerate(names):
-        for i in range(len(values[METRICS[0]][str(budget)][name])):
-            rows.append({"config_id": name, "trial": None if name == "truncate" else trial, "baseline": name == "defaults",
-                         "conversation": f"locomo#{i}", "status": "ok",
-                         **{m: values[m][str(budget)][name][i] for m in METRICS}})
+                     **{m: vr.value(vr.readers()[m](run, item, budget)) for m in METRICS}})
     return rows
 
 
@@ -150,10 +121,6 @@ def markdown(result: Mapping[str, Any]) -> str:
              "conversation is scored with the setting chosen on the other eight. Means over conversations with 95% t-intervals "
              "(conversation = unit); differences paired by conversation; `n` = conversations with a value (the rest withheld: "
              "no probe point where the history exceeds the budget).", ""]
-    from_reliability = [b for b, src in result.get("source", {}).items() if src != "measured here"]
-    if from_reliability:
-        lines += [f"Budgets {', '.join(from_reliability)}: the per-conversation values `benchmarks/verdict_reliability.py` measured "
-                  "(same settings, same scorer; the benchmark's reading equals the headline exactly); the others replayed here.", ""]
     for metric in METRICS:
         lines += [f"## {metric}", "",
                   "| budget | LCM defaults | best out of sample | truncate | out of sample − defaults | defaults − truncate | verdict |",
@@ -180,27 +147,28 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", default=str(REPO / "reports" / "recommend-out-of-sample"), help="output path without suffix")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="comma-separated token budgets")
     parser.add_argument("--quick", action="store_true", help="4 conversations and 3 settings (a smoke run)")
-    parser.add_argument("--reuse", action="append", default=[], metavar="JSON",
-                        help="an earlier output of this script whose measured rows (same settings) are reused")
+    parser.add_argument("--shard", default="0/1", metavar="I/K",
+                        help="only fill the replay cache with every K-th replay (K workers side by side); then run without it")
     args = parser.parse_args(argv)
+    import benchmarks.verdict_reliability as vr
+
+    worker, workers = (int(x) for x in args.shard.split("/"))
+    vr.SHARD = (worker, workers)
     from lcm_lab.io.transcripts import read_transcript
 
     started = time.perf_counter()
     items = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[: 4 if args.quick else None]
     settings = dict(list(SETTINGS.items())[:3]) if args.quick else SETTINGS
     result: dict[str, Any] = {"settings": settings, "budgets": {}}
-    reliability = REPO / "reports" / "verdict-reliability.json"
-    result["source"] = {}
     for budget in (int(b) for b in args.budgets.split(",")):
-        rows = None if args.quick else reliability_rows(reliability, budget, settings)
-        result["source"][str(budget)] = "reports/verdict-reliability.json" if rows is not None else "measured here"
-        for earlier in map(Path, args.reuse):
-            old = json.loads(earlier.read_text(encoding="utf-8")) if rows is None and earlier.exists() else {}
-            if old.get("settings") == settings and str(budget) in old.get("rows", {}):
-                rows = old["rows"][str(budget)]
-        rows = rows if rows is not None else measure(items, budget, settings)
+        if workers > 1:
+            vr.measure(items, settings, (budget,), list(vr.readers()), "LoCoMo")
+            continue
+        rows = measure(items, budget, settings)
         result.setdefault("rows", {})[str(budget)] = rows
         result["budgets"][str(budget)] = {metric: summarise(rows, metric) for metric in METRICS}
+    if workers > 1:
+        return {}
     result["seconds"] = time.perf_counter() - started
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
