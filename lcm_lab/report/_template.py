@@ -28,6 +28,18 @@ PAGE = """<!DOCTYPE html>
   {% if runs|length > 1 %}<nav>{% for run in runs %}<a href="#{{ run.anchor }}">{{ run.label }}</a>{% endfor %}</nav>{% endif %}
 </header>
 
+{% if verdicts %}
+<section id="verdict">
+  <h2>Verdict</h2>
+  {% for group, found in verdicts %}
+  <h3>{{ group }}</h3>
+  {% if found %}<ul>{% for v in found %}<li class="verdict {{ v.outcome|replace(' ', '-') }}">{{ v.text }}</li>{% endfor %}</ul>
+  {% else %}<p class="note">No headline both settings carry, so no verdict.</p>{% endif %}
+  {% endfor %}
+  <p class="note">{% for line in meanings %}{{ line }}. {% endfor %}Terms: <a href="#glossary">glossary</a>.</p>
+</section>
+{% endif %}
+
 {% if comparison %}
 <section id="comparison">
   <h2>Comparison</h2>
@@ -180,6 +192,11 @@ PAGE = """<!DOCTYPE html>
   {% endif %}
 </section>
 {% endfor %}
+<section id="glossary">
+  <details><summary><h2 style="display:inline">Glossary</h2></summary>
+  <dl>{% for term, meaning in glossary.items() %}<dt><strong>{{ term }}</strong></dt><dd>{{ meaning }}</dd>{% endfor %}</dl>
+  </details>
+</section>
 </body>
 </html>
 """

@@ -20,6 +20,8 @@ from markupsafe import Markup
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
 from lcm_lab.report._template import PAGE
+from lcm_lab.report.glossary import GLOSSARY
+from lcm_lab.report.verdict_text import Verdict, interval_text, meaning_lines
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
 from lcm_lab.viz.counts import ReplayStats, replay_stats
@@ -214,8 +216,7 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
         details = json.loads(details) if isinstance(details, str) else (details or {})
         if not isinstance(details, dict) or "unit" not in details or "chance" not in details:
             continue
-        lo, hi = details.get("ci_low"), details.get("ci_high")
-        ci = "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+        ci = interval_text(rec.get("value"), details)
         note = details.get("withheld") or ("offline proxy" if details.get("proxy") else "")
         if details.get("chance_donor") and not details.get("withheld"):
             note = "; ".join(n for n in (note, f"chance donor: {details['chance_donor']}") if n)
@@ -242,6 +243,8 @@ def report(
     costs: Mapping[str, Any] | None = None,
     recoverability: Sequence[dict[str, Any]] | None = None,
     sweep: dict[str, Any] | None = None,
+    run_labels: Mapping[str, str] | None = None,
+    verdicts: Sequence[tuple[str, Sequence[Verdict]]] | None = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
@@ -254,6 +257,8 @@ def report(
     footing (``qa_items``: LoCoMo QA for it); only LCM runs get a per-run DAG section. ``costs``
     (``label -> SessionCost``, e.g. from :func:`lcm_lab.price_replay`) adds "What it costs";
     ``recoverability`` adds that section from ``RecoverabilityReport.summary()`` rows.
+    ``run_labels`` (run id -> label) names stored runs in the score tables; ``verdicts`` (from
+    :func:`lcm_lab.report.verdict_text.compare_settings`) lead the page, in words.
     """
     import plotly.offline
 
@@ -271,7 +276,7 @@ def report(
     lcm = [(getattr(r, "replay", r), n) for r, n in zip(everything, all_names, strict=True) if getattr(r, "replay", r) is not None]
     runs, names = [r for r, _ in lcm], [n for _, n in lcm]
     sections = [_run_section(r, name, f"run-{i + 1}", max_summaries) for i, (r, name) in enumerate(zip(runs, names, strict=True))]
-    by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id}
+    by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id} | dict(run_labels or {})
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.from_string(PAGE)
     return page.render(
@@ -286,6 +291,9 @@ def report(
         cost=cost_section(costs or {}),
         recoverability=_recoverability_section(recoverability) if recoverability else None,
         sweep=sweep,
+        verdicts=[(group, list(found)) for group, found in verdicts or ()],
+        meanings=meaning_lines(verdicts or ()),
+        glossary=GLOSSARY,
     )
 
 
