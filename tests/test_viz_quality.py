@@ -89,7 +89,8 @@ def test_run_comparison_with_given_or_bootstrapped_intervals() -> None:
     boot = run_comparison_info(df)
     assert boot.rows[0].low >= 0.5 and boot.rows[0].high <= 0.7
     assert math.isnan(boot.rows[1].low) and math.isnan(boot.rows[1].high)  # one value: no interval, not a zero-width one
-    assert len(plot_run_comparison(df).data) == 1
+    fig = plot_run_comparison(df)
+    assert [t.name for t in fig.data] == ["a", "b"] and not fig.layout.xaxis.showticklabels  # runs named in the legend
     with pytest.raises(ValueError, match=r"missing column\(s\) \['low'\]"):
         run_comparison_info(df.drop(columns="low"), low="low", high="high")
 

@@ -1,6 +1,6 @@
 """Self-contained HTML reports of one replay or a comparison of several.
 
-The page carries plotly.js inline (no CDN, works offline), every figure of the run (budget
+The page carries plotly.js inline (gzip-compressed; no CDN, works offline), every figure of the run (budget
 timeline, DAG, context after the last turn) and tables; all transcript and summary text goes
 through Jinja2's autoescaping, hover texts are escaped by the plot info steps.
 """
@@ -35,14 +35,13 @@ if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import Replay
     from lcm_lab.store.core import LabStore
 
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 TEXT_LIMIT = 2_000  # characters of one message or summary shown in a table cell
 
 
 def _figure_html(fig: go.Figure) -> Markup:
-    import plotly.io as pio
+    from lcm_lab.report.figures import figure_html
 
-    return Markup(pio.to_html(fig, full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOTLY_CONFIG))
+    return figure_html(fig)
 
 
 def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -164,23 +163,57 @@ def _comparison(replays: Sequence[Replay], labels: list[str], sections: list[dic
 
 
 def _scores_section(scores: pd.DataFrame, labels: dict[str, str]) -> dict[str, Any]:
+    """The headline table (first screen), a chart of the headlines with their intervals, and every
+    run-level metric as one row per metric and one column per run (rows with no value left out);
+    per-item scores stay in the lab store (``scores_df``)."""
     frame = scores.copy()
     if "run_id" in frame.columns:
         frame["run_id"] = frame["run_id"].map(lambda r: labels.get(r, r))
-    figure = None
-    if {"run_id", "metric", "value"} <= set(frame.columns):
-        run_level = frame[frame["scope"] == "run"] if "scope" in frame.columns else frame
-        if not run_level.empty:
-            metrics = list(dict.fromkeys(run_level["metric"]))[:8]
-            figure = _figure_html(plot_run_comparison(run_level, metrics=metrics))
-    shown = frame[[c for c in frame.columns if c != "details"]].head(500)
+    headlines = _headline_rows(frame)
+    figure = _headline_figure(frame)
+    run_level = frame[frame["scope"] == "run"] if "scope" in frame.columns else frame
+    runs = list(dict.fromkeys(run_level["run_id"])) if "run_id" in run_level.columns else []
+    table: dict[str, dict[str, str]] = {}
+    if {"metric", "value"} <= set(run_level.columns):
+        for rec in run_level.to_dict("records"):
+            value = rec.get("value")
+            if value is None or (isinstance(value, float) and value != value):
+                continue
+            table.setdefault(str(rec["metric"]), {})[str(rec.get("run_id", ""))] = _format_cell(value)
     return {
         "headline_columns": list(HEADLINE_COLUMNS),
-        "headlines": _headline_rows(frame),
-        "columns": list(shown.columns),
-        "rows": [[_format_cell(v) for v in row] for row in shown.itertuples(index=False)],
+        "headlines": headlines,
         "figure": figure,
+        "runs": runs,
+        "metric_rows": [(metric, [values.get(r, "") for r in runs]) for metric, values in table.items()],
+        "item_scores": int((frame["scope"] != "run").sum()) if "scope" in frame.columns else 0,
     }
+
+
+def _headline_figure(frame: pd.DataFrame) -> Markup | None:
+    """Each headline with a value, one bar per run with its interval (clipped to the scale)."""
+    import json
+
+    import pandas as pd
+
+    from lcm_lab.report.verdict_text import clipped_interval, scale
+
+    if not {"scope", "details", "metric", "value"} <= set(frame.columns):
+        return None
+    records = []
+    for rec in frame[frame["scope"] == "run"].to_dict("records"):
+        details = rec["details"]
+        details = json.loads(details) if isinstance(details, str) else (details or {})
+        value = rec.get("value")
+        if not isinstance(details, dict) or "unit" not in details or "chance" not in details or value is None or value != value:
+            continue
+        ci = clipped_interval(details.get("ci_low"), details.get("ci_high"), scale(details)) or (float("nan"), float("nan"))
+        records.append({"run_id": str(rec.get("run_id", "")), "metric": str(rec["metric"]), "value": float(value),
+                        "low": ci[0], "high": ci[1]})
+    if not records:
+        return None
+    return _figure_html(plot_run_comparison(pd.DataFrame(records), low="low", high="high",
+                                            title="Headlines per run (0 = plain truncation, 1 = the full history; 95% intervals)"))
 
 
 _RECOVERABILITY_COLUMNS = (
@@ -260,9 +293,8 @@ def report(
     ``run_labels`` (run id -> label) names stored runs in the score tables; ``verdicts`` (from
     :func:`lcm_lab.report.verdict_text.compare_settings`) lead the page, in words.
     """
-    import plotly.offline
-
     from lcm_lab.report.cost_section import cost_section
+    from lcm_lab.report.figures import LOADER, plotly_js_gzip_base64
 
     everything = [replays] if not isinstance(replays, Sequence) else list(replays)
     if not everything:
@@ -283,7 +315,8 @@ def report(
         title=title or (f"lcm_lab report: {all_names[0]}" if len(everything) == 1 else f"lcm_lab report: {len(everything)} runs compared"),
         version=_version(),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        plotly_js=Markup(plotly.offline.get_plotlyjs()),
+        plotly_js_gzip=plotly_js_gzip_base64(),
+        loader=Markup(LOADER),
         runs=sections,
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
         strategies=strategies,
