@@ -702,5 +702,5 @@ def format_table(results: Sequence[SourceResult], fmt: str = "table") -> str:
     if fmt != "table":
         return text
     # the warnings counted in the table, in words (a count alone says nothing a user can act on)
-    said = [f"  {Path(r.source).name}: {w}" for r in results for w in r.warnings]
+    said = [f"  {w}" for r in results for w in r.warnings]
     return "\n".join([text, "warnings:", *said]) if said else text

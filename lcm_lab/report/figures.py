@@ -100,3 +100,16 @@ def figure_specs(page: str) -> list[dict[str, object]]:
 
     pattern = r'<script type="application/json" class="lcm-figure-data" data-for="[^"]+">(.*?)</script>'
     return [json.loads(m.replace("<\\/", "</").replace("<\\!--", "<!--")) for m in re.findall(pattern, page, re.S)]
+
+
+def figures_page(specs: list[dict[str, object]], title: str = "figures") -> str:
+    """A self-contained page drawing figure JSON dicts (e.g. a notebook's plotly outputs), one under
+    another at the report's width, for the same browser checks as the report."""
+    import html
+
+    import plotly.graph_objects as go
+
+    body = "".join(f"<div>{figure_html(go.Figure(spec))}</div>" for spec in specs)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f'<script type="application/gzip-base64" id="plotly-js-gzip">{plotly_js_gzip_base64()}</script></head>'
+            f'<body style="max-width:1280px; margin:0 auto; padding:1rem 2rem">{body}<script>{LOADER}</script></body></html>')
