@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.types import ContextItem, StoredMessage, Summary, TurnRecord
-from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color, run_colors
+from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color, run_colors, wrapped_title
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -231,10 +231,11 @@ def _budget_figure(info: BudgetInfo) -> go.Figure:
     if peak > top:
         fig.add_annotation(x=x[list(info.stored_before).index(peak)], y=top, yanchor="top", showarrow=False,
                            text=f"stored peaks at {peak:,} (off the axis)", font={"size": 11, "color": "#444"})
+    title, margin_top = wrapped_title(info.title)
     fig.update_layout(
-        title={"text": info.title}, template="plotly_white", height=420, hovermode="x unified",
+        title={"text": title}, template="plotly_white", height=370 + margin_top, hovermode="x unified",
         xaxis={"title": {"text": "turn"}}, yaxis={"title": {"text": "tokens"}, "range": [0, top]},
-        margin={"l": 60, "r": 20, "t": 50, "b": 40},
+        margin={"l": 60, "r": 20, "t": margin_top, "b": 40},
     )
     return fig
 
