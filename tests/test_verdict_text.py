@@ -126,3 +126,21 @@ def test_glossary_doc_is_generated_from_the_module() -> None:
     assert (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8") == glossary_markdown()
     for term in ("sent", "stored", "degraded path", "depth cap", "peak_budget", "within noise", "chance"):
         assert term in GLOSSARY
+
+
+def test_verdicts_from_a_compare_table_use_its_paired_difference() -> None:
+    from lcm_lab.metrics.base import Score
+    from lcm_lab.metrics.compare import compare
+    from lcm_lab.report.verdict_text import verdict_lines, verdicts_from_compare
+
+    values = [0.1 * (i % 10) for i in range(40)]
+    a = [Score("base", "qa", f"q{i}", "qa_recall", v) for i, v in enumerate(values)]
+    b = [Score("better", "qa", f"q{i}", "qa_recall", v + 0.05) for i, v in enumerate(values)]
+    c = [Score("same", "qa", f"q{i}", "qa_recall", v) for i, v in enumerate(values)]
+    found = verdicts_from_compare(compare([a, b, c], ["qa_recall"]))
+    assert [(v.b.label, v.outcome, v.paired) for v in found] == [("better", "better", True), ("same", "within noise", True)]
+    assert found[0].diff == pytest.approx(0.05) and "40 qa items, paired" in found[0].text
+    assert verdict_lines(compare([a, b], ["qa_recall"]))[0].endswith("better is better than base beyond noise.")
+    # a 90% interval says so
+    v = verdict("cost_usd", Reading("a", 3.0, n=100), Reading("b", 2.0, n=100), Difference(-1.0, -1.5, -0.5, 100, "api call", True, 0.9))
+    assert "90% interval" in v.text and v.winner == "b"

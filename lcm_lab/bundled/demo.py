@@ -222,15 +222,15 @@ def run_demo(
     say("\nHow the settings compare (qa_retention is an offline proxy, see the legend):")
     say(format_rows(comparison_rows(runs)))
     say(explain_columns())
-    scores = scores_df(store, run_ids=[r.run_id for r in runs])
-    verdicts = demo_verdicts(runs, scores)
+    score_table = scores_df(store, run_ids=[r.run_id for r in runs])
+    verdicts = demo_verdicts(runs, score_table)
     first, second = list(SETTINGS)[:2]
     path = write_report(
         [r.replay for r in runs],
         report_path,
         labels=[r.label for r in runs],
         run_labels={r.run_id: r.label for r in runs},
-        scores=scores,
+        scores=score_table,
         verdicts=verdicts,
         title=f"lcm_lab demo: the plugin's defaults against a tight setting, both at {BUDGET:,} tokens",
     )

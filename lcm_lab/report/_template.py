@@ -52,7 +52,7 @@ PAGE = """<!DOCTYPE html>
   conversation's text. Offline QA numbers are a proxy for judged accuracy.</p>
   <div class="scroll"><table>
     <thead><tr>{% for c in scores.headline_columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
-    <tbody>{% for row in scores.headlines %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+    <tbody>{% for row in scores.headlines %}<tr>{% for v in row %}<td{% if 2 < loop.index < loop.length %} class="num"{% endif %}>{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
   </table></div>
 </section>
 {% endif %}

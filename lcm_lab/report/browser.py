@@ -54,7 +54,9 @@ def screenshot(html_file: Path, png_file: Path, width: int = 1280, height: int =
     with headless_browser() as browser:
         page = browser.new_page(viewport={"width": width, "height": height})
         page.goto(Path(html_file).resolve().as_uri())
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        # a report marks its body once plotly.js is unpacked (figures in closed sections wait); a plain plotly page draws at once
+        page.wait_for_function("document.body.dataset.figuresReady === '1' || document.querySelector('.main-svg') !== null",
+                               timeout=60_000)
         page.wait_for_timeout(300)
         if selector is not None:
             page.locator(selector).first.screenshot(path=str(png_file))

@@ -261,9 +261,19 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
 
 
 def _format_cell(value: Any) -> str:
+    """A table cell: floats rounded for reading (3 decimals below 10, 1 below 1,000, whole numbers with
+    thousands separators above), NaN and None empty."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
     if isinstance(value, float):
-        return f"{value:.4g}"
-    return "" if value is None else str(value)
+        if value != value:
+            return ""
+        if value.is_integer() and abs(value) >= 10:
+            return f"{value:,.0f}"
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
 
 
 def report(

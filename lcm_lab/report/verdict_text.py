@@ -69,6 +69,7 @@ class Difference(NamedTuple):
     n: int
     unit: str
     paired: bool = True
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def verdict(metric: str, a: Reading, b: Reading, difference: Difference | None =
     d = difference or _unpaired(a, b)
     if d is None or not (_finite(d.ci_low) and _finite(d.ci_high)):
         return done("n too small", f"{head}: no verdict, there is no interval to judge the difference by.")
-    basis = f"95% interval {_fmt(d.ci_low, True)} to {_fmt(d.ci_high, True)}, {d.n:,} {_plural(d.unit, d.n)}, {'paired' if d.paired else 'unpaired'}"
+    basis = f"{d.confidence:.0%} interval {_fmt(d.ci_low, True)} to {_fmt(d.ci_high, True)}, {d.n:,} {_plural(d.unit, d.n)}, {'paired' if d.paired else 'unpaired'}"
     change = f"{_fmt(d.diff, True)} ({basis})"
     if d.ci_low <= 0 <= d.ci_high:
         return done("within noise", f"{head}, {change}: within noise, the data cannot tell these two settings apart.", d)
@@ -232,3 +233,33 @@ def meaning_lines(groups: Sequence[tuple[str, Sequence[Verdict]]]) -> list[str]:
     """What each headline named in ``groups`` measures, one line each (printed under the verdicts)."""
     named = dict.fromkeys(v.metric for _group, found in groups for v in found)
     return [f"{m}: {MEANINGS[m]}" for m in named if m in MEANINGS]
+
+
+def verdicts_from_compare(table: Any, metrics: Sequence[str] | None = None) -> list[Verdict]:
+    """Each non-baseline run of a :func:`lcm_lab.compare` table against its baseline, per metric,
+    using the table's (paired where it could pair) difference and interval."""
+    out: list[Verdict] = []
+    for metric, rows in table.groupby("metric", sort=False):
+        if metrics is not None and metric not in metrics:
+            continue
+        records = rows.to_dict("records")
+        base = next((r for r in records if not _finite(r["diff"])), records[0])
+
+        def as_reading(r: Mapping[str, Any]) -> Reading:
+            finite = _finite(r["ci_low"]) and _finite(r["ci_high"])
+            return Reading(str(r["run"]), r["mean"] if _finite(r["mean"]) else None, r["ci_low"] if finite else None,
+                           r["ci_high"] if finite else None, int(r["n"]), str(r["unit"] or "item").split(" (")[0])
+
+        for r in records:
+            if r is base:
+                continue
+            d = (Difference(float(r["diff"]), float(r["diff_ci_low"]), float(r["diff_ci_high"]), int(r["n"]),
+                            str(r["unit"]).split(" (")[0] or "item", bool(r["paired"]))
+                 if _finite(r["diff_ci_low"]) and _finite(r["diff_ci_high"]) else None)
+            out.append(verdict(str(metric), as_reading(base), as_reading(r), d))
+    return out
+
+
+def verdict_lines(table: Any, metrics: Sequence[str] | None = None) -> list[str]:
+    """The sentences of :func:`verdicts_from_compare`, one per metric and run (a notebook's conclusion)."""
+    return [v.text for v in verdicts_from_compare(table, metrics)]
