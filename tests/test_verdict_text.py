@@ -20,7 +20,7 @@ from lcm_lab.report.verdict_text import (
     reading,
     scale,
     summary_lines,
-    verdict,
+    verdict_in_words,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_better_names_the_winner_and_the_margin() -> None:
     a = Reading("defaults", 0.20, 0.15, 0.25, n=150, unit="qa item")
     b = Reading("tight", 0.45, 0.38, 0.52, n=150, unit="qa item")
-    v = verdict("qa_retention", a, b)
+    v = verdict_in_words("qa_retention", a, b)
     assert v.outcome == "better" and v.winner == "tight" and not v.paired
     assert v.diff == pytest.approx(0.25)
     half = math.hypot(0.05, 0.07)
@@ -41,7 +41,7 @@ def test_better_names_the_winner_and_the_margin() -> None:
 def test_worse_when_the_second_setting_loses() -> None:
     a = Reading("defaults", 0.60, 0.55, 0.65, n=40, unit="fact")
     b = Reading("tight", 0.30, 0.25, 0.35, n=40, unit="fact")
-    v = verdict("fact_retention", a, b)
+    v = verdict_in_words("fact_retention", a, b)
     assert v.outcome == "worse" and v.winner == "defaults"
     assert "defaults is better than tight beyond noise" in v.text and "−0.30" in v.text
 
@@ -49,14 +49,14 @@ def test_worse_when_the_second_setting_loses() -> None:
 def test_lower_is_better_for_dollars() -> None:
     a = Reading("defaults", 3.0, 2.8, 3.2, n=200, unit="api call")
     b = Reading("tight", 2.0, 1.9, 2.1, n=200, unit="api call")
-    v = verdict("cost_usd", a, b)
+    v = verdict_in_words("cost_usd", a, b)
     assert v.outcome == "better" and v.winner == "tight"
 
 
 def test_within_noise_when_the_interval_covers_zero() -> None:
     a = Reading("defaults", 0.40, 0.20, 0.60, n=30, unit="qa item")
     b = Reading("tight", 0.45, 0.25, 0.65, n=30, unit="qa item")
-    v = verdict("qa_retention", a, b)
+    v = verdict_in_words("qa_retention", a, b)
     assert v.outcome == "within noise" and v.winner is None
     assert "within noise" in v.text and "cannot tell" in v.text
     assert "better" not in v.text
@@ -65,27 +65,27 @@ def test_within_noise_when_the_interval_covers_zero() -> None:
 def test_a_paired_difference_decides_where_the_readings_overlap() -> None:
     a = Reading("defaults", 0.40, 0.20, 0.60, n=30, unit="qa item")
     b = Reading("tight", 0.45, 0.25, 0.65, n=30, unit="qa item")
-    v = verdict("qa_retention", a, b, Difference(0.05, 0.01, 0.09, 30, "qa item", paired=True))
+    v = verdict_in_words("qa_retention", a, b, Difference(0.05, 0.01, 0.09, 30, "qa item", paired=True))
     assert v.outcome == "better" and v.paired and "paired" in v.text and "unpaired" not in v.text
 
 
 def test_n_too_small_gives_no_verdict() -> None:
     a = Reading("defaults", 0.1, 0.0, 0.2, n=2, unit="conversation")
     b = Reading("tight", 0.9, 0.8, 1.0, n=2, unit="conversation")
-    v = verdict("fact_retention", a, b)
+    v = verdict_in_words("fact_retention", a, b)
     assert v.outcome == "n too small" and v.diff is None and v.winner is None
     assert "only 2 conversations" in v.text and "better" not in v.text
 
 
 def test_no_interval_is_no_verdict() -> None:
-    v = verdict("qa_retention", Reading("a", 0.1, None, None, n=50), Reading("b", 0.9, None, None, n=50))
+    v = verdict_in_words("qa_retention", Reading("a", 0.1, None, None, n=50), Reading("b", 0.9, None, None, n=50))
     assert v.outcome == "n too small" and "no interval" in v.text
 
 
 def test_withheld_reading_is_said_with_its_reason() -> None:
     a = Reading("defaults", None, n=152, unit="qa item", withheld="ceiling - floor = 0.010 < 0.05: the scale is undefined")
     b = Reading("tight", 0.3, 0.2, 0.4, n=152, unit="qa item")
-    v = verdict("qa_retention", a, b)
+    v = verdict_in_words("qa_retention", a, b)
     assert v.outcome == "withheld" and "the reading of defaults is withheld (ceiling - floor" in v.text
     assert "(withheld)" in v.text
 
@@ -142,5 +142,5 @@ def test_verdicts_from_a_compare_table_use_its_paired_difference() -> None:
     assert found[0].diff == pytest.approx(0.05) and "40 qa items, paired" in found[0].text
     assert verdict_lines(compare([a, b], ["qa_recall"]))[0].endswith("better is better than base beyond noise.")
     # a 90% interval says so
-    v = verdict("cost_usd", Reading("a", 3.0, n=100), Reading("b", 2.0, n=100), Difference(-1.0, -1.5, -0.5, 100, "api call", True, 0.9))
+    v = verdict_in_words("cost_usd", Reading("a", 3.0, n=100), Reading("b", 2.0, n=100), Difference(-1.0, -1.5, -0.5, 100, "api call", True, 0.9))
     assert "90% interval" in v.text and v.winner == "b"

@@ -18,7 +18,7 @@ approximation, the half-widths added in quadrature): wider than a paired interva
 
 >>> a = Reading("defaults", 0.20, 0.10, 0.30, n=150, unit="qa item")
 >>> b = Reading("tight", 0.50, 0.40, 0.60, n=150, unit="qa item")
->>> v = verdict("qa_retention", a, b)
+>>> v = verdict_in_words("qa_retention", a, b)
 >>> v.outcome, v.winner, round(v.diff, 2)
 ('better', 'tight', 0.3)
 """
@@ -39,6 +39,7 @@ MEANINGS: dict[str, str] = {
     "qa_retention": "LoCoMo answers the model can still find (0 = plain truncation, 1 = the full history)",
     "fact_retention": "hard facts (paths, ids, numbers) the model can still see (0 = plain truncation, 1 = the full history)",
     "decision_retention": "decisions of the conversation the model can still see (0 = plain truncation, 1 = the full history)",
+    "todo_retention": "open TODOs of the conversation the model can still see (0 = plain truncation, 1 = the full history)",
     "recoverability": "lost items that grep, describe and expand find again",
     "cost_usd": "the expected bill in dollars",
     "cache_hit_rate": "share of prompt tokens read from the provider's cache",
@@ -108,7 +109,7 @@ def _unpaired(a: Reading, b: Reading) -> Difference | None:
     return Difference(diff, diff - half, diff + half, min(a.n, b.n), a.unit, paired=False)
 
 
-def verdict(metric: str, a: Reading, b: Reading, difference: Difference | None = None, *,
+def verdict_in_words(metric: str, a: Reading, b: Reading, difference: Difference | None = None, *,
             lower_is_better: bool | None = None, min_items: int = MIN_ITEMS) -> Verdict:
     """Compare ``b`` with ``a`` on ``metric`` and say it in one sentence (see the module docstring)."""
     lower = metric in LOWER_IS_BETTER if lower_is_better is None else lower_is_better
@@ -213,7 +214,7 @@ def compare_settings(scores: Any, pairs: Sequence[Pair], metrics: Sequence[str])
             if (p.run_a, m) in found and (p.run_b, m) in found:
                 a = reading(p.label_a, found[p.run_a, m][1], found[p.run_a, m][0])
                 b = reading(p.label_b, found[p.run_b, m][1], found[p.run_b, m][0])
-                verdicts.append(verdict(m, a, b))
+                verdicts.append(verdict_in_words(m, a, b))
         out.append((p.group, verdicts))
     return out
 
@@ -256,7 +257,7 @@ def verdicts_from_compare(table: Any, metrics: Sequence[str] | None = None) -> l
             d = (Difference(float(r["diff"]), float(r["diff_ci_low"]), float(r["diff_ci_high"]), int(r["n"]),
                             str(r["unit"]).split(" (")[0] or "item", bool(r["paired"]))
                  if _finite(r["diff_ci_low"]) and _finite(r["diff_ci_high"]) else None)
-            out.append(verdict(str(metric), as_reading(base), as_reading(r), d))
+            out.append(verdict_in_words(str(metric), as_reading(base), as_reading(r), d))
     return out
 
 
