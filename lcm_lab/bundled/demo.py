@@ -151,9 +151,10 @@ COLUMNS: dict[str, str] = {
     "facts_in_context": "share of the history's hard facts (paths, ids, numbers) still visible to the model at the end",
     "fact_chance": "chance control of fact_retention: weighted share of those facts found in a same-size window of a donor "
     "conversation (another bundled conversation of the same kind, closest in size; named in the report)",
-    "qa_retention": "offline proxy: LoCoMo answer recall@10 of what the model receives, placed between truncation to "
-    "the budget (0) and the full history (1); '-' for runs without QA or where that scale is undefined",
-    "qa_95ci": "95% interval of qa_retention over QA items",
+    "qa_retention": "offline proxy: LoCoMo answer recall@10 of what the model receives when each question is asked at the "
+    "session starts after its evidence, placed between plain truncation (0) and the gold evidence alone (1); '-' for runs "
+    "without QA or where that scale is undefined (lcm_lab.metrics.verdicts)",
+    "qa_95ci": "95% interval of qa_retention (bootstrap over QA items, clipped to the scale)",
     "qa_chance": "raw recall of the chance control (the same reader over another conversation's text)",
 }
 

@@ -47,8 +47,9 @@ PAGE = """<!DOCTYPE html>
 {% if scores and scores.headlines %}
 <section id="headlines">
   <h2>Headlines</h2>
-  <p class="note">Normalised between floor (0: plain truncation to the budget) and ceiling (1: the full history), with a 95%
-  interval over the resampling unit, clipped to the values the measure can take; chance = the same measure over another
+  <p class="note">Normalised between floor (0: plain truncation to the budget) and ceiling (1: the most a strategy can reach,
+  see the <a href="#glossary">glossary</a>), read over probes across the conversation's life, with a 95% interval over the
+  resampling unit (n, unit), clipped to the values the measure can take; chance = the same measure over another
   conversation's text. Offline QA numbers are a proxy for judged accuracy.</p>
   <div class="scroll"><table>
     <thead><tr>{% for c in scores.headline_columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
@@ -88,7 +89,7 @@ PAGE = """<!DOCTYPE html>
 
 {% if strategies %}
 <details class="section" id="strategies"><summary>Context strategies</summary>
-  <p class="note">Every run scored on what the model receives at the end-of-run call. Retention = (recall − floor) / (ceiling − floor) with a 95% bootstrap interval, floor = truncation to the budget, ceiling = full history, chance = another conversation when given (docs/strategies.md).</p>
+  <p class="note">Every strategy scored by the same verdicts (lcm_lab.metrics.verdicts): retention = (recall − floor) / (ceiling − floor) over probes across the conversation's life, with a 95% bootstrap interval; floor = plain truncation to the budget, ceiling and chance as in the <a href="#glossary">glossary</a> (docs/strategies.md).</p>
   <div class="scroll"><table>
     <thead><tr>{% for c in strategies.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
     <tbody>{% for row in strategies.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>

@@ -20,7 +20,6 @@ from markupsafe import Markup
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
 from lcm_lab.report._template import PAGE
-from lcm_lab.report.glossary import GLOSSARY
 from lcm_lab.report.verdict_text import Verdict, interval_text, meaning_lines
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
@@ -213,7 +212,7 @@ def _headline_figure(frame: pd.DataFrame) -> Markup | None:
     if not records:
         return None
     return _figure_html(plot_run_comparison(pd.DataFrame(records), low="low", high="high",
-                                            title="Headlines per run (0 = plain truncation, 1 = the full history; 95% intervals)"))
+                                            title="Headlines per run (0 = plain truncation, 1 = the ceiling; 95% intervals)"))
 
 
 _RECOVERABILITY_COLUMNS = (
@@ -305,6 +304,7 @@ def report(
     """
     from lcm_lab.report.cost_section import cost_section
     from lcm_lab.report.figures import LOADER, plotly_js_gzip_base64
+    from lcm_lab.report.glossary import GLOSSARY
 
     everything = [replays] if not isinstance(replays, Sequence) else list(replays)
     if not everything:

@@ -47,9 +47,14 @@ GLOSSARY: dict[str, str] = {
     "peak_budget": "the largest stored context over the run as a multiple of the budget (`peak_budget_fraction`); "
     "above 1 the plugin stored more than the budget, but what it sent was clamped to fit.",
     "retention": "a headline placed between two controls: 0 = plain truncation to the budget (the floor), "
-    "1 = the full history (the ceiling); below 0 is worse than truncating.",
+    "1 = the ceiling; below 0 is worse than truncating. Read over probes: the item is asked at several points of the "
+    "conversation's life (`run.ask`), not only after the last turn (lcm_lab.metrics.verdicts).",
+    "probe": "one item (a LoCoMo question, a fact, a decision) asked at one point of the conversation: LoCoMo questions at "
+    "each session start after their evidence, facts and decisions at user-turn starts at a stride.",
     "floor": "what plain truncation to the same budget scores on the same measure.",
-    "ceiling": "what the full history scores on the same measure (the most any strategy can reach).",
+    "ceiling": "the most a strategy can reach on the measure: 1 for facts and decisions (every one was taken from the "
+    "history); for LoCoMo QA the item's gold evidence turns alone, dated (a smaller context than the full history, "
+    "which no strategy beats by reading less).",
     "chance": "the same measure over another conversation's text: what a context unrelated to the question scores; "
     "a method near chance has kept nothing useful.",
     "chance donor": "the bundled conversation of the same kind, closest in size, used for the chance control.",

@@ -36,7 +36,7 @@ Outcome = Literal["better", "worse", "within noise", "n too small", "withheld"]
 
 # What each headline measures, in words a newcomer reads (docs/glossary.md defines the terms).
 MEANINGS: dict[str, str] = {
-    "qa_retention": "LoCoMo answers the model can still find (0 = plain truncation, 1 = the full history)",
+    "qa_retention": "LoCoMo answers the model can still find (0 = plain truncation, 1 = the gold evidence alone)",
     "fact_retention": "hard facts (paths, ids, numbers) the model can still see (0 = plain truncation, 1 = the full history)",
     "decision_retention": "decisions of the conversation the model can still see (0 = plain truncation, 1 = the full history)",
     "todo_retention": "open TODOs of the conversation the model can still see (0 = plain truncation, 1 = the full history)",
