@@ -193,21 +193,16 @@ def replay_run(conversation: Any, plugin: Mapping[str, Any], budget: int) -> Any
 
 
 CACHE = REPO / ".lcm_lab" / "bench" / "verdict_reliability"
-SCORER_SOURCES = ("metrics/verdicts.py", "metrics/probe_schedule.py", "metrics/fact_headline.py", "metrics/locomo.py",
-                  "metrics/facts.py", "metrics/qa_reader.py")
+CACHE_VERSION = 1  # bump when a reader or the scorer changes what it measures (or pass --fresh)
 SHARD: tuple[int, int] = (0, 1)  # (this worker, workers): --shard I/K measures every K-th job only
 
 
 def _job_key(label: str, index: int, plugin: Mapping[str, Any], budget: int, names: Sequence[str]) -> str:
-    """A content key of one replay's readings: the conversation, the setting, the budget, the readers
-    and the source of the scorer modules (a changed scorer measures again)."""
+    """A content key of one replay's readings: the conversation, the setting, the budget, the
+    readers and :data:`CACHE_VERSION`."""
     import hashlib
 
-    import lcm_lab
-
-    root = Path(lcm_lab.__file__).parent
-    code = hashlib.sha256(b"".join((root / f).read_bytes() for f in SCORER_SOURCES if (root / f).exists())).hexdigest()
-    blob = json.dumps([label, index, dict(plugin), budget, list(names), code], sort_keys=True)
+    blob = json.dumps([label, index, dict(plugin), budget, list(names), CACHE_VERSION], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -215,7 +210,7 @@ def measure(items: Sequence[Any], settings: Mapping[str, Mapping[str, Any]], bud
             names: Sequence[str], progress: str) -> dict[tuple[str, int, int, str], Reading]:
     """``(setting, budget, conversation index, reading) -> Reading`` for every combination. Each
     replay's readings are kept in :data:`CACHE` (a killed run resumes; workers started with
-    ``--shard I/K`` share the work); a sharded worker returns an empty result."""
+    ``--shard I/K`` share the work; ``--fresh`` empties it); a sharded worker returns an empty result."""
     import pickle
 
     from tqdm.auto import tqdm
@@ -518,6 +513,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="4 conversations, 4 settings, no pi sessions (a smoke run)")
     parser.add_argument("--part", choices=("all", "locomo", "pi"), default="all",
                         help="measure one part only into OUT.<part>.json (run the two side by side, then --render)")
+    parser.add_argument("--fresh", action="store_true", help="empty the replay cache first (measure everything again)")
     parser.add_argument("--shard", default="0/1", metavar="I/K",
                         help="measure every K-th replay only (into the cache), for K workers side by side; then run without it")
     parser.add_argument("--pi-budgets", default=",".join(map(str, BUDGETS)), help="budgets of (c), comma-separated")
@@ -526,6 +522,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="only combine OUT.locomo.json / OUT.pi.json (or OUT.json) and rewrite OUT.json and OUT.md")
     args = parser.parse_args(argv)
     global SHARD
+    if args.fresh:
+        import shutil
+
+        shutil.rmtree(CACHE, ignore_errors=True)
     worker, workers = (int(x) for x in args.shard.split("/"))
     SHARD = (worker, workers)
     out = Path(args.out)
