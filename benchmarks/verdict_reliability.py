@@ -24,8 +24,15 @@ reading and a "probe" an item read at that one instant; now :func:`readers` meas
 headlines (read through the scorer's own probe rows) and the end-of-run readings side by side. The only seam is :func:`readers`: each reader turns a run into aligned
 per-probe arrays (method, floor, ceiling, weight, probe point).
 
-    python -m benchmarks.verdict_reliability            # about 15 minutes on 2 cores
-    python -m benchmarks.verdict_reliability --quick    # 4 conversations, 4 settings: a smoke run
+    python -m benchmarks.verdict_reliability                      # everything, one process
+    python -m benchmarks.verdict_reliability --part locomo --shard 0/2 &   # or fill the replay cache
+    python -m benchmarks.verdict_reliability --part locomo --shard 1/2 &   # with two workers,
+    python -m benchmarks.verdict_reliability --part pi &                   # (c) beside them,
+    python -m benchmarks.verdict_reliability --part locomo && python -m benchmarks.verdict_reliability --render
+    python -m benchmarks.verdict_reliability --quick              # 4 conversations, 4 settings: a smoke run
+
+The 260 LoCoMo replays with their probes take about 2 CPU-seconds each (30 minutes of wall time
+for two workers on a machine loaded 9x over its two cores); (c) took 32 minutes there.
 """
 
 from __future__ import annotations
