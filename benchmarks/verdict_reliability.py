@@ -213,6 +213,18 @@ def _job_key(label: str, index: int, plugin: Mapping[str, Any], budget: int, nam
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
+def _load(blob: bytes) -> dict[str, Reading]:
+    """Unpickle cached readings whichever module wrote them (``__main__`` when run with ``-m``)."""
+    import io
+    import pickle
+
+    class _Readings(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            return Reading if name == "Reading" else super().find_class(module, name)
+
+    return _Readings(io.BytesIO(blob)).load()  # type: ignore[no-any-return]
+
+
 def measure(items: Sequence[Any], settings: Mapping[str, Mapping[str, Any]], budgets: Sequence[int],
             names: Sequence[str], progress: str) -> dict[tuple[str, int, int, str], Reading]:
     """``(setting, budget, conversation index, reading) -> Reading`` for every combination. Each
@@ -240,7 +252,7 @@ def measure(items: Sequence[Any], settings: Mapping[str, Mapping[str, Any]], bud
     if workers > 1:
         return {}
     for budget, name, i in jobs:
-        readings = pickle.loads((CACHE / f"{_job_key(progress, i, settings[name], budget, names)}.pkl").read_bytes())
+        readings = _load((CACHE / f"{_job_key(progress, i, settings[name], budget, names)}.pkl").read_bytes())
         for reading in names:
             out[(name, budget, i, reading)] = readings[reading]
     return out
