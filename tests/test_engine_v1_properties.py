@@ -172,3 +172,17 @@ def test_keys_removed_in_1_0_are_user_errors_naming_them() -> None:
         LcmStrategy(params={"engine": "1.0", "transcriptGcEnabled": True}).config()
     check_plugin_keys("0.15.3", {"transcriptGcEnabled": True})  # still a 0.15.3 key
     assert replay(chat, LcmConfig(transcript_gc_enabled=True), StubV1Summarizer()).engine == DEFAULT_ENGINE == "0.15.3"
+
+
+def test_rewriting_a_pending_summary_writes_it_the_1_0_way(runs: dict) -> None:
+    from lcm_lab.engine.replay.edits import rewrite
+
+    result = runs["synth-3.jsonl", "fanout3-tailcap"]
+    pending = [s for s in result.summaries if s.level == "pending"]
+    leaf = next(s for s in pending if s.kind == "leaf")
+    condensed = next(s for s in pending if s.kind == "condensed")
+    edited = rewrite(result, [leaf.summary_id, condensed.summary_id], StubV1Summarizer())
+    # The stub is deterministic: the same sources give the same texts.
+    assert edited.replay.summary(leaf.summary_id).content == leaf.content
+    assert edited.replay.summary(condensed.summary_id).content == condensed.content
+    assert [c.previous_summary for c in edited.calls] == [None, None] and not any(c.aggressive for c in edited.calls)

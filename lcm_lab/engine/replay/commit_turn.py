@@ -100,7 +100,7 @@ def run_commit_turn(
     debt_after_background = _snapshot(engine)
     maintain = engine.begin("host_maintain")
     changed, reason = engine.maintain(token_budget)
-    engine.begin(None)
+    engine.phase = compactor.phase = None
     records = [r for r in (emergency_record, commit, background, maintain) if r is not None]
     batches, nodes = engine.store.counts()
     return TurnRecord(
