@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument, existing_file, positive_int, print_json
-from lcm_lab.errors import OptionError, UserError
+from lcm_lab.errors import JsonTooDeepError, OptionError, UserError
 
 if TYPE_CHECKING:
     from lcm_lab.engine.config.lcm_config import LcmConfig
@@ -137,7 +137,12 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from lcm_lab.commands._summarizer_args import SummarizerConfigError, summarizer_from_args
+    from lcm_lab.commands._summarizer_args import (
+        SummarizerConfigError,
+        calls_so_far,
+        failed_calls_warning,
+        summarizer_from_args,
+    )
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.engine.replay.trace import compare_traces, reference_trace
     from lcm_lab.engine.replay.trace_v1 import v1_trace, without_harness
@@ -177,17 +182,26 @@ def run(args: argparse.Namespace) -> int:
     for conversation, conversation_id in conversations:
         with tqdm(desc=f"replaying {conversation.session_id[:24]}", unit="turn", leave=False,
                   disable=not sys.stderr.isatty()) as bar:  # fmt: skip
-            result = replay(
-                conversation,
-                config,
-                summarizer,
-                token_budget=args.token_budget,
-                single_turn=args.single_turn,
-                from_recorded=args.from_recorded,
-                fidelity=args.fidelity,
-                on_turn=lambda _record: bar.update(),  # noqa: B023 - the bar lives for this replay only
-                engine=args.engine,
-            )
+            before = calls_so_far(summarizer)
+            try:
+                result = replay(
+                    conversation,
+                    config,
+                    summarizer,
+                    token_budget=args.token_budget,
+                    single_turn=args.single_turn,
+                    from_recorded=args.from_recorded,
+                    fidelity=args.fidelity,
+                    on_turn=lambda _record: bar.update(),  # noqa: B023 - the bar lives for this replay only
+                    engine=args.engine,
+                )
+            except JsonTooDeepError as exc:
+                if len(conversations) == 1:
+                    raise
+                print(f"warning: {exc}", file=sys.stderr)
+                status = 1
+                continue
+        failed_calls, warning = failed_calls_warning(summarizer, before, conversation.session_id)
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
         summary: dict[str, Any] = {
@@ -195,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
             "turns": len(result.turns),
             "summarizer_calls": sum(len(t.calls) for t in result.turns), "summaries": len(result.summaries),
             "stored_tokens": last.final_tokens if last else 0, "compaction_mode": result.compaction_mode,
-            "trace_out": args.trace_out, "check": None,
+            "trace_out": args.trace_out, "check": None, "failed_calls": failed_calls,
         }
         say = (lambda _text: None) if args.json else print
         say(
@@ -204,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
             f"{summary['stored_tokens']} stored tokens at the end ({result.compaction_mode} compaction), "
             f"lossless-claw {result.engine}"
         )
+        if warning:
+            print(warning, file=sys.stderr)
         if args.trace_out or args.check:
             data = Path(args.input).read_bytes()
             write_trace = v1_trace if result.is_v1 else reference_trace

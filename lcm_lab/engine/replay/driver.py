@@ -32,6 +32,7 @@ from lcm_lab.engine.compaction.sweep import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.config.surface import check_engine_config
 from lcm_lab.engine.ingest.message import is_persistable, to_stored_message
+from lcm_lab.engine.js.depth import check_stored_depth
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.replay.commit_turn import run_commit_turn
 from lcm_lab.engine.replay.live import HostView, debt_pending_after, host_view_of_entries, host_view_of_stored
@@ -366,6 +367,7 @@ def replay(
     """
     if summarizer is None:
         raise ValueError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
+    check_stored_depth(conversation.stored_messages, conversation.session_id)  # transcripts are checked as read
     config = config or LcmConfig()
     check_engine_config(engine, config)
     overrides: dict[str, int] = {}
