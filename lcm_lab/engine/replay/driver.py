@@ -221,6 +221,11 @@ class Replay:
         return {}
 
     @cached_property
+    def _v1_checkpoint(self) -> dict[str, Any]:
+        # commit_turn.rebuild_engine: the furthest 1.0 engine state rebuilt for a branch
+        return {}
+
+    @cached_property
     def _question_cache(self) -> dict[tuple[int, int, int], SentContext]:
         # question.ask: one branch per (after_turn, at_ms, budget) when the question cannot change it
         return {}
