@@ -172,4 +172,5 @@ def rebuild_engine(replay: Any, through_turn: int, summarizer: Any) -> PendingEn
         run_commit_turn(engine, replay._turn_inputs[index], replay.token_budget, True, clock, index > 0)
     checkpoint.update(engine=engine, clock=clock, turn=through_turn, summarizer=summarizer)
     # The summarizer is shared, never copied (it may hold a client).
-    return copy.deepcopy(engine, memo={id(summarizer): summarizer})
+    private: PendingEngine = copy.deepcopy(engine, memo={id(summarizer): summarizer})
+    return private

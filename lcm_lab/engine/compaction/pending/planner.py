@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lcm_lab.engine.tail import NO_TAIL, fresh_tail_start
 
@@ -32,8 +33,7 @@ MAX_CONDENSED_LAYERS = 32
 Fingerprint = tuple[int, str, "int | str"]  # (ordinal, item kind, message seq or summary id)  # the planner's guard against a layering loop that never ends
 
 
-@dataclass(frozen=True)
-class PlannerItem:
+class PlannerItem(NamedTuple):
     """One context item as the planner sees it (``PendingSummaryPlannerSnapshotItem``)."""
 
     ordinal: int
