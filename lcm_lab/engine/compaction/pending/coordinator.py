@@ -92,6 +92,7 @@ class Snapshot:
     items: list[PlannerItem]
     fingerprints: list[Fingerprint]  # items[i].fingerprint
     summary_positions: list[int]  # ordinals of summary items, ascending
+    message_sums: list[int]  # message_sums[i] = raw message tokens of items[:i]
     tail: int  # NO_TAIL when nothing is protected
     start: int | None
     end: int | None
@@ -110,12 +111,13 @@ class _ItemIndex:
         self.items: list[PlannerItem] = []
         self.fingerprints: list[Fingerprint] = []
         self.summary_positions: list[int] = []
+        self.message_sums: list[int] = [0]
 
-    def current(self) -> tuple[list[PlannerItem], list[Fingerprint], list[int]]:
+    def current(self) -> tuple[list[PlannerItem], list[Fingerprint], list[int], list[int]]:
         state = self.state
         if state.rewrites != self.rewrites:
             self.rewrites = state.rewrites
-            self.items, self.fingerprints, self.summary_positions = [], [], []
+            self.items, self.fingerprints, self.summary_positions, self.message_sums = [], [], [], [0]
         context = state.context
         for ordinal in range(len(self.items), len(context)):
             item = context[ordinal]
@@ -129,7 +131,8 @@ class _ItemIndex:
                 self.summary_positions.append(ordinal)
             self.items.append(planner)
             self.fingerprints.append(planner.fingerprint)
-        return self.items, self.fingerprints, self.summary_positions
+            self.message_sums.append(self.message_sums[-1] + (planner.tokens if planner.kind == "message" else 0))
+        return self.items, self.fingerprints, self.summary_positions, self.message_sums
 
 
 class Coordinator:
@@ -153,7 +156,7 @@ class Coordinator:
         key = (state.version, len(state.context))
         if self._snapshot is not None and self._snapshot_key == key:
             return self._snapshot
-        items, fingerprints, summaries = self._index.current()
+        items, fingerprints, summaries, sums = self._index.current()
         s = self.settings
         if s.fresh_tail_count <= 0:
             tail = NO_TAIL
@@ -165,7 +168,7 @@ class Coordinator:
             tail = fresh_tail_ordinal(items, s.fresh_tail_count, s.fresh_tail_max_tokens)
         end = min(tail, len(items)) - 1
         start, last = (0, end) if end >= 0 else (None, None)
-        self._snapshot = Snapshot(items, fingerprints, summaries, tail, start, last)
+        self._snapshot = Snapshot(items, fingerprints, summaries, sums, tail, start, last)
         self._snapshot_key = key
         return self._snapshot
 
@@ -256,12 +259,12 @@ class Coordinator:
         if snapshot.end is None or not batch.end < snapshot.end:
             return None
         s = self.settings
+        sums = snapshot.message_sums
+        if sums[snapshot.end + 1] - sums[batch.end + 1] < (s.leaf_chunk_tokens if s.leaf_chunk_tokens > 0 else 1):
+            return None  # the grown suffix holds less than a leaf chunk of raw tokens
         existing = list(batch.nodes.values())
         reusable = [self._as_planner(n) for n in existing if n.status in ("ready", "promoted")]
         suffix = snapshot.items[batch.end + 1 : snapshot.end + 1]
-        raw = sum(max(0, item.tokens) for item in suffix if item.kind == "message")
-        if raw < (s.leaf_chunk_tokens if s.leaf_chunk_tokens > 0 else 1):
-            return None
         leaves = plan_leaf_nodes(suffix, 0, None, s.leaf_chunk_tokens, "ext-")
         canonical = self.canonical_nodes(snapshot)
         covers = [n for n in reusable if n.kind == "condensed"]
