@@ -27,8 +27,8 @@ from lcm_lab.engine.assembly.bare import ResolveCache
 from lcm_lab.engine.assembly.bare import assemble as assemble_context
 from lcm_lab.engine.assembly.sent import engine_assemble, memoized_cost, prompt_text
 from lcm_lab.engine.compaction.deferred import FORCED_EMERGENCY_ATTEMPTS, DeferredCompaction
-from lcm_lab.engine.compaction.sweep import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.compaction.pending.maintenance import PendingEngine
+from lcm_lab.engine.compaction.sweep import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.config.surface import check_engine_config
 from lcm_lab.engine.ingest.message import is_persistable, to_stored_message
@@ -218,6 +218,11 @@ class Replay:
 
     @cached_property
     def _sent_cache(self) -> dict[tuple[int | None, int], SentContext]:
+        return {}
+
+    @cached_property
+    def _v1_checkpoint(self) -> dict[str, Any]:
+        # commit_turn.rebuild_engine: the furthest 1.0 engine state rebuilt for a branch
         return {}
 
     @cached_property
