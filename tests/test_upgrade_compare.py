@@ -154,3 +154,47 @@ def test_replays_of_the_comparison_are_ordinary_replays(monkeypatch: pytest.Monk
     cmp = compare_versions(GOLDEN, TIGHT, token_budget=1200, summarizer="stub-v1")
     direct = replay(cmp.runs["0.15.3"].conversation, LcmConfig.from_plugin_config(TIGHT), StubV1Summarizer(), 1200)
     assert [t.tokens_end for t in direct.turns] == [t.tokens_end for t in cmp.runs["0.15.3"].turns]
+
+
+def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from lcm_lab.cli import main
+
+    status = main(args)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_cli_prints_totals_headlines_and_differing_turns(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:  # fmt: skip
+    import json
+
+    monkeypatch.setattr(_comparison, "run_engine", fake_second_engine({"fresh_tail_count": 6}))
+    config = tmp_path / "tight.json"
+    config.write_text(json.dumps(TIGHT), encoding="utf-8")
+    base = ["compare-versions", str(GOLDEN), "--config", str(config), "--token-budget", "1200", "--summarizer", "stub-v1"]
+    status, out, _ = _cli(base, capsys)
+    assert status == 0
+    expected = compare_versions(GOLDEN, TIGHT, token_budget=1200, summarizer="stub-v1")
+    assert "turns_differing_bytes" in out and "fact_retention" in out
+    assert f"turns where 1.0 sends a different context than 0.15.3: {', '.join(map(str, expected.differing_turns()))}" in out
+    status, out, _ = _cli([*base, "--json"], capsys)
+    doc = json.loads(out)
+    assert status == 0 and doc["totals"] == expected.to_dict()["totals"] and doc["headlines"] == expected.to_dict()["headlines"]
+    status, out, _ = _cli([*base, "--csv"], capsys)
+    lines = out.splitlines()
+    assert status == 0 and lines[0].startswith("turn,path[0.15.3]") and len(lines) == 1 + len(expected.runs["1.0"].turns)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--versions", "0.15.3"], "at least two engine versions"),
+    (["--versions", "0.15.3", "9.9"], "unknown engine version 9.9"),
+    (["--conversation", "x"], "--conversation x"),
+])  # fmt: skip
+def test_cli_errors_are_one_line_exit_2(extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = _cli(["compare-versions", str(GOLDEN), "--token-budget", "1200", *extra], capsys)
+    assert status == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_multi_conversation_file_needs_a_pick(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = _cli(["compare-versions", str(LOCOMO), "--token-budget", "6000"], capsys)
+    assert status == 2 and "--conversation N" in err

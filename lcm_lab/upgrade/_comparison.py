@@ -144,7 +144,7 @@ def _resolve_input(
         raise OptionError(f"{source}: holds no conversation to replay")
     if conversation is None:
         if len(found) > 1:
-            raise OptionError(f"{source} holds {len(found)} conversations; pick one with conversation=0..{len(found) - 1}")
+            raise OptionError(f"{source} holds {len(found)} conversations; pick one with conversation=N (--conversation N on the command line), N in 0..{len(found) - 1}")
         conversation = 0
     if not 0 <= conversation < len(found):
         raise OptionError(f"conversation={conversation}: {source} has {len(found)} conversation(s)")
