@@ -21,6 +21,8 @@ def register(subparsers: Any) -> None:
     )
     add_db_argument(parser)
     parser.add_argument("sweep_id", help="a sweep id (lcm-lab sweeps lists them)")
+    parser.add_argument("--engine", default=None, metavar="VERSION",
+                        help="the lossless-claw version to recommend for (needed when the sweep varies engine)")
     add_json_argument(parser, "one object: openclaw_json, env, tradeoff, warnings")
     parser.set_defaults(func=run)
 
@@ -30,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.sweeps import recommend
 
     try:
-        rec = recommend(args.sweep_id, open_store(args.db))
+        rec = recommend(args.sweep_id, open_store(args.db), engine=args.engine)
     except (KeyError, ValueError) as exc:
         print(f"lcm-lab recommend: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return 2

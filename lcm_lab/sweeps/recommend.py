@@ -26,10 +26,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import FIELDS, LcmConfig
+from lcm_lab.engine.versions import DEFAULT_ENGINE
+from lcm_lab.errors import OptionError
 from lcm_lab.sweeps.cost import cost_verdict, stored_cost_rows, verdict_lines
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
 from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
-from lcm_lab.sweeps.run import BASELINE_ID
+from lcm_lab.sweeps.run import BASELINE_ID, baseline_id
+from lcm_lab.sweeps.spec import ENGINE_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,6 +60,7 @@ class Recommendation(NamedTuple):
     best_lcm: str | None = None
     lcm_openclaw_json: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None  # the paired saving against the defaults (sweeps.cost.cost_verdict)
+    engine: str = DEFAULT_ENGINE  # the lossless-claw version the LCM settings were tuned on
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` object: ``strategy``, ``openclaw_json`` (null unless LCM), ``env``,
@@ -65,13 +69,14 @@ class Recommendation(NamedTuple):
             "sweep_id": self.sweep_id, "config_id": self.config_id, "strategy": self.strategy, "params": self.params,
             "openclaw_json": self.openclaw_json, "env": self.env, "tradeoff": self.tradeoff,
             "warnings": self.warnings, "pareto": self.pareto, "best_lcm": self.best_lcm,
-            "lcm_openclaw_json": self.lcm_openclaw_json, "cost": self.cost,
+            "lcm_openclaw_json": self.lcm_openclaw_json, "cost": self.cost, "engine": self.engine,
         }
 
     def snippet(self) -> str:
         """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings
         (for a non-LCM winner: no plugin settings, and which LCM configuration came best)."""
-        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}"]
+        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}",
+                 f"# tuned on lossless-claw {self.engine}: settings tuned on one version are not another's"]
         if self.openclaw_json is None:
             lines += [f"# the best configuration is strategy {self.strategy!r}, not LCM: no openclaw.json or LCM_* "
                       "setting of lossless-claw reproduces it"]
@@ -115,8 +120,14 @@ def env_lines(plugin_config: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
-    """The recommended settings of a finished (or partly finished) sweep."""
+def recommend(sweep_id: str, store: LabStore | None = None, *, engine: str | None = None) -> Recommendation:
+    """The recommended settings of a finished (or partly finished) sweep.
+
+    A sweep that varies ``engine`` (lossless-claw versions) is recommended for one version at a
+    time: ``engine`` picks it (configurations of other versions are left out, and the trade-off
+    is taken against the plugin defaults under that version); without it such a sweep is an
+    :class:`~lcm_lab.errors.OptionError`, never a choice across versions.
+    """
     from lcm_lab.store.sweeps import sweep_row
 
     if store is None:
@@ -127,6 +138,8 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
     objectives = {o["metric"]: o["direction"] for o in spec["objectives"]}
     metrics = list(dict.fromkeys([*objectives, *(c["metric"] for c in spec.get("constraints", []))]))
     frame = sweep_df(sweep_id, store)
+    frame, engine = _one_engine(frame, sweep_id, engine)
+    baseline = baseline_id(engine)
     table = config_table(frame, metrics)
     conversations = frame.conversation.nunique()
     complete = table[(table.conversations == conversations) & (table.failed == 0)]
@@ -144,18 +157,18 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
     config_id = str(best.config_id)
     params = _params(store, sweep_id, config_id)
     strategy = str(params.get("strategy", "lcm"))
-    tradeoff, warnings = _tradeoff(frame, config_id, metrics, objectives)
+    tradeoff, warnings = _tradeoff(frame, config_id, metrics, objectives, baseline)
     warnings += _chance_warnings(frame, config_id, objectives, tradeoff)
-    if config_id == BASELINE_ID:
+    if config_id == baseline:
         warnings.insert(0, "the plugin defaults scored best: no change recommended")
-    cost = cost_verdict(stored_cost_rows(sweep_id, store), config_id, BASELINE_ID) if config_id != BASELINE_ID else None
+    cost = cost_verdict(stored_cost_rows(sweep_id, store), config_id, baseline) if config_id != baseline else None
     if cost is not None and cost["within_noise"]:
         warnings.append(f"cost_usd: the saving against the defaults is within noise (90% paired interval "
                         f"${cost['saving_low']:,.2f} .. ${cost['saving_high']:,.2f} per 1,000 turns includes 0)")
     if strategy == "lcm":
         plugin = _plugin_config(spec, config_id, params)
         return Recommendation(sweep_id, config_id, params, _openclaw(plugin), env_lines(plugin), tradeoff, warnings,
-                              front, table, cost=cost)
+                              front, table, cost=cost, engine=engine)
     # Another strategy won: lossless-claw has no setting for it. Say so, and name the best LCM
     # configuration (the feasible one best on the first objective, Pareto-optimal or not).
     lcm_rows = feasible[feasible.strategy == "lcm"].dropna(subset=[first]) if "strategy" in feasible else feasible[:0]
@@ -170,20 +183,34 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
         note += f"; the best LCM configuration is {best_lcm} ({first} {float(lcm_rows.iloc[0][first]):.4g}, {gap:+.4g} from the best)"
     warnings.insert(0, note)
     return Recommendation(sweep_id, config_id, params, None, {}, tradeoff, warnings, front, table, strategy, best_lcm,
-                          lcm_json, cost)
+                          lcm_json, cost, engine)
+
+
+def _one_engine(frame: pd.DataFrame, sweep_id: str, engine: str | None) -> tuple[pd.DataFrame, str]:
+    """The rows of one lossless-claw version (other strategies' rows, which have none, stay) and that version."""
+    engines = sorted({str(e) for e in frame[ENGINE_KEY].dropna()}) if ENGINE_KEY in frame else []
+    if engine is None:
+        if len(engines) > 1:
+            raise OptionError(f"sweep {sweep_id} replays several lossless-claw versions ({', '.join(engines)}); settings "
+                              "tuned on one are not the other's: pass engine= (lcm-lab recommend --engine VERSION)")
+        return frame, engines[0] if engines else DEFAULT_ENGINE
+    if engine not in engines:
+        raise OptionError(f"engine {engine}: sweep {sweep_id} replays lossless-claw {', '.join(engines) or DEFAULT_ENGINE} only")
+    return frame[(frame[ENGINE_KEY] == engine) | frame[ENGINE_KEY].isna()], engine
 
 
 def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
     if config_id == BASELINE_ID:
-        return {}
+        return {}  # registered without params
     from lcm_lab.store.sweeps import config_params
 
     return config_params(store, sweep_id, config_id)
 
 
 def _plugin_config(spec: Mapping[str, Any], config_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    base = {} if config_id == BASELINE_ID else dict(spec.get("base", {}))
-    knobs = {k: v for k, v in params.items() if k != "strategy"}
+    defaults = config_id == BASELINE_ID or config_id.startswith(f"{BASELINE_ID}@")
+    base = {} if defaults else dict(spec.get("base", {}))
+    knobs = {k: v for k, v in params.items() if k not in ("strategy", ENGINE_KEY)}
     return LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
 
 
@@ -237,12 +264,13 @@ def _number(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def _tradeoff(frame: pd.DataFrame, config_id: str, metrics: list[str], objectives: Mapping[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
+def _tradeoff(frame: pd.DataFrame, config_id: str, metrics: list[str], objectives: Mapping[str, str],
+              baseline: str = BASELINE_ID) -> tuple[list[dict[str, Any]], list[str]]:  # fmt: skip
     from lcm_lab.metrics.stats import t_interval
 
     ok = frame[frame.status == "ok"]
     chosen = ok[ok.config_id == config_id].set_index("conversation")
-    base = ok[ok.config_id == BASELINE_ID].set_index("conversation")
+    base = ok[ok.config_id == baseline].set_index("conversation")
     shared = [c for c in chosen.index if c in base.index]
     rows, warnings = [], []
     if len(shared) == 1:
@@ -264,7 +292,7 @@ def _tradeoff(frame: pd.DataFrame, config_id: str, metrics: list[str], objective
             "ci_low": lo if defined else None, "ci_high": hi if defined else None,
         }
         row["within_noise"] = bool(defined and lo <= 0 <= hi)
-        if row["within_noise"] and config_id != BASELINE_ID:
+        if row["within_noise"] and config_id != baseline:
             warnings.append(f"{m}: the difference to the defaults is within noise (95% interval {lo:+.4g} .. {hi:+.4g} includes 0)")
         rows.append(row)
     return rows, warnings

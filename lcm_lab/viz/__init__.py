@@ -47,6 +47,7 @@ from lcm_lab.viz.quality import (
     wilson_interval,
 )
 from lcm_lab.viz.recall import plot_recoverability, recoverability_info
+from lcm_lab.viz.versions import plot_version_turns, version_turns_info
 from lcm_lab.viz.strategies import (
     plot_fact_survival_by_age,
     plot_qa_by_category,
@@ -55,6 +56,8 @@ from lcm_lab.viz.strategies import (
 )
 
 __all__ = [
+    "plot_version_turns",
+    "version_turns_info",
     "plot_recoverability",
     "recoverability_info",
     "budget_comparison_info",
