@@ -1,13 +1,11 @@
 """``engine`` as a sweep dimension: each LCM configuration records the lossless-claw version it
 replayed, every version gets its own plugin-defaults baseline, and recommend never mixes versions.
 
-A fake second engine (the 0.15.3 replay under a lower context threshold, tagged ``1.0``) stands in
-for 1.0 through the one engine seam the sweep uses (``lcm_lab.upgrade._engines.run_engine``).
+Both versions are the real engines (``replay(..., engine=...)``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,6 @@ from lcm_lab.store import LabStore
 from lcm_lab.sweeps import SweepSpecError, parse_spec, recommend, sweep, sweep_df
 from lcm_lab.sweeps.run import BASELINE_ID, baseline_id
 from lcm_lab.sweeps.spec import grid_points
-from lcm_lab.upgrade import _engines
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = str(REPO / "datasets" / "lossless-claw-ref" / "golden-session.jsonl")
@@ -34,22 +31,6 @@ def spec(**changes: Any) -> dict[str, Any]:
     }  # fmt: skip
     out.update(changes)
     return out
-
-
-@pytest.fixture
-def fake_engine(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    real = _engines.run_engine
-    seen: list[str] = []
-
-    def run(engine: str, conversation: Any, config: Any, summarizer: Any, budget: int, **options: Any) -> Any:
-        seen.append(engine)
-        if engine != "1.0":
-            return real(engine, conversation, config, summarizer, budget, **options)
-        result = real("0.15.3", conversation, config.replace(context_threshold=0.4), summarizer, budget, **options)
-        return dataclasses.replace(result, engine="1.0")
-
-    monkeypatch.setattr(_engines, "run_engine", run)
-    return seen
 
 
 @pytest.mark.parametrize(("engines", "message"), [
@@ -71,11 +52,10 @@ def test_every_engine_gets_every_knob_value_with_its_own_config_id() -> None:
     assert parse_spec(spec(space={"freshTailCount": [2]})).engines() == ["0.15.3"]
 
 
-def test_a_sweep_over_engines_records_the_engine_and_recommends_one_version(tmp_path: Path, fake_engine: list[str]) -> None:
+def test_a_sweep_over_engines_records_the_engine_and_recommends_one_version(tmp_path: Path) -> None:
     store = LabStore(tmp_path / "lab.duckdb")
     result = sweep(spec(), store=store, progress=False)
     assert (result.configs, result.runs_ok, result.runs_failed) == (6, 6, 0)  # 4 points + the defaults under each engine
-    assert sorted(fake_engine) == ["0.15.3"] * 3 + ["1.0"] * 3
     frame = sweep_df(result.sweep_id, store)
     engines = dict(zip(frame.config_id, frame.engine, strict=True))
     assert engines[BASELINE_ID] == "0.15.3" and engines[baseline_id("1.0")] == "1.0"

@@ -18,10 +18,10 @@ from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import replay
 from lcm_lab.errors import OptionError, UserError
 from lcm_lab.io.transcripts.locomo import read_locomo_json
-from lcm_lab.metrics.stats import bootstrap_difference, bootstrap_normalised_difference
+from lcm_lab.metrics.stats import cluster_bootstrap_difference
 from lcm_lab.summarizers.stub import StubV1Summarizer
 from lcm_lab.upgrade import _comparison, compare_versions
-from lcm_lab.upgrade._engines import _driver_takes_engine, check_versions, run_engine
+from lcm_lab.upgrade._engines import check_versions, run_engine
 from lcm_lab.upgrade._turns import shape_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,13 +46,6 @@ def test_versions_are_checked() -> None:
     for bad in (["0.15.3"], ["0.15.3", "0.15.3"], ["0.15.3", "2.0"], []):
         with pytest.raises(UserError, match="versions"):
             check_versions(bad)
-
-
-def test_an_engine_the_driver_lacks_is_an_error_not_a_default() -> None:
-    if _driver_takes_engine():
-        pytest.skip("the driver knows engine versions: the driver itself checks them")
-    with pytest.raises(OptionError, match="engine '1.0'"):
-        run_engine("1.0", read_locomo_json(LOCOMO).conversations[0].conversation, LcmConfig(), StubV1Summarizer(), 2000)
 
 
 def test_identical_engines_differ_nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -125,17 +118,15 @@ def test_a_file_with_several_conversations_needs_one_picked() -> None:
         compare_versions(LOCOMO, None, token_budget=6000)
 
 
-def test_paired_normalised_difference_is_the_paired_bootstrap_on_a_unit_scale() -> None:
+def test_weighted_paired_difference_is_the_weighted_mean_and_reduces_to_the_plain_one() -> None:
     rng = np.random.default_rng(3)
     a, b = rng.random(40), rng.random(40)
-    zeros, ones = np.zeros(40), np.ones(40)
-    got = bootstrap_normalised_difference(a, b, zeros, ones, seed=7)
-    want = bootstrap_difference(a, b, paired=True, seed=7)
-    assert got == pytest.approx(want)
-    # on a floor..ceiling scale the difference is divided by the gap
-    half = bootstrap_normalised_difference(a, b, zeros, ones * 2, seed=7)
-    assert half == pytest.approx(tuple(v / 2 for v in want))
-    assert np.isnan(bootstrap_normalised_difference(a, b, ones, ones)[0])
+    clusters = np.repeat(np.arange(10), 4)
+    plain = cluster_bootstrap_difference(a, b, clusters, seed=7)
+    assert cluster_bootstrap_difference(a, b, clusters, weights=np.full(40, 3.0), seed=7) == pytest.approx(plain)
+    w = rng.integers(1, 4, 40).astype(float)
+    diff, low, high = cluster_bootstrap_difference(a, b, clusters, weights=w, scale=0.5, seed=7)
+    assert diff == pytest.approx(float(((b - a) * w).sum() / w.sum()) / 0.5) and low <= diff <= high
 
 
 def test_shape_ignores_wording_but_not_structure() -> None:

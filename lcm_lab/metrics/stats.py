@@ -1,4 +1,5 @@
-"""Small statistics helpers: t-intervals (scipy.stats) and seeded bootstrap intervals.
+"""The lab's one statistics module: t-intervals (scipy.stats), seeded bootstrap intervals (items,
+paired, and clustered: probes within items, items within conversations), Wilson, Pareto, hazards.
 
 >>> round(t_quantile(0.975, 4), 3)
 2.776
@@ -114,52 +115,96 @@ def bootstrap_normalised(
     return float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
 
 
-def bootstrap_normalised_difference(
-    method_a: Sequence[float] | np.ndarray,
-    method_b: Sequence[float] | np.ndarray,
+def _cluster_sums(values: Sequence[np.ndarray], clusters: Sequence[object] | np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per-cluster sums of each array in ``values`` and the number of rows of each cluster."""
+    labels = np.asarray(clusters)
+    if any(np.asarray(v).size != labels.size for v in values):
+        raise ValueError("every array needs one value per row, like clusters")
+    _, codes = np.unique(labels, return_inverse=True)
+    size = int(codes.max()) + 1 if codes.size else 0
+    sums = [np.bincount(codes, weights=np.asarray(v, dtype=float), minlength=size) for v in values]
+    return sums, np.bincount(codes, minlength=size).astype(float)
+
+
+def cluster_bootstrap_normalised(
+    method: Sequence[float] | np.ndarray,
     floor: Sequence[float] | np.ndarray,
     ceiling: Sequence[float] | np.ndarray,
-    weights: Sequence[float] | np.ndarray | None = None,
+    clusters: Sequence[object] | np.ndarray,
     *,
+    weights: Sequence[float] | np.ndarray | None = None,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Cluster bootstrap of ``(mean(method) − mean(floor)) / (mean(ceiling) − mean(floor))``.
+
+    One row per probe (an item asked at one point); ``clusters`` names the unit each row belongs to
+    (a QA item, a fact, a conversation). Whole clusters are resampled, all their rows together and
+    for the three arrays at once (paired), so probes of one item never count as independent.
+    ``weights`` weigh rows (fact types); they cancel in the ratio's form. ``None`` with fewer than
+    two clusters or no resample with a gap.
+
+    >>> lo, hi = cluster_bootstrap_normalised([1, 1, 0, 1], [0, 0, 0, 1], [1, 1, 1, 1], ["a", "a", "b", "c"])
+    >>> 0 <= lo <= hi <= 1
+    True
+    """
+    w = np.ones(np.asarray(method).size) if weights is None else np.asarray(weights, dtype=float)
+    m, f, c = (np.asarray(x, dtype=float) * w for x in (method, floor, ceiling))
+    (sm, sf, sc), _ = _cluster_sums([m, f, c], clusters)
+    if sm.size < 2:
+        return None
+    idx = np.random.default_rng(seed).integers(0, sm.size, size=(resamples, sm.size))
+    num, gap = sm[idx].sum(axis=1) - sf[idx].sum(axis=1), sc[idx].sum(axis=1) - sf[idx].sum(axis=1)
+    ok = np.abs(gap) > 1e-12
+    if not ok.any():
+        return None
+    alpha = (1 - confidence) / 2
+    values = num[ok] / gap[ok]
+    return float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
+
+
+def cluster_bootstrap_difference(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    clusters: Sequence[object] | np.ndarray,
+    *,
+    scale: float = 1.0,
+    weights: Sequence[float] | np.ndarray | None = None,
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
 ) -> tuple[float, float, float]:
-    """Paired percentile bootstrap of the difference of two normalised scores on the same items:
-    ``(mean_w(b) − mean_w(a)) / (mean_w(ceiling) − mean_w(floor))`` (weighted means, ``weights``
-    default 1), i.e. ``normalised(b) − normalised(a)`` when both share the floor and ceiling.
+    """Paired mean of ``(b − a) / scale`` over rows, with a cluster bootstrap interval.
 
-    Items are resampled once for all four arrays, so item difficulty cancels; resamples whose gap
-    is zero are dropped. Returns ``(difference, low, high)``; the interval is NaN for fewer than two
-    items or when no resample has a gap, the difference too when the full sample has none.
+    ``a`` and ``b`` hold two settings' values on the *same* rows (probes); ``clusters`` their unit
+    (items within one conversation, or conversations across several). ``scale`` divides
+    (``ceiling − floor`` turns a raw difference into a difference of normalised headlines, both
+    settings sharing floor and ceiling). ``weights`` weigh rows (fact types): the mean is then
+    ``Σ w·(b − a) / Σ w`` and each resample's the same over its clusters. NaN bounds with fewer
+    than two clusters.
 
-    >>> d, lo, hi = bootstrap_normalised_difference([0, 1, 0, 1], [1, 1, 0, 1], [0, 0, 0, 0], [1, 1, 1, 1])
+    >>> d, lo, hi = cluster_bootstrap_difference([0, 0, 1, 0], [1, 1, 1, 0], ["x", "x", "y", "z"])
     >>> round(d, 2), lo <= d <= hi
-    (0.25, True)
+    (0.5, True)
     """
-    a, b, f, c = (np.asarray(x, dtype=float) for x in (method_a, method_b, floor, ceiling))
-    w = np.ones_like(a) if weights is None else np.asarray(weights, dtype=float)
-    if not (a.size == b.size == f.size == c.size == w.size):
-        raise ValueError("method_a, method_b, floor, ceiling and weights need one value per item each")
-    if a.size == 0:
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if xa.size != xb.size:
+        raise ValueError("a paired difference needs equally many values on both sides")
+    if xa.size == 0:
         return NAN, NAN, NAN
-
-    def diff(idx: np.ndarray) -> np.ndarray:
-        ww = w[idx]
-        total = ww.sum(axis=-1)
-        gap = ((c[idx] - f[idx]) * ww).sum(axis=-1) / total
-        delta = ((b[idx] - a[idx]) * ww).sum(axis=-1) / total
-        return np.where(np.abs(gap) > 1e-12, delta / np.where(np.abs(gap) > 1e-12, gap, 1.0), np.nan)
-
-    point = float(diff(np.arange(a.size)))
-    if a.size < 2:
-        return point, NAN, NAN
-    boots = diff(np.random.default_rng(seed).integers(0, a.size, size=(resamples, a.size)))
-    boots = boots[~np.isnan(boots)]
-    if boots.size == 0:
-        return point, NAN, NAN
+    if weights is None:
+        (sd,), counts = _cluster_sums([xb - xa], clusters)
+    else:
+        w = np.asarray(weights, dtype=float)
+        (sd, counts), _ = _cluster_sums([(xb - xa) * w, w], clusters)
+    diff = float(sd.sum() / counts.sum()) / scale
+    if sd.size < 2:
+        return diff, NAN, NAN
+    idx = np.random.default_rng(seed).integers(0, sd.size, size=(resamples, sd.size))
+    boots = sd[idx].sum(axis=1) / counts[idx].sum(axis=1) / scale
     alpha = (1 - confidence) / 2
-    return point, float(np.quantile(boots, alpha)), float(np.quantile(boots, 1 - alpha))
+    return diff, float(np.quantile(boots, alpha)), float(np.quantile(boots, 1 - alpha))
 
 
 def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:

@@ -294,7 +294,7 @@ class Point(NamedTuple):
     config: LcmConfig | None
     strategy: str = LCM
     strategy_params: dict[str, Any] | None = None
-    engine: str = DEFAULT_ENGINE
+    engine: str = DEFAULT_ENGINE  # LCM: the lossless-claw version (lcm_lab.engine.versions)
 
 
 class Dimension(NamedTuple):

@@ -29,7 +29,7 @@ class Unit(NamedTuple):
     token_budget: int
     strategy: str = "lcm"
     strategy_params: Mapping[str, Any] | None = None  # the strategy's own parameters (not LCM's)
-    engine: str = DEFAULT_ENGINE  # the lossless-claw version an LCM unit replays
+    engine: str = DEFAULT_ENGINE  # LCM: the lossless-claw version replayed (lcm_lab.engine.versions)
 
 
 class Conversations(NamedTuple):
@@ -77,10 +77,10 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
     fails the unit with the reason) and the run's simulated bill (``cost``, :mod:`lcm_lab.sweeps.cost`). ``fault`` (tests) makes the unit whose config id or
     conversation key equals it fail.
     """
+    from lcm_lab.engine.replay.driver import replay
     from lcm_lab.metrics.donor import donor_text
     from lcm_lab.metrics.score import score_replay
     from lcm_lab.sweeps.cost import price_run
-    from lcm_lab.upgrade._engines import run_engine
 
     started = time.perf_counter()
     try:
@@ -89,7 +89,8 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         conversation = data.conversations[unit.conversation_key]
         if unit.strategy == "lcm":
             assert unit.config is not None
-            run = run_engine(unit.engine, conversation, unit.config, summarizer, unit.token_budget, run_id=unit.run_id)
+            run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id,
+                         engine=unit.engine)  # type: ignore[arg-type]
         else:
             run = _run_strategy(unit, data, conversation, summarizer)
         qa = data.qa_items.get(unit.conversation_key) if score_qa else None

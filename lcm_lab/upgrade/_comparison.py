@@ -171,6 +171,7 @@ def compare_versions(
     conversation: int | None = None,
     qa_items: Sequence[QAItem] | None = None,
     chance_conversation: Conversation | None = None,
+    scores: bool = True,
     resamples: int = 2000,
     seed: int = 0,
 ) -> VersionComparison:
@@ -181,6 +182,7 @@ def compare_versions(
     The input is a conversation, a loaded conversation (its QA items are scored), or a transcript
     path (``conversation=`` picks one of several; a LoCoMo file brings QA items and the next
     conversation as the chance control). ``summarizer`` is a summarizer or its registry name.
+    ``scores=False`` leaves the headlines out (what the model receives only: much faster).
 
     ``lab.compare_versions("session.jsonl", {"contextThreshold": 0.6}, token_budget=8000).totals_df()``
     """
@@ -194,8 +196,8 @@ def compare_versions(
     writer = get_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
     runs = {engine: run_engine(engine, conv, settings, writer, token_budget) for engine in engines}
     rows = turn_rows(runs)
-    outcomes = {engine: headline_outcomes(run, f"{conv.session_id}:{engine}", qa_items=items, chance_conversation=partner)
-                for engine, run in runs.items()}  # fmt: skip
+    outcomes = {engine: headline_outcomes(run, f"{conv.session_id}:{engine}", qa_items=items, chance_conversation=partner, seed=seed)
+                for engine, run in runs.items()} if scores else {}  # fmt: skip
     return VersionComparison(
         session_id=conv.session_id,
         title=conv.title,
@@ -206,5 +208,5 @@ def compare_versions(
         runs=runs,
         turns=tuple(rows),
         totals=tuple(totals(runs, rows)),
-        headlines=tuple(headline_rows(outcomes, resamples=resamples, seed=seed)),
+        headlines=tuple(headline_rows(outcomes, resamples=resamples, seed=seed)) if outcomes else (),
     )

@@ -7,14 +7,13 @@ driver accepts its name.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.types import Conversation
-from lcm_lab.engine.versions import DEFAULT_ENGINE, ENGINE_VERSIONS
+from lcm_lab.engine.versions import ENGINE_VERSIONS, EngineVersion
 from lcm_lab.errors import OptionError
 
 
@@ -40,25 +39,18 @@ def check_versions(versions: Sequence[str]) -> tuple[str, ...]:
     return out
 
 
-def _driver_takes_engine() -> bool:
-    from lcm_lab.engine.replay.driver import replay
-
-    return "engine" in inspect.signature(replay).parameters
-
-
 def run_engine(
     engine: str, conversation: Conversation, config: LcmConfig, summarizer: Summarizer, token_budget: int, **options: Any
 ) -> Any:
-    """``replay(conversation, config, summarizer, token_budget, engine=engine, **options)``.
-
-    A driver that does not know engine versions yet replays the default one only; asking it for
-    another is an :class:`~lcm_lab.errors.OptionError`, never a silent default.
-    """
+    """``replay(conversation, config, summarizer, token_budget, engine=engine, **options)``: the one
+    call every version of a comparison goes through."""
     from lcm_lab.engine.replay.driver import replay
 
-    if _driver_takes_engine():
-        options["engine"] = engine
-        return replay(conversation, config, summarizer, token_budget, **options)
-    if engine != DEFAULT_ENGINE:
-        raise OptionError(f"engine {engine!r}: this build of the lab replays only lossless-claw {DEFAULT_ENGINE}")
-    return replay(conversation, config, summarizer, token_budget, **options)
+    return replay(conversation, config, summarizer, token_budget, engine=check_engine(engine), **options)
+
+
+def check_engine(engine: str) -> EngineVersion:
+    """``engine`` as a known version name, else an :class:`~lcm_lab.errors.OptionError`."""
+    if engine not in ENGINE_VERSIONS:
+        raise OptionError(f"engine {engine!r}: unknown lossless-claw version; known: {', '.join(ENGINE_VERSIONS)}")
+    return engine

@@ -59,16 +59,18 @@ def totals_table(totals: Sequence[Mapping[str, Any]]) -> str:
 
 def headlines_table(headlines: Sequence[Mapping[str, Any]]) -> str:
     """Each headline per engine: value [95% CI] (0 = floor, 1 = ceiling), raw · floor · ceiling · chance
-    on the raw scale, n and unit, and the paired difference from the first engine."""
-    lines = ["| headline | engine | value [95% CI] | raw · floor · ceiling · chance | n (unit) | difference from baseline [paired 95% CI] |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    on the raw scale, n clusters (the resampling unit), probes (those on a degraded engine path),
+    and the paired difference from the first engine."""
+    lines = ["| headline | engine | value [95% CI] | raw · floor · ceiling · chance | n (unit), probes (degraded) "
+             "| difference from baseline [paired 95% CI] |", "|---|---|---|---|---|---|"]  # fmt: skip
     for h in headlines:
         value = f"withheld: {h['withheld']}" if h.get("withheld") else interval(h["value"], h["ci_low"], h["ci_high"])
         controls = " · ".join(_num(h.get(k)) for k in ("raw", "floor", "ceiling", "chance"))
         diff = interval(h["diff"], h["diff_ci_low"], h["diff_ci_high"])
         if diff != "—" and not h.get("paired"):
             diff += " (unpaired, no interval)"
-        lines.append(f"| {h['metric']} | {h['engine']} | {value} | {controls} | {h['n']} ({h['unit']}) | {diff} |")
+        lines.append(f"| {h['metric']} | {h['engine']} | {value} | {controls} | {h['n']} ({h['unit']}), {h['probes']} "
+                     f"({h['probes_degraded']}) | {diff} |")
     return "\n".join(lines)
 
 

@@ -47,13 +47,13 @@ from lcm_lab.viz.quality import (
     wilson_interval,
 )
 from lcm_lab.viz.recall import plot_recoverability, recoverability_info
-from lcm_lab.viz.versions import plot_version_turns, version_turns_info
 from lcm_lab.viz.strategies import (
     plot_fact_survival_by_age,
     plot_qa_by_category,
     plot_quality_vs_tokens,
     plot_tokens_per_turn,
 )
+from lcm_lab.viz.versions import plot_version_turns, version_turns_info
 
 __all__ = [
     "plot_version_turns",
