@@ -204,18 +204,27 @@ def upgrade_notes(rows: Sequence[dict[str, Any]], pools: Sequence[dict[str, Any]
     clamped_new = sum(r["totals"][1]["clamped_turns"] for r in rows)
     notes.append(f"Same settings, different context: over all {len(rows)} runs the model receives a different context at "
                  f"{differ:,} of {total:,} turns ({differ / total:.0%}) after the upgrade.")
-    notes.append(f"Summarizer calls: {calls_new:,} under 1.0 against {calls_old:,} under 0.15.3 "
-                 f"({calls_new / calls_old:.2f}×) — 1.0 prepares leaf summaries in the background once the raw tokens outside the "
-                 "fresh tail reach leafChunkTokens, before the threshold is crossed." if calls_old else "No summarizer calls in either engine.")
-    notes.append(f"Clamped turns: {clamped_new:,} under 1.0 against {clamped_old:,} — 1.0's final clamp fires above 0.9 × budget "
-                 "and prices tool results higher, so a setting that just fitted under 0.15.3 may be clamped under 1.0.")
+    notes.append(f"Summarizer calls: {calls_new:,} under 1.0 against {calls_old:,} under 0.15.3 ({calls_new / calls_old:.2f}×). "
+                 "1.0 prepares leaf summaries in the background once the raw tokens outside the fresh tail reach "
+                 "leafChunkTokens and publishes them at the threshold, one call per node without escalation; 0.15.3 "
+                 "sweeps when the threshold is crossed." if calls_old else "No summarizer calls under either engine.")
+    notes.append(f"Clamped turns: {clamped_new:,} under 1.0 against {clamped_old:,} under 0.15.3. 1.0's final clamp fires above "
+                 "0.9 × budget and prices tool results higher, so a setting that just fitted under 0.15.3 can be clamped under 1.0.")
+    readings = [(r["input"], r["budget"], h) for r in rows for h in r["headlines"]
+                if h["engine"] == "1.0" and h.get("paired") and not math.isnan(h["diff_ci_low"] if h["diff_ci_low"] is not None else math.nan)]
+    worse = [x for x in readings if x[2]["diff_ci_high"] < 0]
+    better = [x for x in readings if x[2]["diff_ci_low"] > 0]
+    notes.append(f"Per input, paired over the same probes: of {len(readings)} headline readings with an interval, 1.0 is worse "
+                 f"beyond noise on {len(worse)} and better on {len(better)}; the rest are within noise.")
+    for name, budget, h in sorted(worse + better, key=lambda x: x[2]["diff"]):
+        notes.append(f"{h['metric']} on {name} at {budget:,} tokens: {h['diff']:+.3f} "
+                     f"(paired 95% CI {h['diff_ci_low']:+.3f} .. {h['diff_ci_high']:+.3f}, {h['n']} {h['unit']}s).")
     for p in pools:
         reading = _verdict(p["diff"], p["ci_low"], p["ci_high"])
-        if reading in ("1.0 better", "1.0 worse"):
-            notes.append(f"{p['metric']} on {p['kind']} at {p['budget']:,} tokens: {reading} by {p['diff']:+.3f} "
-                         f"(95% CI {p['ci_low']:+.3f} .. {p['ci_high']:+.3f}, {p['conversations']} conversations).")
-    if not any(_verdict(p["diff"], p["ci_low"], p["ci_high"]) in ("1.0 better", "1.0 worse") for p in pools):
-        notes.append("No pooled headline moves beyond its interval: on these data the upgrade changes what is sent more than how much of it survives.")
+        if p["conversations"] > 1:
+            notes.append(f"Pooled over {p['conversations']} {p['kind']} conversations at {p['budget']:,} tokens, {p['metric']}: "
+                         f"{p['diff']:+.3f}" + ("" if p["ci_low"] is None else f" (95% CI {p['ci_low']:+.3f} .. {p['ci_high']:+.3f})")
+                         + f": {reading}.")
     notes.append("Settings tuned on 0.15.3 are not tuned for 1.0: re-run the sweep with `space: {engine: [\"0.15.3\", \"1.0\"], ...}` and "
                  "`lcm-lab recommend SWEEP --engine 1.0` (recommend refuses to pick across versions).")
     return notes
@@ -225,10 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one budget (8k), one conversation of each kind")
     parser.add_argument("--out", default=str(REPORTS / "upgrade-1.0"), help="report path without suffix")
+    parser.add_argument("--render", action="store_true", help="only write the markdown again from the JSON at --out")
     args = parser.parse_args(argv)
+    if args.render:
+        doc = json.loads(Path(f"{args.out}.json").read_text())
+        Path(f"{args.out}.md").write_text(markdown(doc["recorded_check"], doc["runs"], doc["pooled"], doc["meta"]))
+        return 0
     started = time.perf_counter()
     budgets = (8000,) if args.quick else BUDGETS
-    locomo = (0,) if args.quick else (0, 1, 2, 3)
+    locomo = (0,) if args.quick else (0, 1, 2)
     coding = CODING[:1] if args.quick else CODING
     check = recorded_check()
     rows = _comparisons(budgets, locomo, coding)
