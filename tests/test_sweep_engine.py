@@ -72,3 +72,9 @@ def test_a_sweep_over_engines_records_the_engine_and_recommends_one_version(tmp_
         assert "engine" not in rec.openclaw_json["plugins"]["entries"]["lossless-claw"]["config"]
     with pytest.raises(OptionError, match="engine 2.0"):
         recommend(result.sweep_id, store, engine="2.0")
+    from lcm_lab.report.sweep_section import sweep_section
+
+    section = sweep_section(result.sweep_id, store)
+    assert "(lossless-claw 0.15.3)" in section["chosen"] and "(lossless-claw 1.0)" in section["chosen"]
+    assert section["snippet"].count("# tuned on lossless-claw") == 2
+    assert len(section["rows"]) == 6

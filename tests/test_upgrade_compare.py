@@ -189,3 +189,14 @@ def test_cli_errors_are_one_line_exit_2(extra: list[str], message: str, capsys: 
 def test_cli_multi_conversation_file_needs_a_pick(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = _cli(["compare-versions", str(LOCOMO), "--token-budget", "6000"], capsys)
     assert status == 2 and "--conversation N" in err
+
+
+def test_the_report_has_an_upgrade_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lcm_lab.report.build import report
+
+    monkeypatch.setattr(_comparison, "run_engine", fake_second_engine({"fresh_tail_count": 6}))
+    cmp = compare_versions(GOLDEN, TIGHT, token_budget=1200, summarizer="stub-v1")
+    page = report(cmp.runs["1.0"], upgrade=cmp)
+    assert '<section id="upgrade">' in page and "Upgrading lossless-claw: 0.15.3 vs 1.0" in page
+    assert f"<td class=\"num\">{len(cmp.differing_turns())}</td>" in page
+    assert "fact_retention" in page.split('<section id="upgrade">')[1].split("</section>")[0]

@@ -72,6 +72,24 @@ PAGE = """<!DOCTYPE html>
 </section>
 {% endif %}
 
+{% if upgrade %}
+<section id="upgrade">
+  <h2>Upgrading lossless-claw: {{ upgrade.versions }} · {{ upgrade.title }}</h2>
+  <p class="note">The same conversation and settings replayed under each version (summarizer {{ upgrade.summarizer }}).
+  Headlines are probes over the conversation's life (0 = truncation floor, 1 = ceiling); the difference is paired over the same probes.</p>
+  {% for line in upgrade.verdict %}<p>{{ line }}</p>{% endfor %}
+  <table>
+    <thead><tr><th></th>{% for e in upgrade.engines %}<th>{{ e }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in upgrade.totals %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+  <table>
+    <thead><tr>{% for c in upgrade.headline_columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in upgrade.headlines %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table>
+  {{ upgrade.figure }}
+</section>
+{% endif %}
+
 {% if scores %}
 <section id="scores">
   <h2>Scores</h2>
