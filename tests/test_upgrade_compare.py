@@ -200,3 +200,20 @@ def test_the_report_has_an_upgrade_section(monkeypatch: pytest.MonkeyPatch) -> N
     assert '<section id="upgrade">' in page and "Upgrading lossless-claw: 0.15.3 vs 1.0" in page
     assert f"<td class=\"num\">{len(cmp.differing_turns())}</td>" in page
     assert "fact_retention" in page.split('<section id="upgrade">')[1].split("</section>")[0]
+
+
+def test_cli_on_the_real_engines_matches_the_recorded_golden_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import json
+
+    g0 = {"contextThreshold": 0.75, "freshTailCount": 6, "leafMinFanout": 3, "condensedMinFanout": 2, "condensedMinFanoutHard": 2,
+          "sweepMaxDepth": 1, "leafChunkTokens": 400, "leafTargetTokens": 2400, "condensedTargetTokens": 10,
+          "summaryMaxOverageFactor": 3, "timezone": "UTC"}  # fmt: skip
+    config = tmp_path / "g0.json"
+    config.write_text(json.dumps(g0), encoding="utf-8")
+    status, out, _ = _cli(["compare-versions", str(GOLDEN), "--config", str(config), "--token-budget", "2000",
+                           "--summarizer", "stub-v1", "--json"], capsys)  # fmt: skip
+    doc = json.loads(out)
+    new = next(t for t in doc["totals"] if t["engine"] == "1.0")
+    # reference-runs-v1 golden__G0-golden: 4 pending summaries (3 leaves + 1 condensed), 4 clamped turns, 1071 final tokens
+    assert status == 0 and (new["summaries"], new["leaves"], new["condensed"]) == (4, 3, 1)
+    assert (new["clamped_turns"], new["final_stored_tokens"]) == (4, 1071)
