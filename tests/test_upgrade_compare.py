@@ -197,9 +197,9 @@ def test_the_report_has_an_upgrade_section(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(_comparison, "run_engine", fake_second_engine({"fresh_tail_count": 6}))
     cmp = compare_versions(GOLDEN, TIGHT, token_budget=1200, summarizer="stub-v1")
     page = report(cmp.runs["1.0"], upgrade=cmp)
-    assert '<section id="upgrade">' in page and "Upgrading lossless-claw: 0.15.3 vs 1.0" in page
-    assert f"<td class=\"num\">{len(cmp.differing_turns())}</td>" in page
-    assert "fact_retention" in page.split('<section id="upgrade">')[1].split("</section>")[0]
+    assert 'id="upgrade"' in page and "Upgrading lossless-claw: 0.15.3 vs 1.0" in page
+    section = page.split('id="upgrade"')[1].split("</details>")[0]
+    assert f"<td class=\"num\">{len(cmp.differing_turns())}</td>" in section and "fact_retention" in section
 
 
 def test_cli_on_the_real_engines_matches_the_recorded_golden_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
