@@ -319,9 +319,14 @@ def _decisions_retained(decisions: Sequence[Any], text: str) -> np.ndarray:
     return np.array([retained(d, text) for d in decisions], dtype=float)
 
 
-def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None,
-                           donor_label: str | None = None, seed: int = 0) -> list[Score]:
-    """``fact_retention``, ``decision_retention`` and ``todo_retention`` over probes."""
+HISTORY_HEADLINES: dict[str, tuple[str, ...]] = {"decision_retention": ("decision", "todo"), "todo_retention": ("todo",)}
+"""The decision headlines and the decision kinds each one reads."""
+
+
+def history_probe_rows(run: Any, budget: int | None = None, donor_text: str | None = None) -> tuple[dict[str, ProbeRows], str]:
+    """The probes of ``fact_retention``, ``decision_retention`` and ``todo_retention`` (one
+    :class:`ProbeRows` each; runs of one conversation at one budget share clusters, turns, floor
+    and ceiling, so they pair row by row) and the protocol they follow."""
     budget = run.token_budget if budget is None else budget
     conversation = run.conversation
     texts = per_conversation(conversation, "texts", lambda: conversation_texts(conversation))
@@ -329,19 +334,28 @@ def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, 
     decisions = per_conversation(conversation, "decisions",
                                  lambda: tag_decisions(conversation_texts(conversation, roles=("user", "assistant"))))
     probes, protocol = _history_probes(run, budget, donor_text)
+    rows = {"fact_retention": _history_rows(probes, facts, np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float),
+                                            facts_present, donor_text is not None)}
+    for metric, kinds in HISTORY_HEADLINES.items():
+        chosen = [d for d in decisions if d.kind in kinds]
+        rows[metric] = _history_rows(probes, chosen, np.ones(len(chosen)), _decisions_retained, donor_text is not None)
+    return rows, protocol
+
+
+def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None,
+                           donor_label: str | None = None, seed: int = 0) -> list[Score]:
+    """``fact_retention``, ``decision_retention`` and ``todo_retention`` over probes."""
+    budget = run.token_budget if budget is None else budget
+    rows, protocol = history_probe_rows(run, budget, donor_text)
     extra: dict[str, Any] = {"budget": budget}
     if donor_text is None:
         extra["chance_withheld"] = "no donor conversation given (pass donor_text)"
     elif donor_label:
         extra["chance_donor"] = donor_label
-    fact_rows = _history_rows(probes, facts, np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float), facts_present,
-                              donor_text is not None)
-    scores = [probe_headline(run_id, "fact_retention", fact_rows, unit="fact", protocol=protocol, seed=seed,
+    scores = [probe_headline(run_id, "fact_retention", rows["fact_retention"], unit="fact", protocol=protocol, seed=seed,
                              extra={**extra, "weighted_by": "fact type"})]
-    for metric, kinds in (("decision_retention", ("decision", "todo")), ("todo_retention", ("todo",))):
-        chosen = [d for d in decisions if d.kind in kinds]
-        rows = _history_rows(probes, chosen, np.ones(len(chosen)), _decisions_retained, donor_text is not None)
-        scores.append(probe_headline(run_id, metric, rows, unit="decision", protocol=protocol, seed=seed, extra=extra))
+    for metric in HISTORY_HEADLINES:
+        scores.append(probe_headline(run_id, metric, rows[metric], unit="decision", protocol=protocol, seed=seed, extra=extra))
     return scores
 
 

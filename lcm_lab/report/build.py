@@ -287,10 +287,12 @@ def report(
     sweep: dict[str, Any] | None = None,
     run_labels: Mapping[str, str] | None = None,
     verdicts: Sequence[tuple[str, Sequence[Verdict]]] | None = None,
+    upgrade: Any = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
-    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`).
+    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`);
+    ``upgrade`` (a :func:`lcm_lab.compare_versions` result) adds what an upgrade of lossless-claw changes.
 
     ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
@@ -337,7 +339,16 @@ def report(
         verdicts=[(group, list(found)) for group, found in verdicts or ()],
         meanings=meaning_lines(verdicts or ()),
         glossary=GLOSSARY,
+        upgrade=_upgrade(upgrade),
     )
+
+
+def _upgrade(comparison: Any) -> dict[str, Any] | None:
+    if comparison is None:
+        return None
+    from lcm_lab.report.upgrade_section import upgrade_section
+
+    return upgrade_section(comparison)
 
 
 def _version() -> str:
@@ -357,7 +368,7 @@ def write_report(
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
     ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``,
-    ``recoverability``).
+    ``recoverability``, ``sweep``, ``upgrade``).
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)
