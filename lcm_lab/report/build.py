@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
+from lcm_lab.io.redaction import redact
 from lcm_lab.report._template import PAGE
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
@@ -274,11 +275,11 @@ def report(
     by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id}
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.from_string(PAGE)
-    return page.render(
+    html = page.render(
         title=title or (f"lcm_lab report: {all_names[0]}" if len(everything) == 1 else f"lcm_lab report: {len(everything)} runs compared"),
         version=_version(),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        plotly_js=Markup(plotly.offline.get_plotlyjs()),
+        plotly_js=Markup(_PLOTLY_MARK),
         runs=sections,
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
         strategies=strategies,
@@ -287,6 +288,12 @@ def report(
         recoverability=_recoverability_section(recoverability) if recoverability else None,
         sweep=sweep,
     )
+    # Everything on the page but plotly's own code is text the lab derived from transcripts:
+    # secrets are redacted there (lcm_lab.io.redaction); the library is inserted afterwards.
+    return redact(html).replace(_PLOTLY_MARK, plotly.offline.get_plotlyjs(), 1)
+
+
+_PLOTLY_MARK = "/* lcm_lab: plotly.js goes here */"
 
 
 def _version() -> str:

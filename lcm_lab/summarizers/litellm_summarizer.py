@@ -32,8 +32,9 @@ from typing import Any
 
 from lcm_lab.engine.protocol import SummarizerAuthError, SummarizerError, SummaryRequest, SummaryResult
 from lcm_lab.errors import MissingCredentialsError
+from lcm_lab.io.redaction import redact, register_secret
 from lcm_lab.prompts import PromptSet, RenderedPrompt, render_request, resolve_prompt_set
-from lcm_lab.store.ledger import Ledger, LedgerEntry, cache_key, redact
+from lcm_lab.store.ledger import Ledger, LedgerEntry, cache_key
 from lcm_lab.summarizers.pool import CallPool
 from lcm_lab.summarizers.provider import (
     RETRYABLE,
@@ -157,6 +158,7 @@ class LiteLLMSummarizer:
         self.provider = model.split("/", 1)[0] if "/" in model else None
         self.api_base = api_base
         self._api_key = api_key
+        register_secret(api_key)  # a key given in code is a secret wherever text leaves the lab
         self.prompts = resolve_prompt_set(prompts)
         self.ledger = ledger
         self.run_id = run_id

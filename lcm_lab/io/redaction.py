@@ -1,0 +1,56 @@
+"""Secrets never leave in derived text: the one redaction function.
+
+A transcript can hold an API key (pasted into a prompt, echoed by a tool); so can a model's
+reply or an error message. The lab keeps a user's own messages as they are (they are the user's
+data, loaded read-only), but every text it *derives* and writes or shows is passed through
+:func:`redact` on its way out: the call ledger (requests, replies, errors), saved replays (their
+summaries, calls and the stored payload), traces written with ``--trace-out``, lcm.db exports
+of a replay's summaries, and the HTML report.
+
+What counts as a secret: the value of every environment variable whose name ends in
+``API_KEY``, ``_TOKEN``, ``_SECRET`` or ``_PASSWORD`` (six characters or more), every key handed
+to a summarizer directly (:func:`register_secret`), and anything shaped like a provider key
+(``sk-…``, ``AIza…``, ``Bearer …``).
+
+>>> redact("use sk-abcdefgh12345678 or my-own-value", ["my-own-value"])
+'use [redacted] or [redacted]'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+REDACTED = "[redacted]"
+_SECRET_ENV = re.compile(r"(?:API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
+_KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}|\bAIza[0-9A-Za-z_\-]{20,}|\bBearer\s+[A-Za-z0-9._\-]{8,}")
+_MIN_SECRET = 6
+_registered: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Treat ``value`` (a key passed in code rather than the environment) as a secret from now on."""
+    if value and len(value) >= _MIN_SECRET:
+        _registered.add(value)
+
+
+def secret_values() -> list[str]:
+    """The configured secrets, longest first (so a secret containing another is replaced whole)."""
+    found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= _MIN_SECRET} | _registered
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str] | None = None) -> str:
+    """``text`` with secret values and key-shaped strings replaced by ``[redacted]``."""
+    for secret in secret_values() if secrets is None else secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return _KEY_SHAPED.sub(REDACTED, text)
+
+
+def redact_rows(rows: list[dict[str, Any]], secrets: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Rows (column → value) with every string value redacted."""
+    known = secret_values() if secrets is None else list(secrets)
+    return [{k: redact(v, known) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
