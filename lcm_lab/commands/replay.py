@@ -41,6 +41,11 @@ def register(subparsers: Any) -> None:
                         help="lcm.db: start from the recorded summaries and context instead of the raw messages")
     parser.add_argument("--fidelity", choices=("faithful", "fixed"), default="faithful",
                         help="reproduce the plugin's quirks (default) or their corrected behaviour")
+    from lcm_lab.engine.versions import DEFAULT_ENGINE, ENGINE_VERSIONS
+
+    parser.add_argument("--engine", choices=ENGINE_VERSIONS, default=DEFAULT_ENGINE,
+                        help=f"lossless-claw version to replay (default {DEFAULT_ENGINE}; 1.0 = the commitTurn host path "
+                             "with pending summaries, docs/engine-1.0.md)")
     parser.add_argument("--trace-out", metavar="TRACE.json", help="write the run as an lcref-trace-v1 trace")
     parser.add_argument("--check", metavar="TRACE.json", help="compare the run with a reference trace; exit 1 on any difference")
     parser.add_argument("--label", default=None, help="a name for the run in the store")
@@ -140,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.engine.replay.trace import compare_traces, reference_trace
+    from lcm_lab.engine.replay.trace_v1 import v1_trace, without_harness
     from lcm_lab.store import open_store
     from lcm_lab.store.replays import save_replay
 
@@ -149,6 +155,10 @@ def run(args: argparse.Namespace) -> int:
             "the tight budget is the smaller of the two assemblies"
         )
     config, plugin_config = read_config(args.config)
+    from lcm_lab.engine.config.surface import check_engine_config, check_plugin_keys
+
+    check_plugin_keys(args.engine, plugin_config)
+    check_engine_config(args.engine, config)
     store = open_store(args.db)
     conversations = _conversations(args, store)
     if not conversations:
@@ -183,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
                     from_recorded=args.from_recorded,
                     fidelity=args.fidelity,
                     on_turn=lambda _record: bar.update(),  # noqa: B023 - the bar lives for this replay only
+                    engine=args.engine,
                 )
             except JsonTooDeepError as exc:
                 if len(conversations) == 1:
@@ -211,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
             print(warning, file=sys.stderr)
         if args.trace_out or args.check:
             data = Path(args.input).read_bytes()
-            trace = reference_trace(
+            write_trace = v1_trace if result.is_v1 else reference_trace
+            trace = write_trace(
                 result,
                 tight_budget=args.tight_budget,
                 input_label=Path(args.input).name,
@@ -227,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
                 say(f"trace written to {args.trace_out}")
             if args.check:
                 expected = json.loads(Path(args.check).read_text(encoding="utf-8"))
-                differences = compare_traces(trace, expected)
+                differences = compare_traces(without_harness(trace), without_harness(expected)) if result.is_v1 else compare_traces(trace, expected)
                 summary["check"] = {"trace": args.check, "identical": not differences, "differences": differences}
                 if differences:
                     say("\n  ".join([f"DIFFERS from {args.check}:", *differences]))
