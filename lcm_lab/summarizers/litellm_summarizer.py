@@ -388,7 +388,7 @@ class LiteLLMSummarizer:
             )
 
     def with_options(self, **changes: Any) -> LiteLLMSummarizer:
-        """A copy with other settings (shares pool and ledger unless replaced)."""
+        """A copy with other settings (shares pool and ledger unless replaced, and the call tally)."""
         return replace_summarizer(self, **changes)
 
 
@@ -416,7 +416,9 @@ def replace_summarizer(summarizer: LiteLLMSummarizer, **changes: Any) -> LiteLLM
     }
     settings.update(changes)
     model = settings.pop("model", summarizer.model)
-    return LiteLLMSummarizer(model, **settings)
+    copy = LiteLLMSummarizer(model, **settings)
+    copy.tally = summarizer.tally  # a copy's calls count as the original's (the shell reads one tally)
+    return copy
 
 
 __all__ = ["LiteLLMSummarizer", "classify_error", "import_litellm", "replace_summarizer"]
