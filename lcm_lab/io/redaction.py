@@ -25,13 +25,14 @@ from typing import Any
 
 REDACTED = "[redacted]"
 _SECRET_ENV = re.compile(r"(?:API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
-# Key shapes: sk-/pk-/rk-/ak-…, AIza…, Bearer …, each starting at a word boundary. Searched as
-# literal-prefixed patterns with the boundary checked by hand: one alternation with \b scans
-# at a few MB/s, too slow for a saved replay's payload; these run at hundreds of MB/s.
+# Key shapes: sk-/pk-/rk-/ak-…, AIza…, Bearer …, each starting at a word boundary. One
+# alternation with \b scans at a few MB/s, too slow for a saved replay's payload; instead each
+# shape's short prefix is searched (hundreds of MB/s), the boundary checked by hand, and the
+# whole shape matched only there, so every candidate costs a bounded amount of work.
 _KEY_PATTERNS = (
-    (re.compile(r"k-[A-Za-z0-9_\-]{8,}"), 1, "spra"),  # the letter before "k-" is part of the key
-    (re.compile(r"AIza[0-9A-Za-z_\-]{20,}"), 0, ""),
-    (re.compile(r"Bearer\s+[A-Za-z0-9._\-]{8,}"), 0, ""),
+    (re.compile(r"[spra]k-"), re.compile(r"[spra]k-[A-Za-z0-9_\-]{8,}")),
+    (re.compile(r"AIza"), re.compile(r"AIza[0-9A-Za-z_\-]{20,}")),
+    (re.compile(r"Bearer"), re.compile(r"Bearer\s+[A-Za-z0-9._\-]{8,}")),
 )
 _MIN_SECRET = 6
 _registered: set[str] = set()
@@ -53,19 +54,35 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
+def _next_key(text: str, pos: int, kind: int) -> tuple[int, int] | None:
+    """The first key of shape ``kind`` starting at or after ``pos`` (at a word boundary)."""
+    prefix, whole = _KEY_PATTERNS[kind]
+    while (found := prefix.search(text, pos)) is not None:
+        start = found.start()
+        if start == 0 or not _is_word(text[start - 1]):
+            key = whole.match(text, start)
+            if key is not None:
+                return start, key.end()
+        pos = start + 1
+    return None
+
+
 def _key_shaped_spans(text: str) -> list[tuple[int, int]]:
-    spans = []
-    for pattern, back, letters in _KEY_PATTERNS:
-        pos = 0
-        while (found := pattern.search(text, pos)) is not None:
-            start = found.start() - back
-            ok = start >= 0 and (not letters or text[start] in letters) and (start == 0 or not _is_word(text[start - 1]))
-            if ok:
-                spans.append((start, found.end()))
-                pos = found.end()
-            else:
-                pos = found.start() + 1  # a key may start inside a rejected candidate
-    return sorted(spans)
+    """The key-shaped spans one left-to-right scan finds (the leftmost key wins, the scan goes
+    on after it), merged from one literal-prefixed search per shape."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    upcoming = [_next_key(text, 0, kind) for kind in range(len(_KEY_PATTERNS))]
+    while True:
+        for kind, span in enumerate(upcoming):
+            if span is not None and span[0] < pos:
+                upcoming[kind] = _next_key(text, pos, kind)
+        found = [span for span in upcoming if span is not None]
+        if not found:
+            return spans
+        first = min(found)
+        spans.append(first)
+        pos = first[1]
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
@@ -78,9 +95,6 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
         return text
     pieces, last = [], 0
     for start, end in spans:
-        if start < last:  # overlaps the previous key
-            last = max(last, end)
-            continue
         pieces += [text[last:start], REDACTED]
         last = end
     pieces.append(text[last:])
