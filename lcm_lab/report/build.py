@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
+from lcm_lab.io.redaction import redact
 from lcm_lab.report._template import PAGE
 from lcm_lab.report.verdict_text import Verdict, interval_text, meaning_lines
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
@@ -323,11 +324,11 @@ def report(
     by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id} | dict(run_labels or {})
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.from_string(PAGE)
-    return page.render(
+    html = page.render(
         title=title or (f"lcm_lab report: {all_names[0]}" if len(everything) == 1 else f"lcm_lab report: {len(everything)} runs compared"),
         version=_version(),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        plotly_js_gzip=plotly_js_gzip_base64(),
+        plotly_js_gzip=_PLOTLY_MARK,
         loader=Markup(LOADER),
         runs=sections,
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
@@ -341,6 +342,12 @@ def report(
         glossary=GLOSSARY,
         upgrade=_upgrade(upgrade),
     )
+    # Everything on the page but plotly's own code is text the lab derived from transcripts:
+    # secrets are redacted there (lcm_lab.io.redaction); the library is inserted afterwards.
+    return redact(html).replace(_PLOTLY_MARK, plotly_js_gzip_base64(), 1)
+
+
+_PLOTLY_MARK = "lcm_lab-plotly-js-goes-here"
 
 
 def _upgrade(comparison: Any) -> dict[str, Any] | None:
