@@ -1,0 +1,120 @@
+"""Big inputs in bounded memory, proved on small inputs with low caps (no timings here: the
+peak-RSS figures live in ``benchmarks/bench_memory.py``)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from lcm_lab.errors import InputFileError, OptionError
+from lcm_lab.io.transcripts import detect_format, read_transcript
+from lcm_lab.io.transcripts.jsonl import MAX_LINE_ENV, iter_raw_lines, max_line_bytes, read_all_bytes
+from lcm_lab.loading.dispatch import load
+from lcm_lab.store import LabStore
+
+HEADER = json.dumps({"type": "session", "version": 3, "id": "big", "timestamp": "2026-01-01T00:00:00.000Z"})
+
+
+def _message(entry_id: str, parent: str | None, role: str, text: str) -> str:
+    message = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1}
+    return json.dumps({"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z",
+                       "message": message})  # fmt: skip
+
+
+class _CountingStream(io.RawIOBase):
+    """A stream that yields ``size`` bytes of one line without a newline."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        n = min(len(buffer), self.left)
+        buffer[:n] = b"x" * n
+        self.left -= n
+        return n
+
+
+def test_iter_raw_lines_never_returns_more_than_the_cap_and_measures_what_it_passed_over() -> None:
+    data = b"short\n" + b"y" * 5000 + b"\n" + b"last"
+    lines = list(iter_raw_lines(io.BytesIO(data), 100))
+    assert [(line.number, line.data, line.size, line.offset, line.terminated) for line in lines] == [
+        (1, b"short\n", 6, 0, True),
+        (2, None, 5001, 6, True),
+        (3, b"last", 4, 5007, False),
+    ]
+
+
+def test_a_line_is_never_read_whole_from_an_endless_stream() -> None:
+    raw = _CountingStream(3 << 20)
+    handle = io.BufferedReader(raw, buffer_size=64 << 10)
+    reads: list[int] = []
+    original = handle.readline
+
+    def readline(size: int = -1) -> bytes:
+        piece = original(size)
+        reads.append(len(piece))
+        return piece
+
+    handle.readline = readline  # type: ignore[method-assign]
+    (line,) = iter_raw_lines(handle, 1000)
+    assert line.data is None and line.size == 3 << 20 and not line.terminated
+    assert max(reads) <= 1 << 20  # passed over in bounded pieces
+
+
+def test_a_line_over_the_cap_is_skipped_and_reported_and_the_rest_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(MAX_LINE_ENV, "0.01")  # 10 KB
+    path = tmp_path / "session.jsonl"
+    body = [HEADER, _message("a", None, "user", "hi"), _message("b", "a", "assistant", "z" * 20_000),
+            _message("c", "a", "assistant", "short answer")]  # fmt: skip
+    path.write_text("\n".join(body) + "\n")
+    assert detect_format(path) == "pi-jsonl"
+    read = read_transcript(path)
+    assert read.skipped_lines == 1
+    (issue,) = [issue for issue in read.issues if issue.skipped]
+    assert issue.line == 3 and "line cap (LCM_LAB_MAX_LINE_MB)" in issue.message and "20,1" in issue.message
+    assert [e.entry_id for e in read.conversations[0].conversation.entries] == ["a", "c"]
+    (result,) = load(path, LabStore(":memory:"), progress=False)
+    assert result.status == "loaded" and result.skipped_lines == 1 and result.messages == 2
+    assert any("line cap" in warning for warning in result.warnings)
+
+
+def test_a_gz_holding_one_line_bigger_than_the_cap_is_skipped_without_expanding_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(MAX_LINE_ENV, "0.0625")  # 64 KB, while the line expands to 8 MB
+    path = tmp_path / "session.jsonl.gz"
+    with gzip.open(path, "wb") as handle:
+        handle.write(HEADER.encode() + b"\n" + _message("a", None, "user", "hi").encode() + b"\n")
+        handle.write(b'{"type":"message","id":"b","parentId":"a","message":{"role":"user","content":"')
+        for _ in range(8):
+            handle.write(b"w" * (1 << 20))
+        handle.write(b'"}}\n')
+    read = read_transcript(path)
+    assert read.skipped_lines == 1 and "8,388," in next(i.message for i in read.issues if i.skipped)
+    assert [e.entry_id for e in read.conversations[0].conversation.entries] == ["a"]
+
+
+def test_a_whole_file_document_over_the_cap_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MAX_LINE_ENV, "0.001")
+    path = tmp_path / "doc.json.gz"
+    with gzip.open(path, "wb") as handle:
+        handle.write(b"[" + b'"x",' * 10_000 + b'"x"]')
+    with pytest.raises(InputFileError, match=r"doc\.json\.gz: one JSON document longer than .*LCM_LAB_MAX_LINE_MB"):
+        read_all_bytes(path)
+    assert detect_format(path) is None
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3"])
+def test_a_bad_line_cap_is_an_option_error_naming_the_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(MAX_LINE_ENV, value)
+    with pytest.raises(OptionError, match=MAX_LINE_ENV):
+        max_line_bytes()
