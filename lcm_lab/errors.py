@@ -44,6 +44,11 @@ class MissingCredentialsError(UserError, RuntimeError):
 MAIN_GUARD_FIX = "put the sweep call under if __name__ == '__main__':"
 
 
+class MemoryLimitError(UserError, RuntimeError):
+    """DuckDB ran out of the memory it may use (``LCM_LAB_MEMORY_LIMIT``); the message says how
+    to raise the cap."""
+
+
 class MainGuardError(UserError, RuntimeError):
     """A script started worker processes (spawn) without a main guard, so every worker re-imports
     it and runs its top-level code, the sweep call included; the message says how to fix it."""

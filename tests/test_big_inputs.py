@@ -118,3 +118,136 @@ def test_a_bad_line_cap_is_an_option_error_naming_the_variable(monkeypatch: pyte
     monkeypatch.setenv(MAX_LINE_ENV, value)
     with pytest.raises(OptionError, match=MAX_LINE_ENV):
         max_line_bytes()
+
+
+# -- a big file is committed in steps; a failure or a kill after a step leaves nothing behind ----
+
+_TABLES = ("conversations", "messages", "message_parts", "entries", "recorded_events", "summaries", "context_items")
+
+
+def _counts(store: LabStore) -> dict[str, int]:
+    return {table: int(store.fetch_all(f"SELECT count(*) FROM {table}")[0][0]) for table in _TABLES}
+
+
+def _session(path: Path, messages: int) -> Path:
+    body = [HEADER] + [
+        _message(f"m{i}", f"m{i - 1}" if i else None, "user" if i % 2 == 0 else "assistant", f"message {i} " + "w" * 300)
+        for i in range(messages)
+    ]
+    path.write_text("\n".join(body) + "\n")
+    return path
+
+
+def test_a_big_file_is_committed_in_steps_with_the_same_rows_as_one_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _session(tmp_path / "session.jsonl", 400)
+    whole = LabStore(tmp_path / "whole.duckdb")
+    load(path, whole, progress=False)
+    steps: list[int] = []
+    real_commit_point = LabStore.commit_point
+    monkeypatch.setattr(LabStore, "commit_point", lambda self: steps.append(1) or real_commit_point(self))
+    monkeypatch.setattr("lcm_lab.loading.dispatch.COMMIT_BYTES", 20_000)
+    monkeypatch.setattr("lcm_lab.io.rows.FLUSH_ROWS", 50)
+    stepped = LabStore(tmp_path / "stepped.duckdb")
+    (result,) = load(path, stepped, progress=False)
+    assert result.status == "loaded" and result.messages == 400
+    assert len(steps) >= 5  # it really committed in steps
+    for table in _TABLES:
+        assert stepped.fetch_all(f"SELECT * FROM {table} ORDER BY ALL") == whole.fetch_all(f"SELECT * FROM {table} ORDER BY ALL")
+    assert stepped.fetch_all("SELECT status FROM sources") == [("loaded",)]
+
+
+def test_a_failure_after_a_commit_point_removes_the_rows_already_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _session(tmp_path / "session.jsonl", 400)
+    monkeypatch.setattr("lcm_lab.loading.dispatch.COMMIT_BYTES", 20_000)
+    monkeypatch.setattr("lcm_lab.io.rows.FLUSH_ROWS", 50)
+    real_commit_point = LabStore.commit_point
+    steps: list[int] = []
+
+    def failing_commit_point(self: LabStore) -> None:
+        real_commit_point(self)
+        steps.append(1)
+        if len(steps) == 3:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(LabStore, "commit_point", failing_commit_point)
+    store = LabStore(tmp_path / "lab.duckdb")
+    with pytest.raises(OSError, match="No space left"):
+        load(path, store, progress=False)
+    assert set(_counts(store).values()) == {0}
+    assert store.fetch_all("SELECT status FROM sources") == [("failed",)]
+    monkeypatch.setattr(LabStore, "commit_point", real_commit_point)
+    (again,) = load(path, store, progress=False)  # and the file loads in full afterwards
+    assert again.status == "loaded" and _counts(store)["messages"] == 400
+
+
+_KILLED_LOAD = """
+import os, sys
+from lcm_lab.store import LabStore
+import lcm_lab.loading.dispatch as dispatch
+import lcm_lab.io.rows as rows
+dispatch.COMMIT_BYTES, rows.FLUSH_ROWS = 20_000, 50
+steps = []
+real = LabStore.commit_point
+def commit_point(self):
+    real(self)
+    steps.append(1)
+    if len(steps) == int(sys.argv[3]):
+        os.kill(os.getpid(), 9)
+LabStore.commit_point = commit_point
+dispatch.load(sys.argv[1], LabStore(sys.argv[2]), progress=False)
+"""
+
+
+@pytest.mark.parametrize("killed_after", [1, 4])
+def test_a_load_killed_after_a_commit_point_is_cleaned_by_the_next_load(tmp_path: Path, killed_after: int) -> None:
+    import subprocess
+    import sys
+
+    path = _session(tmp_path / "session.jsonl", 400)
+    db = tmp_path / "lab.duckdb"
+    script = tmp_path / "killed_load.py"
+    script.write_text(_KILLED_LOAD)
+    done = subprocess.run([sys.executable, str(script), str(path), str(db), str(killed_after)], capture_output=True)
+    assert done.returncode == -9, done.stderr.decode()[-500:]
+    store = LabStore(db)
+    assert store.fetch_all("SELECT status FROM sources") == [("loading",)]
+    assert _counts(store)["messages"] > 0  # the killed load left committed rows
+    (result,) = load(path, store, progress=False)
+    assert result.status == "loaded" and result.messages == 400
+    assert _counts(store)["messages"] == 400 and _counts(store)["conversations"] == 1
+    assert sorted(store.fetch_all("SELECT status FROM sources")) == [("failed",), ("loaded",)]
+
+
+# -- DuckDB running out of memory is one line naming LCM_LAB_MEMORY_LIMIT -------------------------
+
+
+def test_duckdb_out_of_memory_is_a_memory_limit_error_naming_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lcm_lab.errors import MemoryLimitError, UserError
+
+    path = _session(tmp_path / "session.jsonl", 2000)
+    monkeypatch.setenv("LCM_LAB_MEMORY_LIMIT", "2MB")
+    store = LabStore(tmp_path / "lab.duckdb")
+    with pytest.raises(MemoryLimitError) as caught:
+        load(path, store, progress=False)
+    message = str(caught.value)
+    assert isinstance(caught.value, UserError) and len(message.splitlines()) == 1
+    assert "LCM_LAB_MEMORY_LIMIT" in message and "2MB" in message
+
+
+def test_the_cli_prints_the_memory_limit_error_on_one_line_with_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lcm_lab.cli import main
+
+    path = _session(tmp_path / "session.jsonl", 2000)
+    monkeypatch.setenv("LCM_LAB_MEMORY_LIMIT", "2MB")
+    code = main(["load", "--db", str(tmp_path / "lab.duckdb"), str(path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "LCM_LAB_MEMORY_LIMIT" in err and "Traceback" not in err
