@@ -148,7 +148,6 @@ def test_a_big_file_is_committed_in_steps_with_the_same_rows_as_one_commit(
     real_commit_point = LabStore.commit_point
     monkeypatch.setattr(LabStore, "commit_point", lambda self: steps.append(1) or real_commit_point(self))
     monkeypatch.setattr("lcm_lab.loading.dispatch.COMMIT_BYTES", 20_000)
-    monkeypatch.setattr("lcm_lab.io.rows.FLUSH_ROWS", 50)
     stepped = LabStore(tmp_path / "stepped.duckdb")
     (result,) = load(path, stepped, progress=False)
     assert result.status == "loaded" and result.messages == 400
@@ -163,7 +162,6 @@ def test_a_failure_after_a_commit_point_removes_the_rows_already_committed(
 ) -> None:
     path = _session(tmp_path / "session.jsonl", 400)
     monkeypatch.setattr("lcm_lab.loading.dispatch.COMMIT_BYTES", 20_000)
-    monkeypatch.setattr("lcm_lab.io.rows.FLUSH_ROWS", 50)
     real_commit_point = LabStore.commit_point
     steps: list[int] = []
 
@@ -188,8 +186,7 @@ _KILLED_LOAD = """
 import os, sys
 from lcm_lab.store import LabStore
 import lcm_lab.loading.dispatch as dispatch
-import lcm_lab.io.rows as rows
-dispatch.COMMIT_BYTES, rows.FLUSH_ROWS = 20_000, 50
+dispatch.COMMIT_BYTES = 20_000
 steps = []
 real = LabStore.commit_point
 def commit_point(self):
@@ -251,3 +248,50 @@ def test_the_cli_prints_the_memory_limit_error_on_one_line_with_exit_2(
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and "LCM_LAB_MEMORY_LIMIT" in err and "Traceback" not in err
+
+
+# -- a pi session's messages are read again from the file, not held: same rows as held ----------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _built_rows(read: object) -> dict[str, list[dict[str, object]]]:
+    from lcm_lab.io.rows import Start, build_rows
+
+    tables: dict[str, list[dict[str, object]]] = {}
+    conversations = read.conversations  # type: ignore[attr-defined]
+    build_rows(conversations, [Start(cid=i) for i in range(len(conversations))],
+               lambda table, arrow: tables.setdefault(table, []).extend(arrow.to_pylist()),
+               kind=read.kind, source_id=1)  # type: ignore[attr-defined]  # fmt: skip
+    return tables
+
+
+@pytest.mark.parametrize("encoding", ["plain", "gzip", "utf-16"])
+@pytest.mark.parametrize("name", ["before-compaction.jsonl", "large-session.jsonl"])
+def test_reread_entries_build_exactly_the_rows_of_held_entries(tmp_path: Path, name: str, encoding: str) -> None:
+    from lcm_lab.io.transcripts.reread import ReReadEntries
+
+    source = REPO / "datasets" / "pi-mono" / name
+    path = tmp_path / name
+    if encoding == "plain":
+        path.write_bytes(source.read_bytes())
+    elif encoding == "gzip":
+        path = tmp_path / f"{name}.gz"
+        path.write_bytes(gzip.compress(source.read_bytes()))
+    else:
+        path.write_bytes(source.read_text(encoding="utf-8").encode("utf-16"))
+    held, reread = read_transcript(path), read_transcript(path, reread=True)
+    entries = reread.conversations[0].conversation.entries
+    assert isinstance(entries, ReReadEntries) and entries == held.conversations[0].conversation.entries
+    assert reread.conversations[0].meta == held.conversations[0].meta and reread.issues == held.issues
+    assert _built_rows(reread) == _built_rows(held)
+
+
+def test_a_file_rewritten_between_reading_and_storing_is_refused_by_name(tmp_path: Path) -> None:
+    path = _session(tmp_path / "session.jsonl", 10)
+    read = read_transcript(path, reread=True)
+    lines = path.read_text().splitlines()
+    lines[3], lines[4] = lines[4], lines[3]  # same bytes, other order: offsets now point at other entries
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputFileError, match=r"session\.jsonl: line \d+ changed while the file was loaded"):
+        list(read.conversations[0].conversation.entries)

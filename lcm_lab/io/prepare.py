@@ -60,7 +60,7 @@ def read_and_build(path: Path, read: Callable[[], Any] | None = None, *, spool: 
     if read is None:
         from lcm_lab.io.transcripts import read_transcript
 
-        result = read_transcript(path)
+        result = read_transcript(path, reread=True)
     else:
         result = read()
     files: list[tuple[str, str]] = []

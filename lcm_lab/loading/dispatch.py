@@ -354,7 +354,7 @@ def _load_transcript(
         batch.add(key, target, fp, rows)
         return None
     try:
-        result = read() if read is not None else _transcripts_module().read_transcript(target)
+        result = read() if read is not None else _transcripts_module().read_transcript(target, reread=True)
     except (OSError, ValueError) as exc:
         return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
     issues = [str(issue) for issue in result.issues]
@@ -552,7 +552,7 @@ def _jobs_for(argument: str | os.PathLike[str], store: LabStore) -> tuple[list[_
         if item.kind == transcripts.LCM_DB:
             jobs.append(_Job(item.path, str(argument), True, kind="lcm_db"))
         else:
-            jobs.append(_Job(item.path, str(argument), True, read=partial(transcripts.read_state_dir_item, item)))
+            jobs.append(_Job(item.path, str(argument), True, read=partial(transcripts.read_state_dir_item, item, reread=True)))
     return jobs, failed
 
 

@@ -261,6 +261,7 @@ class JsonlReader:
         self.skipped_lines = 0
         self.last_line = 0
         self.nonblank_lines = 0
+        self.current: RawLine | None = None  # the line of the value last yielded
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
         with open_bytes(self.path) as handle:
@@ -282,6 +283,7 @@ class JsonlReader:
                 except ValueError as error:
                     self._skip(number, data, str(error), unterminated=not line.terminated)
                     continue
+                self.current = line
                 yield number, value
 
     def _too_long(self, line: RawLine) -> None:
