@@ -295,3 +295,37 @@ def test_a_file_rewritten_between_reading_and_storing_is_refused_by_name(tmp_pat
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputFileError, match=r"session\.jsonl: line \d+ changed while the file was loaded"):
         list(read.conversations[0].conversation.entries)
+
+
+# -- one big session projected in parts across workers: exactly the rows of one process ---------
+
+
+@pytest.mark.parametrize("name", ["before-compaction.jsonl", "large-session.jsonl"])
+def test_a_session_split_across_workers_stores_exactly_the_rows_of_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    import lcm_lab.store.write_loaded as write_loaded
+
+    path = REPO / "datasets" / "pi-mono" / name
+    monkeypatch.setattr(write_loaded, "SPLIT_MIN_ENTRIES", 10)
+    splits: list[int] = []
+    real_split = write_loaded.build_rows_split
+
+    def build_rows_split(*args: object, **kwargs: object) -> object:
+        splits.append(int(kwargs["workers"]))  # type: ignore[call-overload]
+        return real_split(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(write_loaded, "build_rows_split", build_rows_split)
+    tables = ("conversations", "messages", "message_parts", "entries", "recorded_events")
+    rows = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("LCM_LAB_LOAD_WORKERS", workers)
+        store = LabStore(tmp_path / f"w{workers}.duckdb")
+        (result,) = load(path, store, progress=False)
+        assert result.status == "loaded"
+        rows[workers] = {t: store.fetch_all(f"SELECT * EXCLUDE (source_id) FROM {t} ORDER BY ALL")
+                         if t == "conversations" else store.fetch_all(f"SELECT * FROM {t} ORDER BY ALL") for t in tables}  # fmt: skip
+        store.close()
+    assert splits == [2]  # the two-worker load took the split path
+    assert {t: len(r) for t, r in rows["2"].items()} == {t: len(r) for t, r in rows["1"].items()}
+    assert rows["2"] == rows["1"]

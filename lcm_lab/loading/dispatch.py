@@ -361,7 +361,8 @@ def _load_transcript(
     with _undone_on_failure(lab), lab.transaction():
         source_id = add_source(lab, path=str(target), kind=result.kind, status=UNFINISHED,
                                loader_version=loader_version(), fp=fp)
-        counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind, commit_bytes=COMMIT_BYTES)
+        counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind, commit_bytes=COMMIT_BYTES,
+                               workers=split_workers() if batch is None else 1)  # fmt: skip
         warnings = issues + counts.warnings
         status = "appended" if counts.appended_conversations and not counts.conversations else "loaded"
         finish_source(lab, source_id, status=status, warnings=warnings, skipped_lines=result.skipped_lines)
@@ -629,12 +630,23 @@ def load_workers(jobs: int) -> int:
             return max(1, int(configured))
         except ValueError:
             return 1
+    return _idle_workers() if jobs >= 2 else 1
+
+
+def split_workers() -> int:
+    """Worker processes that project one big session in parts (:func:`load_workers`' rule, for a
+    single file: ``LCM_LAB_LOAD_WORKERS``, else one per idle CPU up to 2)."""
+    configured = os.environ.get(WORKERS_ENV, "").strip()
+    return load_workers(2) if configured else _idle_workers()
+
+
+def _idle_workers() -> int:
     cpus = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0] >= cpus
     except (AttributeError, OSError):  # no load average on this platform
         busy = False
-    return min(2, cpus) if jobs >= 2 and cpus > 1 and not busy else 1
+    return min(2, cpus) if cpus > 1 and not busy else 1
 
 
 def _worker_context() -> multiprocessing.context.BaseContext | None:

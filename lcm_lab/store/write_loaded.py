@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lcm_lab.io.model import LoadedConversation
-from lcm_lab.io.prepare import Prepared
+from lcm_lab.io.prepare import SPLIT_MIN_ENTRIES, Prepared, build_rows_split
 from lcm_lab.io.rows import Start, WriteCounts, build_rows
 from lcm_lab.store.sources import LOADED_SQL
 
@@ -130,19 +130,24 @@ def _starts(store: LabStore, path: str, loaded: Sequence[LoadedConversation]) ->
 
 def insert_loaded(
     store: LabStore, source_id: int, path: str, loaded: Sequence[LoadedConversation], *, kind: str,
-    commit_bytes: int | None = None,
+    commit_bytes: int | None = None, workers: int = 1,
 ) -> WriteCounts:
     """Insert conversations read from ``path`` (caller holds the transaction).
 
     With ``commit_bytes``, rows of new conversations are committed in steps of about that size
     (the caller's source row must be ``UNFINISHED`` until its last commit, so a failure can be
     undone by :func:`lcm_lab.store.sources.purge_unfinished`). Rows appended to conversations
-    loaded before go in one transaction (undoing part of an append is not supported).
+    loaded before go in one transaction (undoing part of an append is not supported). With
+    ``workers`` > 1, one big new conversation is projected in parts across that many processes
+    (:func:`lcm_lab.io.prepare.build_rows_split`).
     """
     starts, warnings = _starts(store, path, loaded)
     stepped = commit_bytes is not None and not any(start.appended for start in starts)
     sink = _CommittingSink(store, commit_bytes) if stepped and commit_bytes else partial(_insert, store)
-    counts = build_rows(loaded, starts, sink, kind=kind, source_id=source_id)
+    if workers > 1 and len(loaded) == 1 and len(loaded[0].conversation.entries) >= SPLIT_MIN_ENTRIES:
+        counts = build_rows_split(loaded[0], starts[0], sink, kind=kind, source_id=source_id, workers=workers)
+    else:
+        counts = build_rows(loaded, starts, sink, kind=kind, source_id=source_id)
     counts.warnings[:0] = warnings
     return counts
 
