@@ -20,10 +20,11 @@ listed in ``meta["off_path_lines"]``.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
@@ -39,6 +40,7 @@ from lcm_lab.io.transcripts.reread import KeptLine, LineSource, ReReadEntries
 from lcm_lab.io.transcripts.tree import select_leaf_path
 
 EVENT_TYPES = frozenset({"compaction", "branch_summary"})
+_NO_RAW: dict[str, Any] = {}  # the raw value of a kept entry (read again with its line; never mutated)
 
 
 def clean_id(value: object) -> str | None:
@@ -187,9 +189,15 @@ class PiSessionParser:
         if entry.message is None or _not_fully_represented(entry):
             return
         offset, size = source.keep(line)
-        entry.kept = KeptLine(entry.line, entry.type, None, entry.timestamp, offset, size, entry.message is entry.raw)
+        entry.kept = KeptLine(offset, size, entry.message is entry.raw)
         entry.message = None
-        entry.raw = {}
+        entry.raw = _NO_RAW
+        entry.type = "message"  # one shared string; the timestamp comes back with the line
+        entry.timestamp = None
+        if entry.entry_id is not None:  # a child's parent_id then shares its parent's string
+            entry.entry_id = sys.intern(entry.entry_id)
+        if entry.parent_id is not None:
+            entry.parent_id = sys.intern(entry.parent_id)
         self.source = source
 
     # -- building -----------------------------------------------------------------------
@@ -290,13 +298,15 @@ class PiSessionParser:
             )
         id_lines = {e.entry_id: e.line for e in self.entries if e.entry_id is not None}
         events = tuple(self._event(e, id_lines) for e in path if e.type in EVENT_TYPES)
-        entries: Sequence[InputEntry] = tuple(
+        # Kept lines get their ids only now (v1 files receive theirs in _upgrade_v1_ids).
+        items: list[InputEntry | tuple[int, str | None, KeptLine]] = [
             InputEntry(line=e.line, type=e.type, message=e.message, entry_id=e.entry_id, timestamp=e.timestamp)
-            if e.kept is None else e.kept._replace(entry_id=e.entry_id)  # type: ignore[misc]
+            if e.kept is None else (e.line, e.entry_id, e.kept)
             for e in path
-        )  # fmt: skip
-        if self.source is not None:  # ids are final only now (v1 files get theirs in _upgrade_v1_ids)
-            entries = ReReadEntries(self.source, entries)  # type: ignore[arg-type]
+        ]  # fmt: skip
+        entries: Sequence[InputEntry] = (
+            ReReadEntries(self.source, items) if self.source is not None else cast(tuple[InputEntry, ...], tuple(items))
+        )
         title = None
         for entry in path:
             if entry.type == "session_info" and isinstance(entry.raw.get("name"), str):

@@ -10,7 +10,9 @@ access, so the loader's projection streams through them one at a time.
 
 from __future__ import annotations
 
+import os
 import tempfile
+from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple, overload
@@ -46,13 +48,13 @@ class LineSource:
         return offset, len(line.data)
 
     def read(self, offset: int, size: int) -> bytes:
+        # pread: forked split workers share these descriptors, and with them a seek position.
         if self.spool is not None:
-            self.spool.seek(offset)
-            return self.spool.read(size)
+            self.spool.flush()
+            return os.pread(self.spool.fileno(), size, offset)
         if self.handle is None:
             self.handle = open(self.path, "rb")  # noqa: SIM115 - kept open while the entries are used
-        self.handle.seek(offset)
-        return self.handle.read(size)
+        return os.pread(self.handle.fileno(), size, offset)
 
     def close(self) -> None:
         for handle in (self.spool, self.handle):
@@ -65,27 +67,47 @@ class LineSource:
 
 
 class KeptLine(NamedTuple):
-    """A message entry whose message is in ``source`` at ``offset`` (``bare``: the line is the
+    """Where a message entry's line is in a :class:`LineSource` (``bare``: the line is the
     message itself, not an envelope holding it under ``"message"``)."""
 
-    line: int
-    type: str
-    entry_id: str | None
-    timestamp: str | None
     offset: int
     size: int
     bare: bool
 
 
 class ReReadEntries(Sequence[InputEntry]):
-    """A conversation's entries, each :class:`KeptLine` parsed again from its source on access."""
+    """A conversation's entries; those with a :class:`KeptLine` are parsed again on access.
 
-    def __init__(self, source: LineSource, items: Sequence[InputEntry | KeptLine]) -> None:
+    Stored as columns (line numbers, offsets and sizes in typed arrays, ids in a list) so a
+    session of a million lines costs tens of bytes per entry here. Kept entries are ``message``
+    entries; their envelope timestamp comes back with the line.
+    """
+
+    def __init__(self, source: LineSource, items: Sequence[InputEntry | tuple[int, str | None, KeptLine]]) -> None:
         self.source = source
-        self.items = items
+        self.lines = array("q")
+        self.offsets = array("q")  # -1: the entry is held whole in ``held``
+        self.sizes = array("q")
+        self.bare = bytearray()
+        self.ids: list[str | None] = []
+        self.held: dict[int, InputEntry] = {}
+        for index, item in enumerate(items):
+            if isinstance(item, InputEntry):
+                self.held[index] = item
+                self._append(item.line, item.entry_id, -1, 0, False)
+            else:
+                line, entry_id, kept = item
+                self._append(line, entry_id, kept.offset, kept.size, kept.bare)
+
+    def _append(self, line: int, entry_id: str | None, offset: int, size: int, bare: bool) -> None:
+        self.lines.append(line)
+        self.ids.append(entry_id)
+        self.offsets.append(offset)
+        self.sizes.append(size)
+        self.bare.append(bare)
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.lines)
 
     @overload
     def __getitem__(self, index: int) -> InputEntry: ...
@@ -95,12 +117,21 @@ class ReReadEntries(Sequence[InputEntry]):
 
     def __getitem__(self, index: int | slice) -> InputEntry | ReReadEntries:
         if isinstance(index, slice):
-            return ReReadEntries(self.source, self.items[index])
-        return self._entry(self.items[index])
+            part = ReReadEntries(self.source, ())
+            positions = range(len(self))[index]
+            part.lines, part.offsets, part.sizes = self.lines[index], self.offsets[index], self.sizes[index]
+            part.bare, part.ids = self.bare[index], self.ids[index]
+            part.held = {new: self.held[old] for new, old in enumerate(positions) if old in self.held}
+            return part
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._entry(index)
 
     def __iter__(self) -> Iterator[InputEntry]:
-        for item in self.items:
-            yield self._entry(item)
+        for index in range(len(self)):
+            yield self._entry(index)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (ReReadEntries, tuple, list)):
@@ -109,16 +140,20 @@ class ReReadEntries(Sequence[InputEntry]):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def _entry(self, item: InputEntry | KeptLine) -> InputEntry:
-        if isinstance(item, InputEntry):
-            return item
-        data = self.source.read(item.offset, item.size).strip().removeprefix(UTF8_BOM).strip()
+    def _entry(self, index: int) -> InputEntry:
+        held = self.held.get(index)
+        if held is not None:
+            return held
+        line, entry_id, bare = self.lines[index], self.ids[index], bool(self.bare[index])
+        data = self.source.read(self.offsets[index], self.sizes[index]).strip().removeprefix(UTF8_BOM).strip()
         try:
             value: Any = parse_json_bytes(data)
         except ValueError:
             value = None
-        message = value if item.bare else (value.get("message") if isinstance(value, dict) else None)
+        message = value if bare else (value.get("message") if isinstance(value, dict) else None)
         found = value.get("id") if isinstance(value, dict) else None
-        if not isinstance(message, dict) or (not item.bare and isinstance(found, str) and found.strip() != item.entry_id):
-            raise InputFileError(self.source.path, f"line {item.line} changed while the file was loaded; load it again")
-        return InputEntry(line=item.line, type=item.type, message=message, entry_id=item.entry_id, timestamp=item.timestamp)
+        if not isinstance(message, dict) or (not bare and isinstance(found, str) and found.strip() != entry_id):
+            raise InputFileError(self.source.path, f"line {line} changed while the file was loaded; load it again")
+        timestamp = None if bare else value.get("timestamp")
+        return InputEntry(line=line, type="message", message=message, entry_id=entry_id,
+                          timestamp=timestamp if isinstance(timestamp, str) else None)  # fmt: skip
