@@ -296,17 +296,20 @@ class PiSessionParser:
                 f"duplicate entry id {entry_id!r} (also on line {earlier}); the later occurrence wins",
                 skipped=False,
             )
-        id_lines = {e.entry_id: e.line for e in self.entries if e.entry_id is not None}
-        events = tuple(self._event(e, id_lines) for e in path if e.type in EVENT_TYPES)
+        on_path = [e for e in path if e.type in EVENT_TYPES]
+        id_lines = {e.entry_id: e.line for e in self.entries if e.entry_id is not None} if on_path else {}
+        events = tuple(self._event(e, id_lines) for e in on_path)
+        del id_lines
         # Kept lines get their ids only now (v1 files receive theirs in _upgrade_v1_ids).
-        items: list[InputEntry | tuple[int, str | None, KeptLine]] = [
+        items = (
             InputEntry(line=e.line, type=e.type, message=e.message, entry_id=e.entry_id, timestamp=e.timestamp)
             if e.kept is None else (e.line, e.entry_id, e.kept)
             for e in path
-        ]  # fmt: skip
+        )  # fmt: skip
         entries: Sequence[InputEntry] = (
-            ReReadEntries(self.source, items) if self.source is not None else cast(tuple[InputEntry, ...], tuple(items))
-        )
+            ReReadEntries(self.source, items) if self.source is not None
+            else cast(tuple[InputEntry, ...], tuple(items))
+        )  # fmt: skip
         title = None
         for entry in path:
             if entry.type == "session_info" and isinstance(entry.raw.get("name"), str):
@@ -332,10 +335,17 @@ class PiSessionParser:
                 "upgraded_from_v1": upgraded,
                 "entries_in_file": len(self.entries),
                 "off_path_entries": len(self.entries) - len(path),
-                "off_path_lines": tuple(sorted({e.line for e in self.entries} - {e.line for e in path})),
+                "off_path_lines": _off_path_lines(self.entries, path),
                 "raw_entries": {e.line: e.raw for e in path if _not_fully_represented(e)},
             },
         )
+
+
+def _off_path_lines(entries: Sequence[PiEntry], path: Sequence[PiEntry]) -> tuple[int, ...]:
+    if len(path) == len(entries):  # the usual case, one branch: nothing is off the path
+        return ()
+    on_path = {e.line for e in path}
+    return tuple(sorted({e.line for e in entries if e.line not in on_path}))
 
 
 def read_pi_records(

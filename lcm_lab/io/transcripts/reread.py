@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple, overload
 
@@ -83,7 +83,7 @@ class ReReadEntries(Sequence[InputEntry]):
     entries; their envelope timestamp comes back with the line.
     """
 
-    def __init__(self, source: LineSource, items: Sequence[InputEntry | tuple[int, str | None, KeptLine]]) -> None:
+    def __init__(self, source: LineSource, items: Iterable[InputEntry | tuple[int, str | None, KeptLine]]) -> None:
         self.source = source
         self.lines = array("q")
         self.offsets = array("q")  # -1: the entry is held whole in ``held``
