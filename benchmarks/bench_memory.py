@@ -73,9 +73,12 @@ def _input(case: str, work: Path) -> Path:
 
 
 def _peaks() -> dict[str, float]:
+    own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "workers_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "peak_rss_mb": own.ru_maxrss / 1024,
+        "workers_peak_rss_mb": workers.ru_maxrss / 1024,
+        # CPU seconds of the child and its workers: on a shared machine wall time mostly measures the neighbours.
+        "cpu_seconds": own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime,
     }
 
 
@@ -237,7 +240,7 @@ def write_report(label: str, records: list[dict[str, Any]]) -> None:
         "processes). Inputs are generated in a temporary directory by `benchmarks/generate.py`. Run: "
         "`python -m benchmarks.bench_memory` (`--code DIR --label before` measures another checkout).",
         "",
-        "| case | " + " | ".join(f"{name}: peak RSS MB / workers MB / s / result" for name in labels) + " |",
+        "| case | " + " | ".join(f"{name}: peak RSS MB / workers MB / wall s / CPU s / result" for name in labels) + " |",
         "|---|" + "---|" * len(labels),
     ]
     for case in CASES:
@@ -252,10 +255,15 @@ def write_report(label: str, records: list[dict[str, Any]]) -> None:
                 result += f", {r['skipped_lines']} line(s) skipped"
             peak = r.get("peak_rss_mb")
             peak_text = f"**{peak:,.0f}**" if peak is not None and peak >= TARGET_MB else (f"{peak:,.0f}" if peak else "?")
-            cells.append(f"{peak_text} / {r.get('workers_peak_rss_mb', 0):,.0f} / {r.get('seconds', float('nan')):.1f} / {result}")
+            cpu = r.get("cpu_seconds")
+            cpu_text = f"{cpu:.1f}" if cpu is not None else "—"
+            cells.append(f"{peak_text} / {r.get('workers_peak_rss_mb', 0):,.0f} / {r.get('seconds', float('nan')):.1f} / {cpu_text} / {result}")
         if any(cell != "—" for cell in cells):
             lines.append(f"| {case} | " + " | ".join(cells) + " |")
-    lines += ["", "Bold: over the target.", ""]
+    lines += ["", "Bold: over the target. CPU s counts the child and its workers; wall time on a shared machine "
+              "mostly measures the neighbours (load average when each run ended: "
+              + ", ".join(f"{name} {runs[name].get('load_average', float('nan')):.1f}" for name in labels)
+              + f", on {os.cpu_count()} CPUs).", ""]  # fmt: skip
     for name in labels:
         for case, how in (("speed-pi-28", "default settings"), ("speed-pi-28-w2", "LCM_LAB_LOAD_WORKERS=2")):
             speed = by_case[name].get(case)
