@@ -308,7 +308,8 @@ def test_cli_sweep_json_sweeps_and_recommend(tmp_path: Path) -> None:
     page = lcm_lab("report", "--sweep", result["sweep_id"], "--db", db, "-o", str(html))
     assert page.returncode == 0, page.stderr
     text = html.read_text(encoding="utf-8")
-    assert f"Sweep test ({result['sweep_id']}" in text and "fact_retention 95% CI" in text and "LCM_LEAF_CHUNK_TOKENS=2000" in text
+    assert "Sweep test" in text and f"({result['sweep_id']}, done)" in text
+    assert "fact_retention 95% CI" in text and "LCM_LEAF_CHUNK_TOKENS=2000" in text
     unknown = lcm_lab("recommend", "sw_nope", "--db", db)
     assert unknown.returncode == 2 and "unknown sweep id 'sw_nope'; known: " + result["sweep_id"] in unknown.stderr
     bad = tmp_path / "bad.yaml"

@@ -87,10 +87,18 @@ class EngineState:
 
     def add_summary(self, summary: Summary, start: int, end: int) -> None:
         """Insert ``summary`` and replace context positions ``start..end`` (inclusive) by it."""
+        self.insert_summary(summary)
+        self.replace_range(summary.summary_id, start, end)
+
+    def insert_summary(self, summary: Summary) -> None:
+        """A summary row that is not (yet) in the context (e.g. a child of a published parent)."""
         self.summaries[summary.summary_id] = summary
+
+    def replace_range(self, summary_id: str, start: int, end: int) -> None:
+        """Replace context positions ``start..end`` (inclusive) by the stored summary ``summary_id``."""
         removed = self.context[start : end + 1]
         self._stored -= sum(self.stored_item_tokens(item) for item in removed)
-        item = ContextItem.summary(summary.summary_id)
+        item = ContextItem.summary(summary_id)
         self.context[start : end + 1] = [item]
         self.version += 1
         self._stored += self.stored_item_tokens(item)

@@ -21,6 +21,7 @@ import pandas as pd
 if TYPE_CHECKING:
     import polars as pl
 
+from lcm_lab.engine.compaction.pending.maintenance import PhaseRecord
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.types import (
@@ -46,7 +47,7 @@ _TYPES: dict[str, type] = {
     for cls in (
         Replay, LcmConfig, Conversation, InputEntry, StoredMessage, StoredPart, Summary, ContextItem,
         LargeFile, TurnRecord, SweepRecord, SummarizerCall, DebtSnapshot, DrainAttempt,
-        StrategyRun, StrategyTurn, ModelCall, MemoryItem,
+        StrategyRun, StrategyTurn, ModelCall, MemoryItem, PhaseRecord,
     )
 }  # fmt: skip
 

@@ -10,6 +10,7 @@ summaries with intervals, and the Pareto front.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -90,9 +91,15 @@ def _controls(metrics: Mapping[str, Any], status: str) -> dict[str, Any]:
     return out
 
 
+MIN_INTERVAL_CONVERSATIONS = 3
+
+
 def config_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     """Per configuration: parameters, conversations ok/failed, and each metric's mean with a 95%
-    t-interval over conversations (``<metric>``, ``<metric>_ci_low``, ``<metric>_ci_high``)."""
+    t-interval over conversations (``<metric>``, ``<metric>_ci_low``, ``<metric>_ci_high``).
+
+    Below :data:`MIN_INTERVAL_CONVERSATIONS` conversations the interval is NaN: a t-interval over
+    two values (one degree of freedom, quantile 12.7) spans several times any score's scale."""
     import pandas as pd
 
     from lcm_lab.metrics.stats import t_interval
@@ -107,7 +114,7 @@ def config_table(frame: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
         for m in metrics:
             values = [float(v) for v in ok[m] if v is not None and not pd.isna(v)]
             row[m] = sum(values) / len(values) if values else None
-            lo, hi = t_interval(values)
+            lo, hi = t_interval(values) if len(values) >= MIN_INTERVAL_CONVERSATIONS else (math.nan, math.nan)
             row[f"{m}_ci_low"], row[f"{m}_ci_high"] = lo, hi
         out.append(row)
     return pd.DataFrame(out)

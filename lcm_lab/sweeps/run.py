@@ -198,7 +198,7 @@ class _Session:
                     continue
                 run_id = f"{self.sweep_id}_{p.config_id}_{index}"
                 out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget,
-                                p.strategy, p.strategy_params))
+                                p.strategy, p.strategy_params, p.engine))
         return out
 
     def run(self, units: list[Unit]) -> None:

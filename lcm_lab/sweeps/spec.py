@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from lcm_lab.engine.config.lcm_config import FIELDS, ConfigError, LcmConfig
+from lcm_lab.engine.versions import DEFAULT_ENGINE
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
 from lcm_lab.sweeps.metrics import METRICS
 from lcm_lab.sweeps.strategy_space import LCM, STRATEGY_KEY, parameter_kinds, strategy_problems
@@ -273,6 +274,7 @@ class Point(NamedTuple):
     config: LcmConfig | None
     strategy: str = LCM
     strategy_params: dict[str, Any] | None = None
+    engine: str = DEFAULT_ENGINE  # LCM: the lossless-claw version (lcm_lab.engine.versions)
 
 
 class Dimension(NamedTuple):
