@@ -83,11 +83,15 @@ def main() -> dict[str, Any]:
                 "paired_diff": diff, "diff_ci": [dlo, dhi], "diff_unit": "probe (paired), clustered by conversation",
                 "end_of_run_metric": END_OF_RUN["qa_retention"],
             }  # fmt: skip
+    write(out)
+    return out
+
+
+def write(out: dict[str, Any]) -> None:
     (REPO / "reports" / "lcm-vs-truncation.json").write_text(json.dumps(out, indent=2) + "\n")
     text = markdown(out)
     (REPO / "reports" / "lcm-vs-truncation.md").write_text(text)
     print(text)
-    return out
 
 
 def _f(value: float | None, fmt: str = "{:.3f}") -> str:
@@ -118,6 +122,29 @@ def markdown(out: dict[str, Any]) -> str:
             f"{_f(r['truncation_recall'])} | {_f(r['ceiling_recall'])} | {_f(r['chance_recall'])} | {_f(r['degraded_share'], '{:.2f}')} | "
             f"{_f(r['paired_diff'], '{:+.3f}')} [{_f(r['diff_ci'][0], '{:+.3f}')}, {_f(r['diff_ci'][1], '{:+.3f}')}] |"
         )
+    lines += [
+        "",
+        "## What changed (issue 20: verdicts over the conversation's life)",
+        "",
+        "Before, this table read one instant — the end-of-run call, with no user message and no emergency drain — "
+        "against the full history as ceiling and a truncation floor priced apart from the `truncate` strategy. Now every "
+        "number pools probes at the question turn, the floor is exactly what `truncate` sends there and the ceiling is "
+        "the gold evidence (the full history was beaten by budget-sized contexts). Per setting, the end-of-run mean → "
+        "the probed mean:",
+        "",
+        *(f"- {name}: {_f(r['qa_retention_end_of_run_mean'])} → {_f(r['qa_retention_mean'])} "
+          f"(LCM − truncation {_f(r['paired_diff'], '{:+.3f}')} [{_f(r['diff_ci'][0], '{:+.3f}')}, "
+          f"{_f(r['diff_ci'][1], '{:+.3f}')}]; {_f(r['degraded_share'], '{:.0%}')} of LCM's probes on a degraded path)"
+          for name, r in out.items()),
+        "",
+        "Conclusions that change: with the plugin defaults at 6k LCM is *worse* than truncation (the end-of-run reading "
+        "called it equal), because most question turns fall on a degraded path (the deferred debt cannot drain within "
+        "the budget) that sends fewer raw messages than truncation; at 8k the defaults' advantage is a third of what the "
+        "end-of-run reading said. The validity configuration beats truncation at 6k and 8k with intervals clear of 0. "
+        "At 32k truncation keeps most of the conversation raw and beats LCM under both configurations, as before, now "
+        "on 8 scored conversations instead of 4-5 (probes reach points where the history exceeds the budget even when "
+        "the whole conversation barely does).",
+    ]
     return "\n".join(lines) + "\n"
 
 
