@@ -238,7 +238,8 @@ HEADLINE_COLUMNS = ("run", "metric", "value", "95% CI", "raw", "ceiling", "floor
 
 
 def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
-    """Run-scope scores built by ``metrics.headline`` (their details carry ceiling/floor/chance)."""
+    """Run-scope scores built by ``metrics.headline`` (their details carry ceiling/floor/chance); the
+    probed verdicts (:mod:`lcm_lab.metrics.verdicts`) say how many probes they pooled."""
     import json
 
     rows: list[list[str]] = []
@@ -255,6 +256,9 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
             note = "; ".join(n for n in (note, f"chance donor: {details['chance_donor']}") if n)
         elif details.get("chance_withheld") and not details.get("withheld"):
             note = "; ".join(n for n in (note, "chance withheld: no donor") if n)
+        if details.get("probes"):  # a verdict probed over the conversation's life (metrics.verdicts)
+            note = "; ".join(n for n in (note, f"{details['probes']} probes at {len(details.get('probe_turns') or [])} points, "
+                                         f"{details.get('probes_degraded', 0)} on degraded paths") if n)
         rows.append([str(rec.get("run_id", "")), str(rec["metric"]), _format_cell(rec.get("value")), ci,
                      *(_format_cell(details.get(k)) for k in ("raw", "ceiling", "floor", "chance", "n", "unit")), str(note)])
     return rows
