@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 
 def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
-    """Table rows (means with 95% intervals per configuration), a Pareto figure, the snippet."""
+    """Table rows (means with 95% intervals per configuration), a Pareto figure, the snippet, and
+    whether the choice transfers (``out_of_sample`` from ``recommend``, ``transfer`` in words)."""
     import pandas as pd
 
     from lcm_lab.report.build import _figure_html, _format_cell
@@ -45,6 +46,20 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
         "figure": figure, "chosen": ", ".join(f"{r.config_id} (lossless-claw {r.engine})" for r in recs) if len(recs) > 1 else rec.config_id,
         "snippet": "\n\n".join(r.snippet() for r in recs), "recommended_run": first_ok_run(store, sweep_id, rec.config_id),
         "cost": " ".join(filter(None, (verdict_sentence(r.cost) for r in recs))),
+        "out_of_sample": rec.out_of_sample if len(recs) == 1 else {r.engine: r.out_of_sample for r in recs},
+        "transfer": " ".join((f"lossless-claw {r.engine}: " if len(recs) > 1 else "")
+                             + transfer_sentence(r.out_of_sample, int(r.table.conversations.max())) for r in recs),
     }
+
+
+def transfer_sentence(out_of_sample: dict[str, Any] | None, conversations: int) -> str:
+    """Whether the recommendation holds on conversations it was not chosen on, in words."""
+    from lcm_lab.sweeps.choice import MIN_CONVERSATIONS
+
+    if out_of_sample is None:
+        return (f"In-sample only: {conversations} conversation{'s' if conversations != 1 else ''}, fewer than "
+                f"{MIN_CONVERSATIONS} to cross-validate; the trade-off is measured on the conversations the choice was made on.")
+    verdict = str(out_of_sample["verdict"])
+    return verdict[0].upper() + verdict[1:] + "."
 
 
