@@ -79,7 +79,12 @@ class Recommendation(NamedTuple):
     def snippet(self) -> str:
         """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings
         (for a non-LCM winner: no plugin settings, and which LCM configuration came best)."""
-        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}"]
+        # beside "within noise" or "does not transfer" the winner of the sweep is not a recommendation
+        doubt = next((w for w in self.warnings if "within noise" in w or "does not transfer" in w), None)
+        what = "recommended configuration" if doubt is None else "best configuration of this sweep (not a recommendation: see the warnings)"
+        lines = [f"# sweep {self.sweep_id}: {what} {self.config_id} {json.dumps(self.params)}"]
+        if any(isinstance(v, float) and v != _rounded(v) for v in self.params.values()):
+            lines += ["# (its settings below are rounded to 3 significant digits for pasting)"]
         if self.openclaw_json is None:
             lines += [f"# the best configuration is strategy {self.strategy!r}, not LCM: no openclaw.json or LCM_* "
                       "setting of lossless-claw reproduces it"]
@@ -199,7 +204,15 @@ def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
 def _plugin_config(spec: Mapping[str, Any], config_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
     base = {} if config_id == BASELINE_ID else dict(spec.get("base", {}))
     knobs = {k: v for k, v in params.items() if k != "strategy"}
-    return LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
+    plugin = LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
+    # a value a user pastes: 0.599 where a sampler proposed 0.5993780416989186 (a difference of
+    # well under a token at any budget for a threshold)
+    return {k: _rounded(v) if isinstance(v, float) else v for k, v in plugin.items()}
+
+
+def _rounded(value: float) -> float:
+    """``value`` to 3 significant digits."""
+    return float(f"{value:.3g}")
 
 
 def _openclaw(plugin: Mapping[str, Any]) -> dict[str, Any]:
