@@ -102,7 +102,9 @@ class Recommendation(NamedTuple):
         for t in self.tradeoff:
             interval = "no interval" if t["ci_low"] is None else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
             diff = "n/a" if t["difference"] is None else f"{t['difference']:+.4g}"
-            chance = f"  chance {_fmt(t['chance'])}" if "chance" in t else ""
+            # the chance control on the headline's own scale: below 0 it scores under plain truncation
+            below = " (below plain truncation)" if isinstance(t.get("chance"), float) and t["chance"] < 0 else ""
+            chance = f"  chance {_fmt(t['chance'])}{below}" if "chance" in t else ""
             lines.append(f"{t['metric']:<24} {t['direction']:<9} chosen {_fmt(t['chosen'])}  defaults {_fmt(t['defaults'])}"
                          f"  diff {diff} {interval}  n={t['n']}{chance}")
         lines += verdict_lines(self.cost)
