@@ -99,7 +99,7 @@ PAGE = """<!DOCTYPE html>
 {% endif %}
 
 {% if sweep %}
-<details class="section" id="sweep" open><summary>Sweep {{ sweep.name }} <span class="note">({{ sweep.sweep_id }}, {{ sweep.status }})</span></summary>
+<details class="section" id="sweep" open><summary>Sweep {{ sweep.name }} ({{ sweep.sweep_id }}, {{ sweep.status }})</summary>
   <p class="note">{{ sweep.stats.get("runs_ok", 0) }} runs ok, {{ sweep.stats.get("runs_failed", 0) }} failed;
   summarizer requests: {{ sweep.stats.get("calls_made", 0) }} sent to a model of {{ sweep.stats.get("naive_calls", 0) }} a naive sweep sends.
   Recommended: {{ sweep.chosen }}.</p>

@@ -21,7 +21,7 @@ from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
 from lcm_lab.io.redaction import redact
 from lcm_lab.report._template import PAGE
-from lcm_lab.report.verdict_text import Verdict, interval_text, meaning_lines
+from lcm_lab.report.verdict_text import MIN_ITEMS, VERDICT_METRICS, Verdict, interval_text, meaning_lines
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
 from lcm_lab.viz.counts import ReplayStats, replay_stats
@@ -245,13 +245,19 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
     rows: list[list[str]] = []
     if not {"scope", "details", "metric"} <= set(frame.columns):
         return rows
-    for rec in frame[frame["scope"] == "run"].to_dict("records"):
+    order = {m: i for i, m in enumerate(VERDICT_METRICS)}
+    # the headlines only (diagnostics such as *_end_of_run are in the folded table of every score)
+    records = [r for r in frame[frame["scope"] == "run"].to_dict("records") if str(r["metric"]) in order]
+    for rec in sorted(records, key=lambda r: order[str(r["metric"])]):
         details = rec["details"]
         details = json.loads(details) if isinstance(details, str) else (details or {})
         if not isinstance(details, dict) or "unit" not in details or "chance" not in details:
             continue
-        ci = interval_text(rec.get("value"), details)
+        few = int(details.get("n") or 0) < MIN_ITEMS
+        ci = "" if few else interval_text(rec.get("value"), details)
         note = details.get("withheld") or ("offline proxy" if details.get("proxy") else "")
+        if few and not details.get("withheld"):
+            note = "; ".join(n for n in (f"n too small for an interval (fewer than {MIN_ITEMS})", note) if n)
         if details.get("chance_donor") and not details.get("withheld"):
             note = "; ".join(n for n in (note, f"chance donor: {details['chance_donor']}") if n)
         elif details.get("chance_withheld") and not details.get("withheld"):
