@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from lcm_lab.strategies.recorded import recorded_params
     from lcm_lab.summarizers import get_summarizer
     from lcm_lab.sweeps import list_sweeps, recommend, sweep, sweep_df
+    from lcm_lab.upgrade import VersionComparison, compare_versions
 
 _EXPORTS = {
     "LabStore": "lcm_lab.store",
@@ -117,6 +118,8 @@ _EXPORTS = {
     "recommend": "lcm_lab.sweeps",
     "list_sweeps": "lcm_lab.sweeps",
     "datasets_path": "lcm_lab.bundled",
+    "compare_versions": "lcm_lab.upgrade",
+    "VersionComparison": "lcm_lab.upgrade",
     "notebooks_path": "lcm_lab.bundled",
 }
 _SUBMODULES = ("viz", "widgets", "testing", "sweeps", "whatif")
@@ -130,9 +133,11 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "Replay",
     "StrategySpec",
     "UserError",
+    "VersionComparison",
     "calibrate_conversation",
     "compare",
     "compare_strategies",
+    "compare_versions",
     "comparison_table",
     "cost_scores",
     "datasets_path",

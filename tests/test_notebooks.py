@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NAMES = ["01_quickstart", "02_tune_parameters", "03_compare_summary_models", "04_explore_your_lcm_db", "05_compare_strategies",
-         "06_recall", "07_cost"]
+         "06_recall", "07_cost", "08_upgrade_to_1_0"]
 
 
 def test_all_notebooks_are_present_and_stripped() -> None:

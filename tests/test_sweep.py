@@ -144,7 +144,7 @@ def test_a_sweep_over_strategies_stores_them_and_recommends_no_plugin_settings_f
     result = sweep(strategy_spec(), store=store, progress=False)
     assert (result.configs, result.runs_ok, result.runs_failed) == (6, 6, 0)  # 5 points + the plugin defaults
     frame = sweep_df(result.sweep_id, store)
-    assert list(frame.columns[:6]) == ["sweep_id", "config_id", "trial", "baseline", "strategy", "freshTailCount"]
+    assert list(frame.columns[:7]) == ["sweep_id", "config_id", "trial", "baseline", "strategy", "engine", "freshTailCount"]
     assert sorted(frame.strategy) == ["lcm", "lcm", "lcm", "observer_regex", "observer_regex", "truncate"]
     assert frame[frame.strategy != "lcm"].freshTailCount.isna().all()
     assert sorted(frame.observe_threshold.dropna()) == [2000, 8000]

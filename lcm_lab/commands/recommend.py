@@ -26,6 +26,8 @@ def register(subparsers: Any) -> None:
     )
     add_db_argument(parser)
     parser.add_argument("sweep_id", help="a sweep id (lcm-lab sweeps lists them)")
+    parser.add_argument("--engine", default=None, metavar="VERSION",
+                        help="the lossless-claw version to recommend for (needed when the sweep varies engine)")
     parser.add_argument("--folds", type=int, default=5, metavar="K",
                         help="folds of conversations for the out-of-sample check (at most one per conversation; default 5)")
     add_json_argument(parser, "one object: openclaw_json, env, tradeoff, warnings, "
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print("lcm-lab recommend: --folds must be at least 2", file=sys.stderr)
         return 2
     try:
-        rec = recommend(args.sweep_id, open_store(args.db), folds=args.folds)
+        rec = recommend(args.sweep_id, open_store(args.db), folds=args.folds, engine=args.engine)
     except (KeyError, ValueError) as exc:
         print(f"lcm-lab recommend: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return 2

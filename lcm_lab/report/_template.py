@@ -113,6 +113,23 @@ PAGE = """<!DOCTYPE html>
 </details>
 {% endif %}
 
+{% if upgrade %}
+<details class="section" id="upgrade" open><summary>Upgrading lossless-claw: {{ upgrade.versions }} <span class="note">({{ upgrade.title }})</span></summary>
+  <p class="note">The same conversation and settings replayed under each version (summarizer {{ upgrade.summarizer }}).
+  Headlines are probes over the conversation's life (0 = truncation floor, 1 = ceiling); the difference is paired over the same probes.</p>
+  {% for line in upgrade.verdict %}<p>{{ line }}</p>{% endfor %}
+  <div class="scroll"><table>
+    <thead><tr><th></th>{% for e in upgrade.engines %}<th>{{ e }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in upgrade.totals %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table></div>
+  <div class="scroll"><table>
+    <thead><tr>{% for c in upgrade.headline_columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in upgrade.headlines %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table></div>
+  {{ upgrade.figure }}
+</details>
+{% endif %}
+
 {% if cost %}
 <details class="section" id="cost"><summary>What it costs <span class="note">(main model {{ cost.model }})</span></summary>
   <p class="note">Priced per API call through the provider's prompt cache (docs/cost.md).

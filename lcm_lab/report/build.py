@@ -238,7 +238,8 @@ HEADLINE_COLUMNS = ("run", "metric", "value", "95% CI", "raw", "ceiling", "floor
 
 
 def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
-    """Run-scope scores built by ``metrics.headline`` (their details carry ceiling/floor/chance)."""
+    """Run-scope scores built by ``metrics.headline`` (their details carry ceiling/floor/chance); the
+    probed verdicts (:mod:`lcm_lab.metrics.verdicts`) say how many probes they pooled."""
     import json
 
     rows: list[list[str]] = []
@@ -255,6 +256,9 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
             note = "; ".join(n for n in (note, f"chance donor: {details['chance_donor']}") if n)
         elif details.get("chance_withheld") and not details.get("withheld"):
             note = "; ".join(n for n in (note, "chance withheld: no donor") if n)
+        if details.get("probes"):  # a verdict probed over the conversation's life (metrics.verdicts)
+            note = "; ".join(n for n in (note, f"{details['probes']} probes at {len(details.get('probe_turns') or [])} points, "
+                                         f"{details.get('probes_degraded', 0)} on degraded paths") if n)
         rows.append([str(rec.get("run_id", "")), str(rec["metric"]), _format_cell(rec.get("value")), ci,
                      *(_format_cell(details.get(k)) for k in ("raw", "ceiling", "floor", "chance", "n", "unit")), str(note)])
     return rows
@@ -288,10 +292,12 @@ def report(
     sweep: dict[str, Any] | None = None,
     run_labels: Mapping[str, str] | None = None,
     verdicts: Sequence[tuple[str, Sequence[Verdict]]] | None = None,
+    upgrade: Any = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
-    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`).
+    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`);
+    ``upgrade`` (a :func:`lcm_lab.compare_versions` result) adds what an upgrade of lossless-claw changes.
 
     ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
@@ -338,6 +344,7 @@ def report(
         verdicts=[(group, list(found)) for group, found in verdicts or ()],
         meanings=meaning_lines(verdicts or ()),
         glossary=GLOSSARY,
+        upgrade=_upgrade(upgrade),
     )
     # Everything on the page but plotly's own code is text the lab derived from transcripts:
     # secrets are redacted there (lcm_lab.io.redaction); the library is inserted afterwards.
@@ -345,6 +352,14 @@ def report(
 
 
 _PLOTLY_MARK = "lcm_lab-plotly-js-goes-here"
+
+
+def _upgrade(comparison: Any) -> dict[str, Any] | None:
+    if comparison is None:
+        return None
+    from lcm_lab.report.upgrade_section import upgrade_section
+
+    return upgrade_section(comparison)
 
 
 def _version() -> str:
@@ -364,7 +379,7 @@ def write_report(
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
     ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``,
-    ``recoverability``).
+    ``recoverability``, ``sweep``, ``upgrade``).
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)
