@@ -109,6 +109,10 @@ class TerminalStreams:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         assert self._saved is not None
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        sys.stdout, sys.stderr = self._saved
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe (| head) or stream: nothing left to show
+            pass
+        finally:
+            sys.stdout, sys.stderr = self._saved
