@@ -175,7 +175,8 @@ def main() -> None:
             *[f"| {p['turns']} | {p['0.15.3']} | {p['1.0']} |" for p in grown_one["points"]],
             "",
             f"Log-log slope of CPU seconds on turns (1 = linear): 0.15.3 **{grown_one['exponent_0153']}**, "
-            f"1.0 **{grown_one['exponent_v1']}**.",
+            f"1.0 **{grown_one['exponent_v1']}**; 1.0 / 0.15.3 at full length "
+            f"**{round(grown_one['points'][-1]['1.0'] / grown_one['points'][-1]['0.15.3'], 2)}**.",
             "",
         ]
     (REPORTS / "v1_engine.md").write_text("\n".join(lines), encoding="utf-8")
