@@ -38,6 +38,13 @@ LOCOMO = "locomo/locomo10.json"
 BUDGETS = (6000, 8000, 32000)
 RECORDED = ("before-compaction__C2-tight", "before-compaction__C1-defaults-32k", "locomo-conv-0__C2-tight", "synth-1__C2-tight")
 HEADLINES = ("qa_retention", "fact_retention", "decision_retention", "todo_retention")
+LABELS = {"before-compaction": "pi before-compaction", "large-session": "pi large-session",
+          "fe5e1c67-53e7-4862-81ae-d0e013e3270b": "Claude Code session"}
+
+
+def label(name: str) -> str:
+    """A reader's name for an input (no session UUIDs in the tables)."""
+    return LABELS.get(name, name)
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -170,7 +177,7 @@ def markdown(check: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], po
               "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         old, new = r["totals"]
-        lines.append(f"| {r['input']} | {r['budget']:,} | {new['turns_differing_bytes']} / {new['turns']} | "
+        lines.append(f"| {label(r['input'])} | {r['budget']:,} | {new['turns_differing_bytes']} / {new['turns']} | "
                      f"{new['summarizer_calls']} / {old['summarizer_calls']} | {new['clamped_turns']} / {old['clamped_turns']} | "
                      f"{new['degraded_turns']} / {old['degraded_turns']} | {_num(new['summaries_sent_per_turn'])} / "
                      f"{_num(old['summaries_sent_per_turn'])} | {_num(new['mean_sent_tokens'], 0)} / {_num(old['mean_sent_tokens'], 0)} |")  # fmt: skip
@@ -190,10 +197,11 @@ def markdown(check: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], po
                 continue
             cell = lambda h: f"withheld ({h['withheld']})" if h.get("withheld") else interval(h["value"], h["ci_low"], h["ci_high"])  # noqa: E731
             diff = interval(new["diff"], new["diff_ci_low"], new["diff_ci_high"]) if new.get("paired") else "—"
-            lines.append(f"| {r['input']} | {r['budget']:,} | {metric} | {cell(old)} | {cell(new)} | {_num(old['chance'])} | "
+            lines.append(f"| {label(r['input'])} | {r['budget']:,} | {metric} | {cell(old)} | {cell(new)} | {_num(old['chance'])} | "
                          f"{old['n']} ({old['unit']}) | {diff} |")  # fmt: skip
     lines += ["", "### Pooled over conversations", "",
-              "Mean 1.0 − 0.15.3 of each headline over the conversations of a kind, with a bootstrap over conversations.", "",
+              "Mean 1.0 − 0.15.3 of each headline over the conversations of a kind, with a bootstrap over conversations "
+              "(the unit). Three conversations make a rough interval: read it with the per-input paired intervals above.", "",
               "| kind | budget | headline | conversations | 0.15.3 | 1.0 | 1.0 − 0.15.3 [95% CI] | reading |", "|---|---|---|---|---|---|---|---|"]
     for p in pools:
         lines.append(f"| {p['kind']} | {p['budget']:,} | {p['metric']} | {p['conversations']} | {_num(p['mean_0153'])} | "
@@ -219,7 +227,7 @@ def upgrade_notes(rows: Sequence[dict[str, Any]], pools: Sequence[dict[str, Any]
                  "sweeps when the threshold is crossed." if calls_old else "No summarizer calls under either engine.")
     notes.append(f"Clamped turns: {clamped_new:,} under 1.0 against {clamped_old:,} under 0.15.3. 1.0's final clamp fires above "
                  "0.9 × budget and prices tool results higher, so a setting that just fitted under 0.15.3 can be clamped under 1.0.")
-    readings = [(r["input"], r["budget"], h) for r in rows for h in r["headlines"]
+    readings = [(label(r["input"]), r["budget"], h) for r in rows for h in r["headlines"]
                 if h["engine"] == "1.0" and h.get("paired") and not math.isnan(h["diff_ci_low"] if h["diff_ci_low"] is not None else math.nan)]
     worse = [x for x in readings if x[2]["diff_ci_high"] < 0]
     better = [x for x in readings if x[2]["diff_ci_low"] > 0]
