@@ -19,13 +19,20 @@ summarizer writes every summary.
     probes) per session, and the Spearman of the settings' ranking on one session against the
     other.
 
-Before the probed headlines landed (``lcm_lab.metrics.verdicts``), the headline *is* the end-of-run
-reading and a "probe" is an item read at that one instant; with them, :func:`readers` adds the
-probed headlines. The only seam is :func:`readers`: each reader turns a run into aligned
+Before the probed headlines landed (``lcm_lab.metrics.verdicts``), the headline *was* the end-of-run
+reading and a "probe" an item read at that one instant; now :func:`readers` measures the probed
+headlines (read through the scorer's own probe rows) and the end-of-run readings side by side. The only seam is :func:`readers`: each reader turns a run into aligned
 per-probe arrays (method, floor, ceiling, weight, probe point).
 
-    python -m benchmarks.verdict_reliability            # about 15 minutes on 2 cores
-    python -m benchmarks.verdict_reliability --quick    # 4 conversations, 4 settings: a smoke run
+    python -m benchmarks.verdict_reliability                      # everything, one process
+    python -m benchmarks.verdict_reliability --part locomo --shard 0/2 &   # or fill the replay cache
+    python -m benchmarks.verdict_reliability --part locomo --shard 1/2 &   # with two workers,
+    python -m benchmarks.verdict_reliability --part pi &                   # (c) beside them,
+    python -m benchmarks.verdict_reliability --part locomo && python -m benchmarks.verdict_reliability --render
+    python -m benchmarks.verdict_reliability --quick              # 4 conversations, 4 settings: a smoke run
+
+The 260 LoCoMo replays with their probes take about 2 CPU-seconds each (30 minutes of wall time
+for two workers on a machine loaded 9x over its two cores); (c) took 32 minutes there.
 """
 
 from __future__ import annotations
@@ -137,10 +144,48 @@ def readers() -> dict[str, Reader]:
 
 def _probed_readers() -> dict[str, Reader]:
     try:
-        from lcm_lab.metrics import verdicts  # noqa: F401
+        from lcm_lab.metrics import verdicts
     except ImportError:
         return {}
-    raise NotImplementedError("probed readers: wire lcm_lab.metrics.verdicts' probe rows here")
+
+    def rows_reading(rows: Any) -> Reading:
+        return Reading(rows.method, rows.floor, rows.ceiling, rows.weight, rows.turn)
+
+    def qa_probes(run: Any, item: Any, budget: int) -> Reading:
+        """LoCoMo QA items asked at the question turn at every session start after their last evidence."""
+        from lcm_lab.metrics.locomo import usable_items
+
+        items, _ = usable_items(run.conversation, item.qa_items)
+        return rows_reading(verdicts.qa_probe_rows(run, items, budget)[0])
+
+    def fact_probes(run: Any, item: Any, budget: int) -> Reading:
+        """Hard facts of the history up to each probe point, asked at the question turn at the probe schedule."""
+        from lcm_lab.metrics.base import per_conversation
+        from lcm_lab.metrics.fact_headline import conversation_texts, facts_present
+        from lcm_lab.metrics.facts import FACT_WEIGHTS, facts_from_texts
+
+        conv = run.conversation
+        facts = per_conversation(conv, "facts", lambda: tuple(facts_from_texts(conversation_texts(conv))))
+        probes, _ = verdicts._history_probes(run, budget, None)  # the scorer's own probes (no public row API yet)
+        weights = np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float)
+        return rows_reading(verdicts._history_rows(probes, facts, weights, facts_present, False))
+
+    return {"qa_retention": qa_probes, "fact_retention": fact_probes}
+
+
+def check_seam(item: Any, plugin: Mapping[str, Any], budget: int) -> None:
+    """Refuse to measure when a reader's whole value is not the scorer's headline for one run."""
+    try:
+        from lcm_lab.metrics.verdicts import verdict, verdict_scores
+    except ImportError:
+        return
+    run = replay_run(item.conversation, plugin, budget)
+    scores = verdict_scores(run, "seam", qa_items=item.qa_items, budget=budget)
+    for name, read in readers().items():
+        mine, theirs = value(read(run, item, budget)), verdict(scores, name)
+        theirs_value = None if theirs is None else theirs.value
+        if (mine is None) != (theirs_value is None) or (mine is not None and abs(mine - float(theirs_value)) > 1e-9):  # type: ignore[arg-type]
+            raise AssertionError(f"reader {name} gives {mine}, the scorer's headline is {theirs_value}: the seam drifted")
 
 
 # -- measurement ----------------------------------------------------------------------------
@@ -154,18 +199,50 @@ def replay_run(conversation: Any, plugin: Mapping[str, Any], budget: int) -> Any
     return replay(conversation, LcmConfig.from_plugin_config(dict(plugin)), OfflineSummarizer(), token_budget=budget)
 
 
+CACHE = REPO / ".lcm_lab" / "bench" / "verdict_reliability"
+CACHE_VERSION = 1  # bump when a reader or the scorer changes what it measures (or pass --fresh)
+SHARD: tuple[int, int] = (0, 1)  # (this worker, workers): --shard I/K measures every K-th job only
+
+
+def _job_key(label: str, index: int, plugin: Mapping[str, Any], budget: int, names: Sequence[str]) -> str:
+    """A content key of one replay's readings: the conversation, the setting, the budget, the
+    readers and :data:`CACHE_VERSION`."""
+    import hashlib
+
+    blob = json.dumps([label, index, dict(plugin), budget, list(names), CACHE_VERSION], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
 def measure(items: Sequence[Any], settings: Mapping[str, Mapping[str, Any]], budgets: Sequence[int],
             names: Sequence[str], progress: str) -> dict[tuple[str, int, int, str], Reading]:
-    """``(setting, budget, conversation index, reading) -> Reading`` for every combination."""
+    """``(setting, budget, conversation index, reading) -> Reading`` for every combination. Each
+    replay's readings are kept in :data:`CACHE` (a killed run resumes; workers started with
+    ``--shard I/K`` share the work; ``--fresh`` empties it); a sharded worker returns an empty result."""
+    import pickle
+
     from tqdm.auto import tqdm
 
     chosen = {n: readers()[n] for n in names}
     out = {}
-    jobs = list(itertools.product(settings, budgets, range(len(items))))
-    for name, budget, i in tqdm(jobs, desc=progress, leave=False):
+    CACHE.mkdir(parents=True, exist_ok=True)
+    jobs = list(itertools.product(budgets, settings, range(len(items))))
+    worker, workers = SHARD
+    mine = jobs[worker::workers]
+    for budget, name, i in tqdm(mine, desc=progress, leave=False):
+        path = CACHE / f"{_job_key(progress, i, settings[name], budget, names)}.pkl"
+        if path.exists():
+            continue
         run = replay_run(items[i].conversation, settings[name], budget)
-        for reading, read in chosen.items():
-            out[(name, budget, i, reading)] = read(run, items[i], budget)
+        readings = {reading: read(run, items[i], budget) for reading, read in chosen.items()}
+        tmp = path.with_suffix(f".{worker}.tmp")
+        tmp.write_bytes(pickle.dumps(readings))
+        tmp.replace(path)
+    if workers > 1:
+        return {}
+    for budget, name, i in jobs:
+        readings = pickle.loads((CACHE / f"{_job_key(progress, i, settings[name], budget, names)}.pkl").read_bytes())
+        for reading in names:
+            out[(name, budget, i, reading)] = readings[reading]
     return out
 
 
@@ -383,44 +460,39 @@ def findings(result: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="4 conversations, 4 settings, no pi sessions (a smoke run)")
-    parser.add_argument("--no-pi", action="store_true", help="skip (c), the pi sessions")
-    parser.add_argument("--out", default=str(REPO / "reports" / "verdict-reliability"), help="output path without suffix")
-    parser.add_argument("--render", action="store_true", help="only rewrite the markdown (and findings) from OUT.json")
-    args = parser.parse_args(argv)
-    if args.render:
-        path = Path(args.out).with_suffix(".json")
-        result = json.loads(path.read_text(encoding="utf-8"))
-        result["findings"] = findings(result)
-        path.write_text(json.dumps(result, indent=2, default=float) + "\n", encoding="utf-8")
-        Path(args.out).with_suffix(".md").write_text(markdown(result), encoding="utf-8")
-        return result
+def locomo_part(settings: Mapping[str, Mapping[str, Any]], n: int) -> dict[str, Any]:
+    """(a) and (b), plus every setting's per-conversation headline values and truncate's (the
+    closing table of :mod:`benchmarks.recommend_out_of_sample` reads them)."""
     from lcm_lab.io.transcripts import read_transcript
+    from lcm_lab.strategies import run_strategy
 
-    started = time.perf_counter()
-    settings = dict(list(SETTINGS.items())[:4]) if args.quick else SETTINGS
-    locomo = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[: 4 if args.quick else 10]
-    n = len(locomo)
+    locomo = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[:n]
     names = list(readers())
-    qa_names = [r for r in names if r.startswith("qa_")]
-    fact_names = [r for r in names if r.startswith("fact_")]
+    check_seam(locomo[0], next(iter(settings.values())), BUDGETS[0])
+    probed = [r for r in names if r.startswith(("qa_", "fact_"))]
     data = measure(locomo, settings, BUDGETS, names, "LoCoMo")
     keys = list(settings)
     a, b = [i for i in EVEN if i < n], [i for i in ODD if i < n]
-    result: dict[str, Any] = {
+    truncate = {}
+    for bd in BUDGETS:
+        for i, item in enumerate(locomo):
+            run = run_strategy(item.conversation, "truncate", token_budget=bd)
+            for r in names:
+                truncate[(bd, i, r)] = value(readers()[r](run, item, bd))
+    part: dict[str, Any] = {
         "protocol": ("probed headlines and their end-of-run readings" if any(r.endswith("_end_of_run") for r in names)
                      else "today's headlines, which are end-of-run readings: one instant, run.sent() after the last turn"),
-        "settings": settings, "budgets": list(BUDGETS), "locomo_conversations": list(range(n)),
+        "settings": dict(settings), "budgets": list(BUDGETS), "locomo_conversations": list(range(n)),
         "readings": {r: (readers()[r].__doc__ or "").strip().splitlines()[0] for r in names},
         "rank_stability": {r: {str(bd): rank_stability(data, keys, bd, r, a, b, n) for bd in BUDGETS} for r in names},
+        "split_half_conversations": {r: {str(bd): split_half_over_conversations(data, keys, bd, r, n) for bd in BUDGETS}
+                                     for r in probed},
         "split_half": {},
+        "values": {r: {str(bd): {**{s: [value(data[(s, bd, i, r)]) for i in range(n)] for s in keys},
+                                 "truncate": [truncate[(bd, i, r)] for i in range(n)]} for bd in BUDGETS} for r in names},
     }
-    result["split_half_conversations"] = {r: {str(bd): split_half_over_conversations(data, keys, bd, r, n) for bd in BUDGETS}
-                                          for r in qa_names + fact_names}
-    for r in qa_names + fact_names:
-        result["split_half"][r] = {}
+    for r in probed:
+        part["split_half"][r] = {}
         for bd in BUDGETS:
             rows = {}
             for i in range(n):
@@ -428,17 +500,76 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 if len(set(data[(keys[0], bd, i, r)].point.tolist())) > 1:
                     row["by_point"] = split_half(data, keys, bd, i, r, "point")
                 rows[str(i)] = row
-            result["split_half"][r][str(bd)] = rows
-    if not (args.quick or args.no_pi):
-        pi = [read_transcript(REPO / "datasets" / "pi-mono" / f"{name}.jsonl").conversations[0] for name in PI_SESSIONS]
-        pi_data = measure(pi, settings, BUDGETS, fact_names, "pi sessions")
-        result["pi"] = {r: {str(bd): pi_stability(pi_data, keys, bd, r) for bd in BUDGETS} for r in fact_names}
-    result["seconds"] = time.perf_counter() - started
-    result["findings"] = findings(result)
+            part["split_half"][r][str(bd)] = rows
+    return part
+
+
+def pi_part(settings: Mapping[str, Mapping[str, Any]], budgets: Sequence[int]) -> dict[str, Any]:
+    """(c): fact_retention on the two pi sessions."""
+    from lcm_lab.io.transcripts import read_transcript
+
+    pi = [read_transcript(REPO / "datasets" / "pi-mono" / f"{name}.jsonl").conversations[0] for name in PI_SESSIONS]
+    fact_names = [r for r in readers() if r.startswith("fact_")]
+    pi_data = measure(pi, settings, budgets, fact_names, "pi sessions")
+    return {"pi": {r: {str(bd): pi_stability(pi_data, list(settings), bd, r) for bd in budgets} for r in fact_names},
+            "pi_budgets": list(budgets)}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 conversations, 4 settings, no pi sessions (a smoke run)")
+    parser.add_argument("--part", choices=("all", "locomo", "pi"), default="all",
+                        help="measure one part only into OUT.<part>.json (run the two side by side, then --render)")
+    parser.add_argument("--fresh", action="store_true", help="empty the replay cache first (measure everything again)")
+    parser.add_argument("--shard", default="0/1", metavar="I/K",
+                        help="measure every K-th replay only (into the cache), for K workers side by side; then run without it")
+    parser.add_argument("--pi-budgets", default=",".join(map(str, BUDGETS)), help="budgets of (c), comma-separated")
+    parser.add_argument("--out", default=str(REPO / "reports" / "verdict-reliability"), help="output path without suffix")
+    parser.add_argument("--render", action="store_true",
+                        help="only combine OUT.locomo.json / OUT.pi.json (or OUT.json) and rewrite OUT.json and OUT.md")
+    args = parser.parse_args(argv)
+    global SHARD
+    if args.fresh:
+        import shutil
+
+        shutil.rmtree(CACHE, ignore_errors=True)
+    worker, workers = (int(x) for x in args.shard.split("/"))
+    SHARD = (worker, workers)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=float) + "\n", encoding="utf-8")
+    settings = dict(list(SETTINGS.items())[:4]) if args.quick else SETTINGS
+    if not args.render:
+        parts = ("locomo", "pi") if args.part == "all" else (args.part,)
+        for name in parts:
+            if name == "pi" and args.quick:
+                continue
+            t0 = time.perf_counter()
+            if workers > 1:  # fill the cache only
+                if name == "locomo":
+                    from lcm_lab.io.transcripts import read_transcript
+
+                    items = list(read_transcript(REPO / "datasets" / "locomo" / "locomo10.json").conversations)[: 4 if args.quick else 10]
+                    measure(items, settings, BUDGETS, list(readers()), "LoCoMo")
+                continue
+            part = locomo_part(settings, 4 if args.quick else 10) if name == "locomo" else pi_part(settings, [int(b) for b in args.pi_budgets.split(",")])
+            part[f"{name}_seconds"] = time.perf_counter() - t0
+            Path(f"{out}.{name}.json").write_text(json.dumps(part, indent=2, default=float) + "\n", encoding="utf-8")
+        if args.part != "all" or workers > 1:
+            return {}
+    result: dict[str, Any] = {}
+    whole = out.with_suffix(".json")
+    if whole.exists() and not Path(f"{out}.locomo.json").exists():
+        result = json.loads(whole.read_text(encoding="utf-8"))
+    for name in ("locomo", "pi"):
+        path = Path(f"{out}.{name}.json")
+        if path.exists():
+            result.update(json.loads(path.read_text(encoding="utf-8")))
+    result["seconds"] = result.get("locomo_seconds", 0) + result.get("pi_seconds", 0)
+    result["findings"] = findings(result)
+    whole.write_text(json.dumps(result, indent=2, default=float) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
+    for name in ("locomo", "pi"):
+        Path(f"{out}.{name}.json").unlink(missing_ok=True)
     print(markdown(result))
     return result
 

@@ -92,6 +92,11 @@ class MissingCredentialsError(ModelError):
 MAIN_GUARD_FIX = "put the sweep call under if __name__ == '__main__':"
 
 
+class MemoryLimitError(StoreError, RuntimeError):
+    """DuckDB ran out of the memory it may use (``LCM_LAB_MEMORY_LIMIT``); the message says how
+    to raise the cap."""
+
+
 class MainGuardError(SpecError, RuntimeError):
     """A script started worker processes (spawn) without a main guard, so every worker re-imports
     it and runs its top-level code, the sweep call included; the message says how to fix it."""

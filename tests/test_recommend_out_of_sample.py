@@ -141,3 +141,17 @@ def test_cross_validate_needs_two_folds() -> None:
     frame = pd.DataFrame({"config_id": [BASELINE_ID] * 4, "conversation": list("abcd"), "q": [1.0] * 4, "status": "ok"})
     with pytest.raises(ValueError, match="at least 2 folds"):
         cross_validate(frame, {"q": "maximize"}, [], folds=1)
+
+
+def test_the_report_section_says_whether_the_choice_transfers() -> None:
+    from lcm_lab.report.sweep_section import sweep_section
+
+    store = LabStore(":memory:")
+    base = [0.20, 0.30, 0.25, 0.40, 0.35]
+    sweep_id = constructed_sweep(store, "report", {BASELINE_ID: base, "c_up": [b + 0.1 for b in base]})
+    section = sweep_section(sweep_id, store)
+    assert section["out_of_sample"]["transfers"] is True and section["out_of_sample"]["folds"] == 5
+    assert section["transfer"].startswith("Transfers: every training fold chooses c_up; out-of-sample gain in qa_retention")
+    small = sweep_section(constructed_sweep(store, "report-small", {BASELINE_ID: base[:2], "c_up": [0.5, 0.6]}), store)
+    assert small["out_of_sample"] is None
+    assert small["transfer"].startswith("In-sample only: 2 conversations, fewer than 4 to cross-validate")

@@ -310,6 +310,7 @@ def test_cli_sweep_json_sweeps_and_recommend(tmp_path: Path) -> None:
     text = html.read_text(encoding="utf-8")
     assert "Sweep test" in text and f"({result['sweep_id']}, done)" in text
     assert "fact_retention 95% CI" in text and "LCM_LEAF_CHUNK_TOKENS=2000" in text
+    assert "<th>setting</th>" in text and "freshTailCount=" in text  # configurations named by their knobs, not config ids
     unknown = lcm_lab("recommend", "sw_nope", "--db", db)
     assert unknown.returncode == 2 and "unknown sweep id 'sw_nope'; known: " + result["sweep_id"] in unknown.stderr
     bad = tmp_path / "bad.yaml"

@@ -233,7 +233,9 @@ def run(args: argparse.Namespace) -> int:
                 plugin_config=plugin_config,
             )
             if args.trace_out:
-                Path(args.trace_out).write_text(json.dumps(trace, ensure_ascii=False, indent=1), encoding="utf-8")
+                from lcm_lab.io.redaction import redact
+
+                Path(args.trace_out).write_text(redact(json.dumps(trace, ensure_ascii=False, indent=1)), encoding="utf-8")
                 say(f"trace written to {args.trace_out}")
             if args.check:
                 expected = json.loads(Path(args.check).read_text(encoding="utf-8"))

@@ -273,7 +273,7 @@ class Recall:
         notes = []
         if scope == "files":
             refused = ix.refused_payloads(self.store, targets)
-            missing = ix.files_without_payload(self.store, targets) - len(refused)
+            missing = max(0, ix.files_without_payload(self.store, targets) - len(refused))
             if missing:
                 notes.append(f"{missing} large file(s) have no payload on disk (storage_uri unreadable) and were not searched")
             notes.extend(f"large file {file_id} not read: its storage_uri {uri!r} is {problem}" for file_id, uri, problem in refused)

@@ -99,11 +99,12 @@ PAGE = """<!DOCTYPE html>
 {% endif %}
 
 {% if sweep %}
-<details class="section" id="sweep" open><summary>Sweep {{ sweep.name }} <span class="note">({{ sweep.sweep_id }}, {{ sweep.status }})</span></summary>
+<details class="section" id="sweep" open><summary>Sweep {{ sweep.name }} ({{ sweep.sweep_id }}, {{ sweep.status }})</summary>
   <p class="note">{{ sweep.stats.get("runs_ok", 0) }} runs ok, {{ sweep.stats.get("runs_failed", 0) }} failed;
   summarizer requests: {{ sweep.stats.get("calls_made", 0) }} sent to a model of {{ sweep.stats.get("naive_calls", 0) }} a naive sweep sends.
   Recommended: {{ sweep.chosen }}.</p>
   {% if sweep.cost %}<p><strong>What it costs.</strong> {{ sweep.cost }}</p>{% endif %}
+  {% if sweep.transfer %}<p><strong>Does it transfer?</strong> {{ sweep.transfer }}</p>{% endif %}
   <div class="scroll"><table>
     <thead><tr>{% for c in sweep.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
     <tbody>{% for row in sweep.rows %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>

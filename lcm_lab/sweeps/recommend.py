@@ -84,8 +84,13 @@ class Recommendation(NamedTuple):
     def snippet(self) -> str:
         """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings
         (for a non-LCM winner: no plugin settings, and which LCM configuration came best)."""
-        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}",
+        # beside "within noise" or "does not transfer" the winner of the sweep is not a recommendation
+        doubt = next((w for w in self.warnings if "within noise" in w or "does not transfer" in w), None)
+        what = "recommended configuration" if doubt is None else "best configuration of this sweep (not a recommendation: see the warnings)"
+        lines = [f"# sweep {self.sweep_id}: {what} {self.config_id} {json.dumps(self.params)}",
                  f"# tuned on lossless-claw {self.engine}: settings tuned on one version are not another's"]
+        if any(isinstance(v, float) and v != _rounded(v) for v in self.params.values()):
+            lines += ["# (its settings below are rounded to 3 significant digits for pasting)"]
         if self.openclaw_json is None:
             lines += [f"# the best configuration is strategy {self.strategy!r}, not LCM: no openclaw.json or LCM_* "
                       "setting of lossless-claw reproduces it"]
@@ -103,7 +108,9 @@ class Recommendation(NamedTuple):
         for t in self.tradeoff:
             interval = "no interval" if t["ci_low"] is None else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
             diff = "n/a" if t["difference"] is None else f"{t['difference']:+.4g}"
-            chance = f"  chance {_fmt(t['chance'])}" if "chance" in t else ""
+            # the chance control on the headline's own scale: below 0 it scores under plain truncation
+            below = " (below plain truncation)" if isinstance(t.get("chance"), float) and t["chance"] < 0 else ""
+            chance = f"  chance {_fmt(t['chance'])}{below}" if "chance" in t else ""
             lines.append(f"{t['metric']:<24} {t['direction']:<9} chosen {_fmt(t['chosen'])}  defaults {_fmt(t['defaults'])}"
                          f"  diff {diff} {interval}  n={t['n']}{chance}")
         lines += verdict_lines(self.cost)
@@ -232,7 +239,15 @@ def _plugin_config(spec: Mapping[str, Any], config_id: str, params: Mapping[str,
     defaults = config_id == BASELINE_ID or config_id.startswith(f"{BASELINE_ID}@")
     base = {} if defaults else dict(spec.get("base", {}))
     knobs = {k: v for k, v in params.items() if k not in ("strategy", ENGINE_KEY)}
-    return LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
+    plugin = LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
+    # a value a user pastes: 0.599 where a sampler proposed 0.5993780416989186 (a difference of
+    # well under a token at any budget for a threshold)
+    return {k: _rounded(v) if isinstance(v, float) else v for k, v in plugin.items()}
+
+
+def _rounded(value: float) -> float:
+    """``value`` to 3 significant digits."""
+    return float(f"{value:.3g}")
 
 
 def _openclaw(plugin: Mapping[str, Any]) -> dict[str, Any]:
