@@ -38,6 +38,14 @@ LOCOMO = "locomo/locomo10.json"
 BUDGETS = (6000, 8000, 32000)
 RECORDED = ("before-compaction__C2-tight", "before-compaction__C1-defaults-32k", "locomo-conv-0__C2-tight", "synth-1__C2-tight")
 HEADLINES = ("qa_retention", "fact_retention", "decision_retention", "todo_retention")
+MIN_POOLED = 3  # conversations a pooled interval needs
+LABELS = {"before-compaction": "pi before-compaction", "large-session": "pi large-session",
+          "fe5e1c67-53e7-4862-81ae-d0e013e3270b": "Claude Code session"}
+
+
+def label(name: str) -> str:
+    """A reader's name for an input (no session UUIDs in the tables)."""
+    return LABELS.get(name, name)
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -131,6 +139,8 @@ def pooled(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     continue
                 names, a, b = zip(*pairs, strict=True)
                 diff, low, high = cluster_bootstrap_difference(list(a), list(b), list(names))
+                if len(pairs) < MIN_POOLED:  # two clusters resample into a degenerate interval
+                    low = high = math.nan
                 out.append({"kind": kind, "budget": budget, "metric": metric, "conversations": len(pairs),
                             "mean_0153": sum(a) / len(a), "mean_10": sum(b) / len(b), "diff": diff,
                             "ci_low": None if math.isnan(low) else low, "ci_high": None if math.isnan(high) else high})  # fmt: skip
@@ -139,7 +149,7 @@ def pooled(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _verdict(diff: float, low: float | None, high: float | None) -> str:
     if low is None or high is None:
-        return "no interval (one conversation)"
+        return f"no interval (fewer than {MIN_POOLED} conversations)"
     if low <= 0 <= high:
         return "within noise"
     return "1.0 better" if diff > 0 else "1.0 worse"
@@ -170,7 +180,7 @@ def markdown(check: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], po
               "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         old, new = r["totals"]
-        lines.append(f"| {r['input']} | {r['budget']:,} | {new['turns_differing_bytes']} / {new['turns']} | "
+        lines.append(f"| {label(r['input'])} | {r['budget']:,} | {new['turns_differing_bytes']} / {new['turns']} | "
                      f"{new['summarizer_calls']} / {old['summarizer_calls']} | {new['clamped_turns']} / {old['clamped_turns']} | "
                      f"{new['degraded_turns']} / {old['degraded_turns']} | {_num(new['summaries_sent_per_turn'])} / "
                      f"{_num(old['summaries_sent_per_turn'])} | {_num(new['mean_sent_tokens'], 0)} / {_num(old['mean_sent_tokens'], 0)} |")  # fmt: skip
@@ -190,10 +200,11 @@ def markdown(check: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], po
                 continue
             cell = lambda h: f"withheld ({h['withheld']})" if h.get("withheld") else interval(h["value"], h["ci_low"], h["ci_high"])  # noqa: E731
             diff = interval(new["diff"], new["diff_ci_low"], new["diff_ci_high"]) if new.get("paired") else "—"
-            lines.append(f"| {r['input']} | {r['budget']:,} | {metric} | {cell(old)} | {cell(new)} | {_num(old['chance'])} | "
+            lines.append(f"| {label(r['input'])} | {r['budget']:,} | {metric} | {cell(old)} | {cell(new)} | {_num(old['chance'])} | "
                          f"{old['n']} ({old['unit']}) | {diff} |")  # fmt: skip
     lines += ["", "### Pooled over conversations", "",
-              "Mean 1.0 − 0.15.3 of each headline over the conversations of a kind, with a bootstrap over conversations.", "",
+              "Mean 1.0 − 0.15.3 of each headline over the conversations of a kind, with a bootstrap over conversations "
+              "(the unit). Three conversations make a rough interval: read it with the per-input paired intervals above.", "",
               "| kind | budget | headline | conversations | 0.15.3 | 1.0 | 1.0 − 0.15.3 [95% CI] | reading |", "|---|---|---|---|---|---|---|---|"]
     for p in pools:
         lines.append(f"| {p['kind']} | {p['budget']:,} | {p['metric']} | {p['conversations']} | {_num(p['mean_0153'])} | "
@@ -219,7 +230,7 @@ def upgrade_notes(rows: Sequence[dict[str, Any]], pools: Sequence[dict[str, Any]
                  "sweeps when the threshold is crossed." if calls_old else "No summarizer calls under either engine.")
     notes.append(f"Clamped turns: {clamped_new:,} under 1.0 against {clamped_old:,} under 0.15.3. 1.0's final clamp fires above "
                  "0.9 × budget and prices tool results higher, so a setting that just fitted under 0.15.3 can be clamped under 1.0.")
-    readings = [(r["input"], r["budget"], h) for r in rows for h in r["headlines"]
+    readings = [(label(r["input"]), r["budget"], h) for r in rows for h in r["headlines"]
                 if h["engine"] == "1.0" and h.get("paired") and not math.isnan(h["diff_ci_low"] if h["diff_ci_low"] is not None else math.nan)]
     worse = [x for x in readings if x[2]["diff_ci_high"] < 0]
     better = [x for x in readings if x[2]["diff_ci_low"] > 0]
@@ -234,6 +245,10 @@ def upgrade_notes(rows: Sequence[dict[str, Any]], pools: Sequence[dict[str, Any]
             notes.append(f"Pooled over {p['conversations']} {p['kind']} conversations at {p['budget']:,} tokens, {p['metric']}: "
                          f"{p['diff']:+.3f}" + ("" if p["ci_low"] is None else f" (95% CI {p['ci_low']:+.3f} .. {p['ci_high']:+.3f})")
                          + f": {reading}.")
+    wild = sorted({label(r["input"]) for r in rows for h in r["headlines"] if h["value"] is not None and abs(h["value"]) > 1})
+    if wild:
+        notes.append(f"Headline values far outside 0..1 ({', '.join(wild)}) come from a small ceiling − floor gap: the "
+                     "normalisation magnifies small raw differences there; read their raw values beside them.")
     notes.append("Settings tuned on 0.15.3 are not tuned for 1.0: re-run the sweep with `space: {engine: [\"0.15.3\", \"1.0\"], ...}` and "
                  "`lcm-lab recommend SWEEP --engine 1.0` (recommend refuses to pick across versions).")
     return notes
@@ -243,10 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one budget (8k), one conversation of each kind")
     parser.add_argument("--out", default=str(REPORTS / "upgrade-1.0"), help="report path without suffix")
-    parser.add_argument("--render", action="store_true", help="only write the markdown again from the JSON at --out")
+    parser.add_argument("--render", action="store_true", help="only pool and write the markdown again from the JSON at --out")
     args = parser.parse_args(argv)
     if args.render:
         doc = json.loads(Path(f"{args.out}.json").read_text())
+        doc["pooled"] = pooled(doc["runs"])
+        Path(f"{args.out}.json").write_text(json.dumps(doc, indent=1) + "\n")
         Path(f"{args.out}.md").write_text(markdown(doc["recorded_check"], doc["runs"], doc["pooled"], doc["meta"]))
         return 0
     started = time.perf_counter()

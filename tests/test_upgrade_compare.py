@@ -217,3 +217,13 @@ def test_cli_on_the_real_engines_matches_the_recorded_golden_run(capsys: pytest.
     # reference-runs-v1 golden__G0-golden: 4 pending summaries (3 leaves + 1 condensed), 4 clamped turns, 1071 final tokens
     assert status == 0 and (new["summaries"], new["leaves"], new["condensed"]) == (4, 3, 1)
     assert (new["clamped_turns"], new["final_stored_tokens"]) == (4, 1071)
+
+
+def test_cli_replays_an_lcm_db_from_its_stored_messages(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    db = REPO / "datasets" / "lcm-db" / "golden__G0-golden.db.gz"
+    status, out, _ = _cli(["compare-versions", str(db), "--token-budget", "2000", "--summarizer", "stub-v1", "--json"], capsys)
+    doc = json.loads(out)
+    assert status == 0 and [t["engine"] for t in doc["totals"]] == ["0.15.3", "1.0"]
+    assert doc["totals"][0]["turns"] == doc["totals"][1]["turns"] > 1
