@@ -455,11 +455,13 @@ class LabStore(StoreReads):
                         settings.callback(setattr, self, "_memory_limit", None)
                     settings.enter_context(self.setting("checkpoint_threshold", _LOAD_CHECKPOINT_THRESHOLD))
                     yield self
-                if self.path != MEMORY:
-                    try:
-                        self.con.execute("CHECKPOINT")
-                    except duckdb.TransactionException:
-                        pass  # another cursor is writing: DuckDB checkpoints after it, the data is committed
+                    # Still under the load's memory cap: a checkpoint after the cap is lifted took
+                    # what it liked (measured: +300 MB at the end of a 200 MB session).
+                    if self.path != MEMORY:
+                        try:
+                            self.con.execute("CHECKPOINT")
+                        except duckdb.TransactionException:
+                            pass  # another cursor is writing: DuckDB checkpoints after it, the data is committed
             finally:
                 self._bulk_depth -= 1
 
