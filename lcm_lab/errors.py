@@ -17,10 +17,62 @@ from types import ModuleType
 
 
 class UserError(Exception):
-    """A problem with the user's input, options or environment (not a bug in the lab)."""
+    """A problem with the user's input, options or environment (not a bug in the lab).
+
+    Every subclass below names one kind of mistake, so a caller can catch the kind it can handle
+    (``except lab.errors.StoreError``) or all of them (``except lab.UserError``). See
+    ``docs/errors.md`` for the table of kinds, typical causes and what to do.
+    """
 
 
-class InputFileError(UserError, ValueError):
+# -- the kinds ---------------------------------------------------------------------------------
+
+
+class InputError(UserError, ValueError):
+    """Input data (a transcript, an lcm.db, a config file) cannot be read as given."""
+
+
+class OptionError(UserError, ValueError):
+    """An option or argument value is not acceptable; the message names the option."""
+
+
+class SpecError(UserError, ValueError):
+    """A spec (sweep, strategy, plugin configuration, template) is invalid; the message lists the
+    problems with their keys."""
+
+
+class NotFoundError(UserError, LookupError):
+    """Something named by the user does not exist: a file, a run id, a sweep id, a conversation."""
+
+
+class DataError(UserError, ValueError):
+    """Data that was read is inconsistent (a summary DAG with a cycle, a column of the wrong type)."""
+
+
+class StoreError(UserError):
+    """The lab store cannot be used: not a store, damaged, busy, read-only when a write is needed."""
+
+
+class OutputError(UserError, OSError):
+    """An output cannot be written where asked (exists, a dangling link, a directory)."""
+
+
+class EnvironmentFaultError(UserError, OSError):
+    """The machine refused: disk full, permission denied, a read-only file system."""
+
+
+class ModelError(UserError, RuntimeError):
+    """A model provider cannot be used as configured (credentials, a malformed api base)."""
+
+
+class DependencyError(UserError, ImportError):
+    """An optional package or a DuckDB extension that a feature needs is not installed."""
+
+
+# -- specific errors -------------------------------------------------------------------------
+
+
+class InputFileError(InputError):
     """An input file cannot be used as given; the message starts with its path."""
 
     def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
@@ -33,23 +85,24 @@ class BrokenGzipError(InputFileError, EOFError):
     """A ``.gz`` file ends early or is corrupt (also an ``EOFError``, as gzip itself raises)."""
 
 
-class OptionError(UserError, ValueError):
-    """An option or argument value is not acceptable; the message names the option."""
-
-
-class MissingCredentialsError(UserError, RuntimeError):
+class MissingCredentialsError(ModelError):
     """A model provider needs an API key that is not set; the message names the variable."""
 
 
 MAIN_GUARD_FIX = "put the sweep call under if __name__ == '__main__':"
 
 
-class MainGuardError(UserError, RuntimeError):
+class MemoryLimitError(StoreError, RuntimeError):
+    """DuckDB ran out of the memory it may use (``LCM_LAB_MEMORY_LIMIT``); the message says how
+    to raise the cap."""
+
+
+class MainGuardError(SpecError, RuntimeError):
     """A script started worker processes (spawn) without a main guard, so every worker re-imports
     it and runs its top-level code, the sweep call included; the message says how to fix it."""
 
 
-class MissingExtraError(UserError, ImportError):
+class MissingExtraError(DependencyError):
     """A feature needs a package of one of lcm_lab's optional extras; the message names the extra."""
 
 
@@ -73,3 +126,7 @@ def require_extra(module: str, extra: str, feature: str) -> ModuleType:
         raise MissingExtraError(
             f"{feature} need {module}, which lcm_lab installs with an extra: pip install 'lcm_lab[{extra}]'"
         ) from exc
+
+
+class JsonTooDeepError(UserError, ValueError):
+    """Input JSON is nested deeper than the lab reads (lcm_lab.engine.js.depth.MAX_JSON_DEPTH)."""

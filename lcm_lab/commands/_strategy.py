@@ -66,6 +66,7 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
                    plugin_config: dict[str, Any]) -> int:  # fmt: skip
     from tqdm.auto import tqdm
 
+    from lcm_lab.commands._summarizer_args import calls_so_far, failed_calls_warning
     from lcm_lab.metrics.strategies import strategy_scores
     from lcm_lab.store.replays import save_replay
     from lcm_lab.store.scores import write_scores
@@ -90,6 +91,7 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
         run_params = dict(params)
         if args.strategy == "recorded" and loaded is not None and "events" not in run_params:
             run_params.update(recorded_params(loaded))
+        before = calls_so_far(summarizer)
         try:
             strategy = get_strategy(args.strategy, **run_params)
             with tqdm(desc=f"{args.strategy} {conversation.session_id[:24]}", unit="turn", leave=False,
@@ -99,6 +101,7 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
                 )  # noqa: B023
         except StrategyError as exc:
             raise SystemExit(f"lcm-lab replay: {exc}") from None
+        failed_calls, warning = failed_calls_warning(summarizer, before, conversation.session_id)
         run_id = (
             None
             if args.no_save
@@ -109,8 +112,10 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
             write_scores(store, scores, replace_runs=True)
         summary = {"run_id": run_id, "strategy": run.strategy, "strategy_params": _public(run.strategy_params),
                    "session_id": conversation.session_id, "turns": len(run.turns), "token_budget": run.token_budget,
-                   "scores": headline_summary(scores)}  # fmt: skip
+                   "scores": headline_summary(scores), "failed_calls": failed_calls}  # fmt: skip
         results.append(summary)
+        if warning:
+            print(warning, file=sys.stderr)
         if not args.json:
             heads = ", ".join(
                 f"{k} {v['value']:.3f}" for k, v in summary["scores"].items() if v.get("value") is not None

@@ -41,6 +41,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, NamedTuple
 
 from lcm_lab.io import lcmdb_schema, lcmdb_schema_v1
+from lcm_lab.io.redaction import redact, secret_values
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import Replay
@@ -148,12 +149,14 @@ def _write(con: sqlite3.Connection, run: Replay, schema: ModuleType) -> ExportRe
         if fts:
             con.execute("INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", (index, m.content))
     names = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    secrets = secret_values()
     for s in run.summaries:
+        content = redact(s.content, secrets)  # a summary is derived text: no secrets leave in it
         con.execute(
             "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at,"
             " descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (s.summary_id, CONVERSATION_ID, s.kind, s.depth, s.content, s.token_count, s.earliest_at, s.latest_at,
+            (s.summary_id, CONVERSATION_ID, s.kind, s.depth, content, s.token_count, s.earliest_at, s.latest_at,
              s.descendant_count, s.descendant_token_count, s.source_message_token_count, s.created_at or now,
              _json_list(s.file_ids), s.model or "unknown"),
         )  # fmt: skip
@@ -167,7 +170,7 @@ def _write(con: sqlite3.Connection, run: Replay, schema: ModuleType) -> ExportRe
         )
         for table in ("summaries_fts", "summaries_fts_cjk"):
             if table in names:
-                con.execute(f"INSERT INTO {table} (summary_id, content) VALUES (?, ?)", (s.summary_id, s.content))
+                con.execute(f"INSERT INTO {table} (summary_id, content) VALUES (?, ?)", (s.summary_id, content))
     context = run.final_context
     for ordinal, item in enumerate(context):
         message_id = ids[int(item.ref)] if item.kind == "message" else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -79,6 +79,59 @@ def bootstrap_difference(
         boots = xb[rng.integers(0, xb.size, size=(resamples, xb.size))].mean(axis=1) - xa[rng.integers(0, xa.size, size=(resamples, xa.size))].mean(axis=1)
     alpha = (1 - confidence) / 2
     return diff, float(np.quantile(boots, alpha)), float(np.quantile(boots, 1 - alpha))
+
+
+def cluster_paired_interval(
+    differences: Mapping[str, Sequence[float]], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean paired difference with the cluster as the resampling unit: each cluster (a
+    conversation) contributes the mean of its own paired differences (items, probes, or the one
+    per-conversation headline difference) and the interval is the t-interval over those cluster
+    means, so items of one conversation never count as independent evidence. Returns
+    ``(mean, low, high)``; the interval is NaN with fewer than two clusters.
+
+    >>> [round(v, 3) for v in cluster_paired_interval({"a": [0.1, 0.3], "b": [0.1], "c": [0.4]})]
+    [0.233, -0.146, 0.613]
+    """
+    means = [float(np.mean(v)) for v in differences.values() if len(v)]
+    if not means:
+        return NAN, NAN, NAN
+    lo, hi = t_interval(means, confidence)
+    return float(np.mean(means)), lo, hi
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman rank correlation (``scipy.stats.spearmanr``, ties averaged); NaN when either side
+    is constant or there are fewer than three pairs.
+
+    >>> round(spearman([1, 2, 3, 4], [10, 30, 20, 40]), 6)
+    0.8
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size != y.size:
+        raise ValueError("spearman needs equally many values on both sides")
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return NAN
+    from scipy import stats
+
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def split_half_reliability(odd: Sequence[float], even: Sequence[float]) -> tuple[float, float]:
+    """Pearson correlation of two half-test scores over the same units and its Spearman–Brown
+    step-up ``2r / (1 + r)`` (the reliability of the whole test); NaNs when either half is
+    constant or there are fewer than three units.
+
+    >>> [round(v, 3) for v in split_half_reliability([1, 2, 3, 4], [1.5, 1.8, 3.2, 3.9])]
+    [0.974, 0.987]
+    """
+    x, y = np.asarray(odd, dtype=float), np.asarray(even, dtype=float)
+    if x.size != y.size:
+        raise ValueError("split_half_reliability needs one value per unit in each half")
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return NAN, NAN
+    r = float(np.corrcoef(x, y)[0, 1])
+    return r, 2 * r / (1 + r) if r > -1 else NAN
 
 
 def bootstrap_normalised(
@@ -170,6 +223,7 @@ def cluster_bootstrap_difference(
     clusters: Sequence[object] | np.ndarray,
     *,
     scale: float = 1.0,
+    weights: Sequence[float] | np.ndarray | None = None,
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
@@ -179,7 +233,9 @@ def cluster_bootstrap_difference(
     ``a`` and ``b`` hold two settings' values on the *same* rows (probes); ``clusters`` their unit
     (items within one conversation, or conversations across several). ``scale`` divides
     (``ceiling − floor`` turns a raw difference into a difference of normalised headlines, both
-    settings sharing floor and ceiling). NaN bounds with fewer than two clusters.
+    settings sharing floor and ceiling). ``weights`` weigh rows (fact types): the mean is then
+    ``Σ w·(b − a) / Σ w`` and each resample's the same over its clusters. NaN bounds with fewer
+    than two clusters.
 
     >>> d, lo, hi = cluster_bootstrap_difference([0, 0, 1, 0], [1, 1, 1, 0], ["x", "x", "y", "z"])
     >>> round(d, 2), lo <= d <= hi
@@ -190,7 +246,11 @@ def cluster_bootstrap_difference(
         raise ValueError("a paired difference needs equally many values on both sides")
     if xa.size == 0:
         return NAN, NAN, NAN
-    (sd,), counts = _cluster_sums([xb - xa], clusters)
+    if weights is None:
+        (sd,), counts = _cluster_sums([xb - xa], clusters)
+    else:
+        w = np.asarray(weights, dtype=float)
+        (sd, counts), _ = _cluster_sums([(xb - xa) * w, w], clusters)
     diff = float(sd.sum() / counts.sum()) / scale
     if sd.size < 2:
         return diff, NAN, NAN

@@ -366,9 +366,14 @@ def _history_rows(probes: Sequence[_HistoryProbe], items: Sequence[Any], chosen:
     return _rows(parts, with_chance)
 
 
-def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None,
-                           donor_label: str | None = None, seed: int = 0) -> list[Score]:
-    """``fact_retention``, ``decision_retention`` and ``todo_retention`` over probes."""
+HISTORY_HEADLINES: dict[str, tuple[str, ...]] = {"decision_retention": ("decision", "todo"), "todo_retention": ("todo",)}
+"""The decision headlines and the decision kinds each one reads."""
+
+
+def history_probe_rows(run: Any, budget: int | None = None, donor_text: str | None = None) -> tuple[dict[str, ProbeRows], str]:
+    """The probes of ``fact_retention``, ``decision_retention`` and ``todo_retention`` (one
+    :class:`ProbeRows` each; runs of one conversation at one budget share clusters, turns, floor
+    and ceiling, so they pair row by row) and the protocol they follow."""
     budget = run.token_budget if budget is None else budget
     conversation = run.conversation
     texts = per_conversation(conversation, "texts", lambda: conversation_texts(conversation))
@@ -376,19 +381,28 @@ def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, 
     decisions = per_conversation(conversation, "decisions",
                                  lambda: tag_decisions(conversation_texts(conversation, roles=("user", "assistant"))))
     probes, protocol = _history_probes(run, budget, facts, decisions, donor_text)
+    fact_weights = np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float)
+    rows = {"fact_retention": _history_rows(probes, facts, np.arange(len(facts)), fact_weights, "facts")}
+    for metric, kinds in HISTORY_HEADLINES.items():
+        chosen = np.array([j for j, d in enumerate(decisions) if d.kind in kinds], dtype=int)
+        rows[metric] = _history_rows(probes, decisions, chosen, np.ones(len(decisions)), "decisions")
+    return rows, protocol
+
+
+def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None,
+                           donor_label: str | None = None, seed: int = 0) -> list[Score]:
+    """``fact_retention``, ``decision_retention`` and ``todo_retention`` over probes."""
+    budget = run.token_budget if budget is None else budget
+    rows, protocol = history_probe_rows(run, budget, donor_text)
     extra: dict[str, Any] = {"budget": budget}
     if donor_text is None:
         extra["chance_withheld"] = "no donor conversation given (pass donor_text)"
     elif donor_label:
         extra["chance_donor"] = donor_label
-    fact_weights = np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float)
-    fact_rows = _history_rows(probes, facts, np.arange(len(facts)), fact_weights, "facts")
-    scores = [probe_headline(run_id, "fact_retention", fact_rows, unit="fact", protocol=protocol, seed=seed,
+    scores = [probe_headline(run_id, "fact_retention", rows["fact_retention"], unit="fact", protocol=protocol, seed=seed,
                              extra={**extra, "weighted_by": "fact type"})]
-    for metric, kinds in (("decision_retention", ("decision", "todo")), ("todo_retention", ("todo",))):
-        chosen = np.array([j for j, d in enumerate(decisions) if d.kind in kinds], dtype=int)
-        rows = _history_rows(probes, decisions, chosen, np.ones(len(decisions)), "decisions")
-        scores.append(probe_headline(run_id, metric, rows, unit="decision", protocol=protocol, seed=seed, extra=extra))
+    for metric in HISTORY_HEADLINES:
+        scores.append(probe_headline(run_id, metric, rows[metric], unit="decision", protocol=protocol, seed=seed, extra=extra))
     return scores
 
 

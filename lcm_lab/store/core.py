@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from lcm_lab.errors import require_extra
-from lcm_lab.store import migrations
+from lcm_lab.errors import MemoryLimitError, NotFoundError, require_extra
+from lcm_lab.store import opening
+from lcm_lab.store.opening import NO_DOWNLOADS, ReadOnlyStoreError, StoreBusyError, StoreLocked
 from lcm_lab.store.reads import StoreReads
 from lcm_lab.store.sql_tokens import install_token_macro
 
@@ -76,11 +77,10 @@ def default_store_path() -> Path:
 
 
 def resolve_store_path(path: str | os.PathLike[str] | None) -> str:
-    """The DuckDB database string for ``path`` (creating the parent directory of files)."""
+    """The DuckDB database string for ``path`` (the default location when ``None``)."""
     if path is not None and str(path) == MEMORY:
         return MEMORY
     target = default_store_path() if path is None else Path(path).expanduser()
-    target.parent.mkdir(parents=True, exist_ok=True)
     return str(target)
 
 
@@ -100,10 +100,6 @@ def extension_path(name: str) -> Path:
 def sqlite_scanner_path() -> Path:
     """The SQLite scanner extension shipped in the PyPI package of the same duckdb version."""
     return extension_path("sqlite_scanner")
-
-
-class StoreBusyError(RuntimeError):
-    """Another process kept the lab store's file locked for longer than the lock timeout."""
 
 
 def lock_holder(message: str) -> str:
@@ -134,6 +130,42 @@ def _float_env(name: str, default: float) -> float:
         raise ValueError(f"environment variable {name}: invalid value {raw!r}; expected a number of seconds") from None
 
 
+def _is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return True
+    # An out-of-memory error during a rollback invalidates the database: it arrives as a fatal error.
+    return isinstance(exc, duckdb.FatalException) and ("Out of Memory" in str(exc) or "failed to pin block" in str(exc))
+
+
+def memory_limit_error(exc: BaseException, limit: str | None) -> MemoryLimitError:
+    """The one-line error for DuckDB running out of memory under ``limit`` (None: DuckDB's default).
+
+    >>> str(memory_limit_error(RuntimeError("x"), "256MB"))[:64]
+    'the lab store ran out of memory: DuckDB may use 256MB here (LCM_'
+    """
+    first = next((line for line in str(exc).splitlines() if "Out of Memory" in line or "pin block" in line), "")
+    detail = first.split("Error: ", 1)[-1].strip().rstrip(".")[:160]
+    cap = os.environ.get(MEMORY_LIMIT_ENV) or limit
+    cap_text = f"DuckDB may use {cap} here" if cap else "DuckDB may use its default share of the RAM"
+    return MemoryLimitError(
+        f"the lab store ran out of memory: {cap_text} ({MEMORY_LIMIT_ENV}); set {MEMORY_LIMIT_ENV} higher "
+        f"(e.g. {MEMORY_LIMIT_ENV}=2GB) or free memory, and run the command again" + (f" [{detail}]" if detail else "")
+    )
+
+
+@contextmanager
+def _memory_errors(store: LabStore) -> Iterator[None]:
+    """Turn DuckDB's out-of-memory errors into :class:`MemoryLimitError` (a one-line user error)."""
+    try:
+        yield
+    except (duckdb.OutOfMemoryException, duckdb.FatalException) as exc:
+        if not _is_out_of_memory(exc):
+            raise
+        if isinstance(exc, duckdb.FatalException):
+            store._invalidated = True
+        raise memory_limit_error(exc, store._memory_limit) from exc
+
+
 class _Connection:
     """``store.con``: forwards to the DuckDB connection, opening it when needed and keeping it
     open for the duration of each call (results of ``execute`` are read through the same proxy)."""
@@ -150,7 +182,7 @@ class _Connection:
             return attribute
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            with self._store.hold() as raw:
+            with self._store.hold() as raw, _memory_errors(self._store):
                 result = getattr(raw, name)(*args, **kwargs)
             return self if result is raw else result
 
@@ -166,6 +198,12 @@ class LabStore(StoreReads):
     another process holds the file, then raises :class:`StoreBusyError` naming that process.
     ``:memory:`` stores keep their one connection for their lifetime.
 
+    The file is looked at before DuckDB opens it (:mod:`lcm_lab.store.opening`): an lcm.db or any
+    other file that is not a lab store is refused, a new store is built aside and linked into
+    place. ``read_only=True`` opens the store for reading only (it must exist and be up to date);
+    ``read_only=None`` (what the reading commands pass) opens it read-only when the file system
+    does not let the lab write it, and read-write otherwise.
+
     >>> store = LabStore(":memory:")
     >>> int(store.fetch_all("SELECT count(*) FROM conversations")[0][0])
     0
@@ -177,8 +215,20 @@ class LabStore(StoreReads):
         *,
         idle_seconds: float | None = None,
         lock_timeout: float | None = None,
+        read_only: bool | None = False,
     ) -> None:
         self.path = resolve_store_path(path)
+        kind = opening.inspect_store_file(self.path)
+        self._created_with: list[str] = []
+        if kind == "new":
+            if read_only:
+                raise NotFoundError(f"{self.path}: no lab store here; load something first (lcm-lab load PATH)")
+            self._created_with = opening.create_store(self.path, opening.build_new)
+        elif kind == "duckdb":
+            opening.remove_stale_builds(Path(self.path))
+        if read_only is None:
+            read_only = kind != "memory" and not _writable(self.path)
+        self.read_only = bool(read_only) and kind != "memory"
         self.idle_seconds = _float_env(IDLE_ENV, DEFAULT_IDLE_SECONDS) if idle_seconds is None else idle_seconds
         self.lock_timeout = _float_env(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT) if lock_timeout is None else lock_timeout
         self._lock = threading.RLock()
@@ -190,6 +240,8 @@ class LabStore(StoreReads):
         self._reaper: threading.Thread | None = None
         self._scanner_loaded = False
         self._fts_loaded = False  # extensions are per connection: reset whenever the connection reopens
+        self._memory_limit: str | None = None  # the cap a bulk load set, named in out-of-memory errors
+        self._invalidated = False  # DuckDB gave up on the database (a fatal error): nothing more may run
         self.con: Any = _Connection(self)
         with self.hold():
             pass  # opens the file once: migrates it and says early if it is busy
@@ -206,11 +258,12 @@ class LabStore(StoreReads):
         delay, told = 0.02, False
         while True:
             try:
-                raw = duckdb.connect(self.path)
+                if self.path == MEMORY:
+                    raw = duckdb.connect(MEMORY, config=dict(NO_DOWNLOADS))
+                else:
+                    raw = opening.open_existing(self.path, read_only=self.read_only)
                 break
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
-                    raise
+            except StoreLocked as exc:
                 holder = lock_holder(str(exc))
                 waited = time.monotonic() - started
                 if waited >= self.lock_timeout:
@@ -225,9 +278,6 @@ class LabStore(StoreReads):
                     told = True
                 time.sleep(delay)
                 delay = min(delay * 2, 0.25)
-        # Nothing may be fetched from the network at run time.
-        raw.execute("SET autoinstall_known_extensions = false")
-        raw.execute("SET autoload_known_extensions = false")
         if limit := os.environ.get(MEMORY_LIMIT_ENV):
             # Caps DuckDB's buffer pool so big loads spill to disk instead of growing RSS.
             raw.execute("SET memory_limit = ?", [limit])
@@ -238,8 +288,25 @@ class LabStore(StoreReads):
         return raw
 
     @property
+    def invalidated(self) -> bool:
+        """Whether DuckDB gave up on this database after a fatal error (reopen it to go on)."""
+        return self._invalidated
+
+    @property
     def applied_migrations_known(self) -> bool:
         return hasattr(self, "applied_migrations")
+
+    def _migrate(self, raw: duckdb.DuckDBPyConnection) -> list[str]:
+        if not self.read_only:
+            return opening.migrate(raw, self.path)
+        if pending := opening.pending_migrations(raw):
+            raw.close()
+            self._raw = None
+            raise ReadOnlyStoreError(
+                f"{self.path}: the store needs a schema upgrade ({pending[0]}…) but is open read-only; "
+                f"run one command that writes (e.g. lcm-lab load) where it is writable"
+            )
+        return []
 
     @contextmanager
     def hold(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -250,7 +317,7 @@ class LabStore(StoreReads):
             if self._raw is None:
                 self._raw = self._open()
                 if not self.applied_migrations_known:
-                    self.applied_migrations = migrations.apply_pending(self._raw)
+                    self.applied_migrations = self._created_with + self._migrate(self._raw)
                     install_token_macro(self._raw)
                 self._start_reaper()
             self._pins += 1
@@ -331,9 +398,26 @@ class LabStore(StoreReads):
             try:
                 yield self
             except BaseException:
-                raw.execute("ROLLBACK")
+                if not self._invalidated:
+                    with _memory_errors(self):
+                        raw.execute("ROLLBACK")
                 raise
-            raw.execute("COMMIT")
+            with _memory_errors(self):
+                raw.execute("COMMIT")
+
+    def commit_point(self) -> None:
+        """Inside :meth:`transaction`: commit what is written so far, checkpoint, and carry on in a
+        new transaction.
+
+        DuckDB keeps a transaction's rows in memory until a row group fills (122,880 rows, which
+        for wide rows is far more than the load's memory cap) and committed rows until the next
+        checkpoint, so a big load commits and checkpoints every few tens of MB to stay bounded.
+        The caller marks its work unfinished until the last commit (see ``store.sources``)."""
+        with self.hold(), _memory_errors(self):
+            self.con.execute("COMMIT")
+            if self.path != MEMORY:
+                self.con.execute("CHECKPOINT")
+            self.con.execute("BEGIN TRANSACTION")
 
     @contextmanager
     def setting(self, name: str, value: Any) -> Iterator[LabStore]:
@@ -344,7 +428,8 @@ class LabStore(StoreReads):
             try:
                 yield self
             finally:
-                self.con.execute(f"SET {name} = ?", [previous])
+                if not self._invalidated:  # else the error that invalidated it is the one to see
+                    self.con.execute(f"SET {name} = ?", [previous])
 
     @contextmanager
     def bulk_load(self, limit: str = LOAD_MEMORY_LIMIT) -> Iterator[LabStore]:
@@ -366,6 +451,8 @@ class LabStore(StoreReads):
                 with ExitStack() as settings:
                     if not os.environ.get(MEMORY_LIMIT_ENV):
                         settings.enter_context(self.setting("memory_limit", limit))
+                        self._memory_limit = limit
+                        settings.callback(setattr, self, "_memory_limit", None)
                     settings.enter_context(self.setting("checkpoint_threshold", _LOAD_CHECKPOINT_THRESHOLD))
                     yield self
                 if self.path != MEMORY:
@@ -420,6 +507,12 @@ class LabStore(StoreReads):
         return f"LabStore({self.path!r})"
 
 
-def open_store(db: str | os.PathLike[str] | None = None) -> LabStore:
-    """The store a CLI command's ``--db`` names (default location when ``None``)."""
-    return LabStore(db)
+def _writable(path: str) -> bool:
+    """Whether the lab may write the store file and create its log beside it."""
+    return os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+
+def open_store(db: str | os.PathLike[str] | None = None, *, reads_only: bool = False) -> LabStore:
+    """The store a CLI command's ``--db`` names (default location when ``None``). A command that
+    only reads passes ``reads_only=True``: a store on a read-only mount still serves it."""
+    return LabStore(db, read_only=None if reads_only else False)

@@ -21,6 +21,7 @@ import pandas as pd
 if TYPE_CHECKING:
     import polars as pl
 
+from lcm_lab.engine.compaction.pending.maintenance import PhaseRecord
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.types import (
@@ -37,6 +38,7 @@ from lcm_lab.engine.types import (
     SweepRecord,
     TurnRecord,
 )
+from lcm_lab.io.redaction import redact, redact_rows
 from lcm_lab.store.core import LabStore
 from lcm_lab.strategies.base import MemoryItem, ModelCall, StrategyRun, StrategyTurn
 
@@ -46,7 +48,7 @@ _TYPES: dict[str, type] = {
     for cls in (
         Replay, LcmConfig, Conversation, InputEntry, StoredMessage, StoredPart, Summary, ContextItem,
         LargeFile, TurnRecord, SweepRecord, SummarizerCall, DebtSnapshot, DrainAttempt,
-        StrategyRun, StrategyTurn, ModelCall, MemoryItem,
+        StrategyRun, StrategyTurn, ModelCall, MemoryItem, PhaseRecord,
     )
 }  # fmt: skip
 
@@ -101,7 +103,10 @@ def _decode(value: Any) -> Any:
 
 
 def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
-    return zlib.compress(json.dumps(_encode(replay), ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 6)
+    """The stored payload: the replay as JSON, secrets redacted (:mod:`lcm_lab.io.redaction`;
+    the conversation's own messages stay in the messages table as loaded), compressed."""
+    text = json.dumps(_encode(replay), ensure_ascii=False, separators=(",", ":"))
+    return zlib.compress(redact(text).encode("utf-8"), 6)
 
 
 def replay_from_bytes(payload: bytes) -> Replay | StrategyRun:
@@ -249,7 +254,7 @@ def _strategy_turn_rows(run_id: str, run: StrategyRun) -> list[dict[str, Any]]:
 def _insert_frame(store: LabStore, table: str, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(redact_rows(rows))  # summaries and call texts are derived text: no secrets
     store.con.register("_lcm_lab_rows", frame)
     try:
         columns = ", ".join(frame.columns)

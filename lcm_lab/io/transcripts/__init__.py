@@ -45,8 +45,11 @@ READERS: dict[str, Callable[[str | Path], TranscriptRead]] = {
 }
 
 
-def read_transcript(path: str | Path, *, kind: str | None = None) -> TranscriptRead:
+def read_transcript(path: str | Path, *, kind: str | None = None, reread: bool = False) -> TranscriptRead:
     """Read one transcript file, detecting its format from content unless ``kind`` is given.
+
+    ``reread``: a pi session's messages are not held but read again from the file when used
+    (see :func:`read_pi_jsonl`); the loader asks for this, so big sessions load in bounded memory.
 
     Raises :class:`TranscriptFormatError` (a ``ValueError``) when the file is no supported
     transcript, saying what it looks like; an lcm.db or a state directory is named as such so
@@ -67,6 +70,8 @@ def read_transcript(path: str | Path, *, kind: str | None = None) -> TranscriptR
     if reader is None:
         raise TranscriptFormatError(f"{path}: unknown transcript kind {kind!r}; {SUPPORTED_FORMATS_TEXT}")
     with paused_gc():
+        if kind == PI_JSONL:
+            return read_pi_jsonl(file_path, reread=reread)
         return reader(file_path)
 
 

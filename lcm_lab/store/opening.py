@@ -1,0 +1,319 @@
+"""The one way into a lab store file: decide what the file is before anything can write to it,
+build new stores aside, and migrate existing ones so that a crash at any point leaves a store
+the next command opens.
+
+What a ``--db`` path may be (:func:`inspect_store_file`):
+
+* missing: a new store, built at a hidden sibling path, migrated, checkpointed and only then
+  linked into place (:func:`create_store`), so a kill during the first command leaves no
+  half-made store behind;
+* a DuckDB database whose tables are the lab's (or that has none): opened;
+* anything else (an lcm.db or any SQLite file, an empty file, a directory, random bytes, a DuckDB
+  database of someone else's): refused with a :class:`NotAStoreError` *before* DuckDB opens it
+  for writing. DuckDB would otherwise open a SQLite file through its scanner, read-write, and
+  create the lab's tables inside the user's lcm.db.
+
+Every connection is made with extension auto-install and auto-load off (:data:`NO_DOWNLOADS`),
+passed to ``duckdb.connect`` itself so that they hold before the file is read: nothing is ever
+fetched from the network.
+
+Why migrations get a safe copy: DuckDB 1.5.5 cannot replay a write-ahead log holding
+``ALTER TABLE … ADD COLUMN`` on the lab's tables (``INTERNAL Error: Failure while replaying
+WAL``), so a store killed after a migration committed and before the next checkpoint could not
+be opened again. Migrations on an existing store therefore run after a checkpoint, beside a copy
+of the file taken then (``<store>.pre-migration``), and end in a checkpoint. If the log cannot be
+replayed on a later open, the copy is put back and the log set aside (:func:`recover_unreplayable_wal`);
+the migrations then run again. Outside migrations the log holds only row changes, which replay.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+
+from lcm_lab.errors import EnvironmentFaultError, StoreError
+from lcm_lab.store import migrations
+
+MEMORY = ":memory:"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file (after an 8-byte checksum)
+NO_DOWNLOADS: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+SAFE_COPY_SUFFIX = ".pre-migration"
+_CREATING = ".creating-"
+
+StoreFileKind = Literal["memory", "new", "duckdb"]
+
+
+class NotAStoreError(StoreError):
+    """The file named as the lab store is something else (an lcm.db, an empty file, ...)."""
+
+
+class DamagedStoreError(StoreError):
+    """The file is a DuckDB database that DuckDB cannot read (truncated, corrupt)."""
+
+
+class ReadOnlyStoreError(StoreError):
+    """The store must be written (created, migrated, changed) but the file system refuses."""
+
+
+class StoreBusyError(StoreError, RuntimeError):
+    """Another process kept the lab store's file locked for longer than the lock timeout."""
+
+
+class StoreLocked(Exception):
+    """DuckDB's file lock is held by another process (internal: the caller waits and retries)."""
+
+
+def inspect_store_file(path: str) -> StoreFileKind:
+    """What ``path`` is as a lab store, from the file system and its first bytes only.
+
+    Raises :class:`NotAStoreError` for anything that must not be opened as a store.
+
+    >>> inspect_store_file(":memory:")
+    'memory'
+    """
+    if path == MEMORY:
+        return "memory"
+    target = Path(path)
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        if target.is_symlink():
+            raise NotAStoreError(f"{path}: a symbolic link to a missing file; point --db at a lab store or a new path") from None
+        return "new"
+    except PermissionError:
+        raise EnvironmentFaultError(f"{path}: permission denied (cannot look at the lab store)") from None
+    except NotADirectoryError:
+        raise NotAStoreError(f"{path}: a parent of this path is a file, not a directory") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise NotAStoreError(f"{path}: is a directory; --db names the store file itself, e.g. {target / 'lab.duckdb'}")
+    if not stat.S_ISREG(info.st_mode):
+        raise NotAStoreError(f"{path}: not a regular file, so not a lab store")
+    if info.st_size == 0:
+        raise NotAStoreError(f"{path}: an empty file, not a lab store; delete it to start a new store there")
+    try:
+        with target.open("rb") as handle:
+            head = handle.read(16)
+    except PermissionError:
+        raise EnvironmentFaultError(f"{path}: permission denied (cannot read the lab store)") from None
+    if head.startswith(SQLITE_MAGIC):
+        raise NotAStoreError(
+            f"{path}: a SQLite database (an lcm.db?), not a lab store; the lab never writes to it. "
+            f"Read it with `lcm-lab load {path}` and let --db name the lab's own DuckDB file"
+        )
+    if head[8:12] != DUCKDB_MAGIC:
+        raise NotAStoreError(f"{path}: not a lab store (not a DuckDB database file); pass a lab store or a new path")
+    return "duckdb"
+
+
+def connect(path: str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection to ``path`` with downloads off, DuckDB's errors turned into store errors
+    (a held lock raises :class:`StoreLocked` for the caller's wait loop)."""
+    try:
+        return duckdb.connect(path, read_only=read_only, config=dict(NO_DOWNLOADS))
+    except duckdb.Error as exc:
+        raise _store_error(path, exc) from None
+
+
+def _store_error(path: str, exc: duckdb.Error) -> Exception:
+    text = str(exc)
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    lowered = text.lower()
+    if "lock" in lowered and ("conflicting" in lowered or "could not set lock" in lowered):
+        return StoreLocked(text)
+    if "different configuration" in lowered:
+        return StoreError(f"{path}: already open in this process in another mode (read-only vs read-write); close that store first")
+    if "replaying wal" in lowered:
+        return _UnreplayableWal(first)
+    if "read-only file system" in lowered or "readonly" in lowered.replace("-", ""):
+        return ReadOnlyStoreError(f"{path}: the file system is read-only; the store cannot be written here")
+    if "permission denied" in lowered:
+        return EnvironmentFaultError(f"{path}: permission denied (the lab store or its directory)")
+    if "no space left" in lowered:
+        return EnvironmentFaultError(f"{path}: disk full (no space left on device); free space and retry")
+    return DamagedStoreError(
+        f"{path}: the lab store is damaged and DuckDB cannot read it ({first}); restore a backup, "
+        f"or move the file aside to start a new store"
+    )
+
+
+class _UnreplayableWal(Exception):
+    """DuckDB failed to replay the store's write-ahead log."""
+
+
+def require_lab_tables(raw: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Refuse a DuckDB database that holds tables but is not a lab store."""
+    names = {row[0] for row in raw.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
+    ).fetchall()}
+    if names and "schema_migrations" not in names:
+        raise NotAStoreError(
+            f"{path}: a DuckDB database that is not a lab store (tables {', '.join(sorted(names)[:3])}…); "
+            f"the lab will not write to it. Pass a lab store or a new path"
+        )
+
+
+def open_existing(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Connect to an existing store file, recovering once from a log DuckDB cannot replay."""
+    if not read_only and Path(path + ".wal").exists():
+        # A log is replayed (and so written into the file) by a read-write open: look first.
+        try:
+            probe = connect(path, read_only=True)
+        except (StoreLocked, _UnreplayableWal, StoreError):
+            pass  # held by a writer (maybe this process), or recovered or reported below
+        else:
+            try:
+                require_lab_tables(probe, path)
+            finally:
+                probe.close()
+    try:
+        raw = connect(path, read_only=read_only)
+    except _UnreplayableWal as exc:
+        if read_only:
+            raise DamagedStoreError(
+                f"{path}: DuckDB cannot replay the store's log ({exc}); run any command that writes "
+                f"(e.g. `lcm-lab load`) where the store is writable to recover it"
+            ) from None
+        recover_unreplayable_wal(path)
+        raw = connect(path, read_only=read_only)
+    try:
+        require_lab_tables(raw, path)
+    except BaseException:
+        raw.close()
+        raise
+    return raw
+
+
+def recover_unreplayable_wal(path: str) -> None:
+    """Put the pre-migration copy back if there is one, set the log aside, and say so on stderr."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    wal = Path(path + ".wal")
+    aside = Path(f"{path}.wal.unreplayable-{stamp}")
+    copy = Path(path + SAFE_COPY_SUFFIX)
+    if wal.exists():
+        os.replace(wal, aside)
+    if copy.exists():
+        os.replace(copy, path)
+        what = f"restored the copy taken before the interrupted migration; the log is kept as {aside.name}"
+    else:
+        what = f"changes after the last checkpoint were set aside in {aside.name}"
+    print(f"lcm-lab: recovered the lab store {path} after an interrupted write (DuckDB could not replay "
+          f"its log): {what}", file=sys.stderr)
+
+
+def create_store(path: str, prepare: Any) -> list[str]:
+    """Build a new store at a hidden sibling path, run ``prepare(raw)`` (the migrations) on it,
+    checkpoint, close, and link it to ``path`` (another process that got there first wins).
+    Returns what ``prepare`` returned (the migrations applied)."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _os_store_error(path, exc, "create the store's directory") from None
+    remove_stale_builds(target)
+    building = target.with_name(f".{target.name}{_CREATING}{os.getpid()}")
+    for leftover in (building, Path(f"{building}.wal")):
+        leftover.unlink(missing_ok=True)
+    try:
+        raw = connect(str(building))
+        try:
+            applied = list(prepare(raw))
+            raw.execute("CHECKPOINT")
+        finally:
+            raw.close()
+        _fsync(building)
+        try:
+            os.link(building, target)
+        except FileExistsError:
+            applied = []  # another process created the store meanwhile: use theirs
+    except OSError as exc:
+        raise _os_store_error(path, exc, "create the store") from None
+    finally:
+        for leftover in (building, Path(f"{building}.wal")):
+            try:
+                leftover.unlink(missing_ok=True)
+            except OSError:
+                pass
+    return applied
+
+
+def remove_stale_builds(target: Path) -> None:
+    """Delete builds of this store left by processes that died (their PID is gone)."""
+    for leftover in target.parent.glob(f".{target.name}{_CREATING}*"):
+        pid_text = leftover.name.rsplit(_CREATING, 1)[-1].removesuffix(".wal")
+        if pid_text.isdigit() and not _alive(int(pid_text)):
+            try:
+                leftover.unlink(missing_ok=True)
+            except OSError:
+                pass  # a read-only directory: harmless debris
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync(path: Path) -> None:
+    with path.open("rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def _os_store_error(path: str, exc: OSError, doing: str) -> StoreError | EnvironmentFaultError:
+    import errno
+
+    if exc.errno == errno.EROFS:
+        return ReadOnlyStoreError(f"{path}: cannot {doing}: the file system is read-only")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return EnvironmentFaultError(f"{path}: cannot {doing}: permission denied")
+    if exc.errno == errno.ENOSPC:
+        return EnvironmentFaultError(f"{path}: cannot {doing}: disk full (no space left on device)")
+    return EnvironmentFaultError(f"{path}: cannot {doing}: {exc.strerror or exc}")
+
+
+
+def pending_migrations(raw: duckdb.DuckDBPyConnection) -> list[str]:
+    """Names of the migrations this store still needs (reads only: works on a read-only store)."""
+    has_table = raw.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    done = {row[0] for row in raw.execute("SELECT name FROM schema_migrations").fetchall()} if has_table else set()
+    return [m.name for m in migrations.discover() if m.name not in done]
+
+
+def migrate(raw: duckdb.DuckDBPyConnection, path: str) -> list[str]:
+    """Apply pending migrations to an open read-write store. A file store gets a safe copy for
+    the duration (see the module docstring) and a checkpoint at the end."""
+    if path == MEMORY:
+        return migrations.apply_pending(raw)
+    copy = Path(path + SAFE_COPY_SUFFIX)
+    if not pending_migrations(raw):
+        copy.unlink(missing_ok=True)  # left by a crash after the last checkpoint of a finished upgrade
+        return []
+    try:
+        raw.execute("CHECKPOINT")
+        shutil.copyfile(path, copy)
+        _fsync(copy)
+    except OSError as exc:
+        copy.unlink(missing_ok=True)
+        raise _os_store_error(path, exc, "copy the store before upgrading its schema") from None
+    applied = migrations.apply_pending(raw)
+    raw.execute("CHECKPOINT")
+    copy.unlink(missing_ok=True)
+    return applied
+
+
+def build_new(raw: duckdb.DuckDBPyConnection) -> list[str]:
+    """What a new store gets before it is linked into place: the whole schema."""
+    return migrations.apply_pending(raw)

@@ -1,0 +1,125 @@
+"""Item 1 of issue 22: a file that is not a lab store, passed as ``--db``, is refused before DuckDB
+opens it for writing; its bytes stay the same and nothing appears beside it; nothing downloads."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import FIXTURES, gunzip_to
+from faults import sha256, tree_state
+
+from lcm_lab.cli import main
+from lcm_lab.errors import StoreError, UserError
+from lcm_lab.store import LabStore
+from lcm_lab.store.opening import NotAStoreError, inspect_store_file
+
+
+def _lcm_db(directory: Path) -> Path:
+    return gunzip_to(FIXTURES / "lcm-db-versions" / "lcm-v0.15.3.db.gz", directory)
+
+
+def _empty(directory: Path) -> Path:
+    path = directory / "empty.duckdb"
+    path.touch()
+    return path
+
+
+def _random(directory: Path) -> Path:
+    path = directory / "random.duckdb"
+    path.write_bytes(os.urandom(100_000))
+    return path
+
+
+def _foreign_duckdb(directory: Path) -> Path:
+    path = directory / "theirs.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE measurements AS SELECT range AS x FROM range(1000)")
+    con.close()
+    return path
+
+
+def _text(directory: Path) -> Path:
+    path = directory / "notes.txt"
+    path.write_text("not a database\n" * 100)
+    return path
+
+
+def _damaged_store(directory: Path, keep: Callable[[int], int]) -> Path:
+    path = directory / "lab.duckdb"
+    LabStore(path, idle_seconds=0).close()
+    data = path.read_bytes()
+    path.write_bytes(data[: keep(len(data))])
+    return path
+
+
+REFUSED = {
+    "lcm.db": (_lcm_db, "a SQLite database"),
+    "empty file": (_empty, "an empty file"),
+    "random bytes": (_random, "not a DuckDB database"),
+    "text file": (_text, "not a DuckDB database"),
+    "someone else's DuckDB file": (_foreign_duckdb, "not a lab store"),
+    "truncated store": (lambda d: _damaged_store(d, lambda n: n // 2), "damaged"),
+    "store cut in its header": (lambda d: _damaged_store(d, lambda n: 5000), "damaged"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+@pytest.mark.parametrize("command", [["ledger"], ["load", "LCMDB"]])
+def test_a_file_that_is_not_a_store_is_refused_untouched(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          case: str, command: list[str]) -> None:
+    make, expected = REFUSED[case]
+    victim_dir = tmp_path / "victim"
+    victim_dir.mkdir()
+    victim = make(victim_dir)
+    source = _lcm_db(tmp_path)
+    before = tree_state(victim_dir)
+    argv = [str(source) if part == "LCMDB" else part for part in command] + ["--db", str(victim)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and expected in err and str(victim) in err, err
+    assert tree_state(victim_dir) == before  # same bytes, no -wal, no .pre-migration, no build left over
+
+
+def test_directory_and_dangling_link_as_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ledger", "--db", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    link = tmp_path / "gone.duckdb"
+    link.symlink_to(tmp_path / "missing" / "target.duckdb")
+    assert main(["ledger", "--db", str(link)]) == 2
+    assert "symbolic link to a missing file" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()
+
+
+def test_the_library_raises_a_store_error_a_user_can_catch(tmp_path: Path) -> None:
+    lcm = _lcm_db(tmp_path)
+    digest = sha256(lcm)
+    with pytest.raises(UserError) as info:
+        LabStore(lcm)
+    assert isinstance(info.value, (StoreError, NotAStoreError))
+    assert sha256(lcm) == digest
+    assert inspect_store_file(str(tmp_path / "new.duckdb")) == "new"
+
+
+def test_connections_never_download_extensions(tmp_path: Path) -> None:
+    for store in (LabStore(":memory:"), LabStore(tmp_path / "lab.duckdb")):
+        settings = store.fetch_all(
+            "SELECT current_setting('autoinstall_known_extensions'), current_setting('autoload_known_extensions')"
+        )
+        assert settings == [(False, False)]
+        # an extension that is not loaded stays unloaded: no silent fetch on first use
+        with pytest.raises(duckdb.Error):
+            store.fetch_all("SELECT * FROM read_xlsx('nothing.xlsx')")
+        store.close()
+
+
+def test_a_new_store_appears_whole(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "lab.duckdb"
+    with LabStore(path) as store:
+        assert "m011_replay_engine" in store.applied_migrations
+    assert sorted(p.name for p in path.parent.iterdir()) == ["lab.duckdb"]  # built aside, linked, no log
+    with LabStore(path) as again:
+        assert again.applied_migrations == []
