@@ -57,7 +57,7 @@ from lcm_lab.engine.versions import DEFAULT_ENGINE, EngineVersion
 DEFAULT_TOKEN_BUDGET = 128_000  # what the plugin assumes when the host reports no window
 
 
-_HOST_VIEWS: dict[tuple[int, bool, bool], tuple[Conversation, HostView]] = {}
+_HOST_VIEWS: dict[tuple[int, bool, bool, bool], tuple[Conversation, HostView]] = {}
 _HOST_VIEW_LIMIT = 64
 
 @dataclass(frozen=True)
