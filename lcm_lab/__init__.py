@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from lcm_lab.metrics.observer_bench import observer_benchmark
     from lcm_lab.metrics.score import score_conversation, score_replay
     from lcm_lab.metrics.strategies import strategy_scores
+    from lcm_lab.metrics.verdicts import verdict_scores
     from lcm_lab.recall_tools import recall
     from lcm_lab.recall_tools.recoverability import score_recoverability
     from lcm_lab.report import write_report
@@ -93,6 +94,7 @@ _EXPORTS = {
     "run_strategy": "lcm_lab.strategies",
     "load_strategy_run": "lcm_lab.store.replays",
     "strategy_scores": "lcm_lab.metrics.strategies",
+    "verdict_scores": "lcm_lab.metrics.verdicts",
     "recorded_calls": "lcm_lab.host",
     "cost_scores": "lcm_lab.cost.scores",
     "price_replay": "lcm_lab.cost.scores",
@@ -178,6 +180,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "testing",
     "validate_transcript",
     "validation_record",
+    "verdict_scores",
     "viz",
     "whatif",
     "widgets",

@@ -53,7 +53,7 @@ from lcm_lab.metrics.fact_headline import (
     facts_present,
     text_window,
 )
-from lcm_lab.metrics.facts import FACT_WEIGHTS, facts_from_texts
+from lcm_lab.metrics.facts import FACT_WEIGHTS, TextIndex, facts_from_texts
 from lcm_lab.metrics.headline import headline
 from lcm_lab.metrics.locomo import context_recall, qa_retention_scores, truncated_history, usable_items
 from lcm_lab.metrics.probe_schedule import (
@@ -298,16 +298,26 @@ def _usable_texts(sent: SentContext) -> list[str]:
     return out
 
 
+def _facts_in(facts: Sequence[Any], texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Which facts each of ``texts`` holds, found with one index over all of them."""
+    index = TextIndex(enumerate(texts))
+    found = np.zeros((len(texts), len(facts)))
+    for j, fact in enumerate(facts):
+        for i in index.containing(fact):
+            found[int(str(i)), j] = 1.0
+    return dict(zip(texts, found, strict=True))
+
+
 def _facts_usable(conversation: Conversation, facts: Sequence[Any], texts: Sequence[str]) -> np.ndarray:
     """1.0 per fact usable in one of ``texts``. Contexts at different points and settings share most
-    of their messages, so each text's facts are found once per conversation."""
+    of their messages, so each text's facts are found once per conversation (the texts a context
+    brings that were not seen before, all in one index)."""
     cache: dict[str, np.ndarray] = per_conversation(conversation, "facts_in_text", dict)
+    missing = [t for t in dict.fromkeys(texts) if t not in cache]
+    if missing:
+        cache.update(_facts_in(facts, missing))
     out = np.zeros(len(facts))
     for text in texts:
-        if text not in cache:
-            if len(cache) > 50_000:
-                cache.clear()
-            cache[text] = facts_present(facts, text)
         np.maximum(out, cache[text], out=out)
     return out
 
