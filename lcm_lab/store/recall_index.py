@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from lcm_lab.errors import UnknownNameError
 from lcm_lab.store.core import LabStore, extension_path
 
 FILE_SCAN_BYTES = 512_000  # the plugin searches the first 512,000 bytes of a large file
@@ -72,7 +73,7 @@ def conversation_family(store: LabStore, conversation_id: int) -> str:
         [conversation_id],
     )
     if not row:
-        raise KeyError(f"no conversation {conversation_id} in the lab store; see `lcm-lab load` and store.conversations_df()")
+        raise UnknownNameError(f"no conversation {conversation_id} in the lab store; see `lcm-lab load` and store.conversations_df()")
     return f"{row[0][0]}:{row[0][1]}"
 
 
@@ -409,7 +410,7 @@ def all_targets(store: LabStore) -> list[str]:
 def target_info(store: LabStore, target: str) -> dict[str, Any]:
     rows = store.fetch_df("SELECT * FROM recall_targets WHERE target = ?", [target])
     if rows.empty:
-        raise KeyError(f"{target!r} is not indexed for recall")
+        raise UnknownNameError(f"{target!r} is not indexed for recall")
     return rows.iloc[0].to_dict()
 
 
