@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument
@@ -29,10 +28,6 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.store import open_store
     from lcm_lab.sweeps import recommend
 
-    try:
-        rec = recommend(args.sweep_id, open_store(args.db))
-    except (KeyError, ValueError) as exc:
-        print(f"lcm-lab recommend: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
-        return 2
+    rec = recommend(args.sweep_id, open_store(args.db, reads_only=True))  # unknown id, no result: UserErrors
     print(json.dumps(rec.as_json()) if args.json else rec.snippet())
     return 0

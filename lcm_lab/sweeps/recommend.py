@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import FIELDS, LcmConfig
+from lcm_lab.errors import DataError
 from lcm_lab.sweeps.cost import cost_verdict, stored_cost_rows, verdict_lines
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
 from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
@@ -132,13 +133,13 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
     complete = table[(table.conversations == conversations) & (table.failed == 0)]
     feasible = complete[[_meets(row, spec.get("constraints", [])) for row in complete.to_dict("records")]]
     if feasible.empty:
-        raise ValueError(f"sweep {sweep_id}: no configuration ran on every conversation within the constraints; "
+        raise DataError(f"sweep {sweep_id}: no configuration ran on every conversation within the constraints; "
                          "relax the constraints or look at sweep_df() for the errors")
     front = pareto_front(feasible, objectives)
     first, direction = next(iter(objectives.items()))
     pool = feasible[feasible.config_id.isin(front)].dropna(subset=[first])
     if pool.empty:
-        raise ValueError(f"sweep {sweep_id}: no configuration has a value for {first}")
+        raise DataError(f"sweep {sweep_id}: no configuration has a value for {first}")
     ranked = pool.sort_values(first, ascending=direction == "minimize", kind="stable")
     best = ranked.iloc[0]
     config_id = str(best.config_id)
