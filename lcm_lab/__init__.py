@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from lcm_lab.recall_tools import recall
     from lcm_lab.recall_tools.recoverability import score_recoverability
     from lcm_lab.report import write_report
+    from lcm_lab.report.verdict_text import Difference, Reading, verdict_in_words, verdict_lines
     from lcm_lab.store import LabStore, open_store
     from lcm_lab.store.ledger import Ledger
     from lcm_lab.store.replays import load_replay, load_strategy_run, save_replay
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from lcm_lab.strategies.recorded import recorded_params
     from lcm_lab.summarizers import get_summarizer
     from lcm_lab.sweeps import list_sweeps, recommend, sweep, sweep_df
+    from lcm_lab.upgrade import VersionComparison, compare_versions
 
 _EXPORTS = {
     "LabStore": "lcm_lab.store",
@@ -82,6 +84,10 @@ _EXPORTS = {
     "write_scores": "lcm_lab.store.scores",
     "compare": "lcm_lab.metrics.compare",
     "write_report": "lcm_lab.report",
+    "verdict_in_words": "lcm_lab.report.verdict_text",
+    "verdict_lines": "lcm_lab.report.verdict_text",
+    "Reading": "lcm_lab.report.verdict_text",
+    "Difference": "lcm_lab.report.verdict_text",
     "UserError": "lcm_lab.errors",
     "get_strategy": "lcm_lab.strategies",
     "run_strategy": "lcm_lab.strategies",
@@ -112,6 +118,8 @@ _EXPORTS = {
     "recommend": "lcm_lab.sweeps",
     "list_sweeps": "lcm_lab.sweeps",
     "datasets_path": "lcm_lab.bundled",
+    "compare_versions": "lcm_lab.upgrade",
+    "VersionComparison": "lcm_lab.upgrade",
     "notebooks_path": "lcm_lab.bundled",
 }
 _SUBMODULES = ("viz", "widgets", "testing", "sweeps", "whatif")
@@ -125,9 +133,11 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "Replay",
     "StrategySpec",
     "UserError",
+    "VersionComparison",
     "calibrate_conversation",
     "compare",
     "compare_strategies",
+    "compare_versions",
     "comparison_table",
     "cost_scores",
     "datasets_path",
@@ -173,6 +183,10 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "widgets",
     "write_report",
     "write_scores",
+    "verdict_in_words",
+    "verdict_lines",
+    "Reading",
+    "Difference",
 ]
 
 

@@ -213,12 +213,23 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``lcm-lab`` with ``argv``; return the exit status (see the module docstring)."""
+    """Run ``lcm-lab`` with ``argv``; return the exit status (see the module docstring).
+
+    Everything it prints has control characters escaped (:mod:`lcm_lab.io.terminal`): text
+    from a user's files never reaches the terminal raw."""
+    from lcm_lab.io.terminal import TerminalStreams
+
+    with TerminalStreams() as streams:
+        return _main(argv, streams)
+
+
+def _main(argv: Sequence[str] | None, streams: Any) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # --debug is accepted anywhere on the line, not only before the command.
     debug = "--debug" in arguments or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     parser = build_parser()
     args = parser.parse_args([a for a in arguments if a != "--debug"])
+    streams.json_stdout = bool(getattr(args, "json", False))
     prefix = f"{parser.prog} {args.command}"
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     try:

@@ -171,3 +171,7 @@ def require_extra(module: str, extra: str, feature: str) -> ModuleType:
         raise MissingExtraError(
             f"{feature} need {module}, which lcm_lab installs with an extra: pip install 'lcm_lab[{extra}]'"
         ) from exc
+
+
+class JsonTooDeepError(InputError):
+    """Input JSON is nested deeper than the lab reads (lcm_lab.engine.js.depth.MAX_JSON_DEPTH)."""

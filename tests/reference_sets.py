@@ -1,4 +1,4 @@
-"""The engine-level and deferred reference sets (tests/fixtures/reference-runs-{engine,deferred}).
+"""The engine-level, deferred and 1.0 reference sets (tests/fixtures/reference-runs-{engine,deferred,v1}).
 
 Both replay inputs of the DEV set (tests/fixtures/reference-runs/inputs) under its C1/C2 configs;
 their traces add what ``engine.assemble`` returned per turn and at the end, and (deferred) the
@@ -19,7 +19,7 @@ from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.summarizers.stub import StubV1Summarizer
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SETS = ("engine", "deferred")
+SETS = ("engine", "deferred", "v1")
 
 
 @cache
@@ -38,10 +38,12 @@ def load_trace(reference_set: str, run_id: str) -> dict[str, Any]:
 
 
 def replay_of(trace: dict[str, Any], input_dir: Path) -> Replay:
-    """Replay a trace's input and config with stub-v1 at its run budget."""
+    """Replay a trace's input and config with stub-v1 at its run budget (a 1.0 trace on engine 1.0)."""
+    v1 = trace["driver"].get("protocol") == "commitTurn-deferred-v1"
     return replay(
         conversation_for(trace["run_id"], input_dir),
         config_for(trace),
         StubV1Summarizer(),
         token_budget=trace["token_budget"],
+        engine="1.0" if v1 else "0.15.3",
     )

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NAMES = ["01_quickstart", "02_tune_parameters", "03_compare_summary_models", "04_explore_your_lcm_db", "05_compare_strategies",
-         "06_recall", "07_cost"]
+         "06_recall", "07_cost", "08_upgrade_to_1_0"]
 
 
 def test_all_notebooks_are_present_and_stripped() -> None:
@@ -51,6 +51,31 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     widgets = sum(1 for c in book.cells if c.cell_type == "code" for o in c.outputs
                   if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
     assert figures >= 1 and widgets >= 1, (figures, widgets)
+    check_figures(path.stem, book, tmp_path)
+
+
+def check_figures(name: str, book: nbformat.NotebookNode, tmp_path: Path) -> None:
+    """Every plotly figure a notebook shows has data; with a browser, none is narrower than the
+    page, clipped at its title or covered by its legend (the report's checks)."""
+    from lcm_lab.report.browser import chromium_path, figure_problems, headless_browser, open_everything
+    from lcm_lab.report.figures import figure_has_data, figures_page
+
+    specs = [o["data"]["application/vnd.plotly.v1+json"] for c in book.cells if c.cell_type == "code" for o in c.outputs
+             if o.output_type in ("display_data", "execute_result") and "application/vnd.plotly.v1+json" in o.get("data", {})]
+    empty = [(s.get("layout", {}).get("title") or {}).get("text", "untitled") for s in specs if not figure_has_data(s)]
+    assert empty == [], f"{name}: figures without data: {empty}"
+    if chromium_path() is None:
+        return
+    pytest.importorskip("playwright.sync_api")
+    page_file = tmp_path / f"{name}-figures.html"
+    page_file.write_text(figures_page(specs, name), encoding="utf-8")
+    with headless_browser() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(page_file.resolve().as_uri())
+        open_everything(page)
+        problems = figure_problems(page)
+        page.close()
+    assert problems == [], f"{name}: {problems}"
 
 
 def test_notebooks_use_the_public_namespace_only() -> None:

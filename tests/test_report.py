@@ -31,15 +31,16 @@ def test_page_is_self_contained(page: str) -> None:
     # outside the inline plotly.js bundle (whose defaults mention URLs it never loads here) nothing points out
     body = page.split("</head>", 1)[1]
     assert "://" not in body.replace("http://www.w3.org/", "")
-    assert page.count('class="plotly-graph-div"') == 3  # budget, DAG, context
+    assert page.count('class="lcm-figure-data"') == 3  # budget, DAG, context
+    assert 'id="plotly-js-gzip"' in page  # plotly.js once, compressed
 
 
 def test_all_transcript_text_is_escaped(page: str) -> None:
-    # Only our own script tags: the inline plotly bundle and one per figure.
+    # Only our own script tags: the compressed plotly bundle, the loader and one (JSON data) per figure.
     assert PLANTED not in page and PLANTED_IMG not in page
     assert "&lt;script&gt;window.__planted = 1;" in page
     assert "planted &lt;b&gt;title&lt;/b&gt;" in page
-    assert len(re.findall(r"<script\b", page)) == 1 + 3
+    assert len(re.findall(r"<script\b", page)) == 2 + 3
     assert "<img" not in page
 
 
@@ -52,7 +53,7 @@ def test_comparison_of_runs_and_scores(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert out.exists() and "2 runs compared" in text
     assert 'id="comparison"' in text and 'id="scores"' in text and "first &lt;x&gt;" in text
-    assert text.count('class="plotly-graph-div"') == 3 * 2 + 2 + 1
+    assert text.count('class="lcm-figure-data"') == 3 * 2 + 2
     with pytest.raises(ValueError, match="at least one replay"):
         report([])
     with pytest.raises(ValueError, match="2 labels for 1 replays"):
@@ -98,7 +99,15 @@ def test_headlines_show_interval_and_chance(tmp_path: Path) -> None:
     scores = pd.DataFrame({"run_id": ["planted-run"], "scope": ["run"], "scope_id": [""], "metric": ["qa_retention"],
                            "value": [head.value], "details": [json.dumps(dict(head.details))]})
     text = write_report(planted_replay(), tmp_path / "h.html", scores=scores).read_text(encoding="utf-8")
-    assert "<h3>Headlines</h3>" in text and "[0.250, 0.700]" in text and "offline proxy" in text and "qa_item" in text
+    assert '<section id="headlines">' in text and "[0.250, 0.700]" in text and "offline proxy" in text and "qa_item" in text
+    # an interval beyond the scale is clipped to it (raw share 0..1 -> normalised -0.25..2.25), none around a withheld value
+    wide = headline("planted-run", "qa_retention", raw=0.3, ceiling=0.5, floor=0.1, chance=0.01, n=40, unit="qa_item", ci=(-1.0, 3.0))
+    gone = headline("planted-run-2", "qa_retention", raw=0.3, ceiling=0.31, floor=0.3, chance=0.01, n=40, unit="qa_item", ci=(-1.0, 3.0))
+    scores = pd.DataFrame({"run_id": ["planted-run", "planted-run-2"], "scope": ["run", "run"], "scope_id": ["", ""],
+                           "metric": ["qa_retention"] * 2, "value": [wide.value, gone.value],
+                           "details": [json.dumps(dict(wide.details)), json.dumps(dict(gone.details))]})
+    text = write_report(planted_replay(), tmp_path / "w.html", scores=scores).read_text(encoding="utf-8")
+    assert "[-0.250, 2.250]" in text and "[-1.000, 3.000]" not in text and "the scale is undefined" in text
 
 
 def test_headlines_name_the_chance_donor(tmp_path: Path) -> None:

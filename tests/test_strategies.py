@@ -313,7 +313,7 @@ def test_report_has_a_strategies_section_for_any_run(tmp_path: Path) -> None:
     runs = [run_strategy(TALK, n, lab.get_summarizer("offline"), 1200) for n in ("lcm", "observer_regex", "truncate")]
     html = lab.write_report(runs, tmp_path / "r.html", labels=["LCM", "observer", "truncation"]).read_text()
     assert 'id="strategies"' in html and "truncation" in html and "fact recall" in html
-    assert html.count('<section id="run-') == 1  # only the LCM run has a DAG section
+    assert html.count('class="section" id="run-') == 1  # only the LCM run has a DAG section
     alone = lab.write_report(runs[1], tmp_path / "one.html").read_text()
     assert 'id="strategies"' in alone
 

@@ -89,7 +89,8 @@ def test_run_comparison_with_given_or_bootstrapped_intervals() -> None:
     boot = run_comparison_info(df)
     assert boot.rows[0].low >= 0.5 and boot.rows[0].high <= 0.7
     assert math.isnan(boot.rows[1].low) and math.isnan(boot.rows[1].high)  # one value: no interval, not a zero-width one
-    assert len(plot_run_comparison(df).data) == 1
+    fig = plot_run_comparison(df)
+    assert [t.name for t in fig.data] == ["a", "b"] and not fig.layout.xaxis.showticklabels  # runs named in the legend
     with pytest.raises(ValueError, match=r"missing column\(s\) \['low'\]"):
         run_comparison_info(df.drop(columns="low"), low="low", high="high")
 
@@ -181,3 +182,17 @@ def check_scores_frame(df: pd.DataFrame) -> None:
     assert score_map(df, "fact_retention") == {"s1": 0.5, "s2": 0.7}
     with pytest.raises(ValueError, match="no 'category'-scope 'qa_f1' scores"):
         qa_retention_info(df, metric="qa_f1")
+
+
+def test_qa_by_category_reads_the_metric_the_locomo_scorer_writes() -> None:
+    from lcm_lab.metrics.base import Score
+    from lcm_lab.metrics.locomo import QA_RECALL
+    from lcm_lab.report.figures import figure_has_data
+    from lcm_lab.strategies.compare import Comparison
+    from lcm_lab.viz import plot_qa_by_category
+
+    scores = [Score("r", "category", "1", QA_RECALL, 0.5, {"category_name": "multi-hop"}),
+              Score("r", "category", "2", QA_RECALL, 0.25, {"category_name": "temporal"})]
+    fig = plot_qa_by_category(Comparison(runs={}, scores={("conv", 8000, "lcm"): scores}, skipped={}))
+    assert figure_has_data(fig.to_plotly_json())
+    assert list(fig.data[0].x) == ["multi-hop", "temporal"] and list(fig.data[0].y) == [0.5, 0.25]

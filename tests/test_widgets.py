@@ -9,6 +9,7 @@ import pytest
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import Conversation
+from lcm_lab.errors import OptionError
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.summarizers import get_summarizer
 from lcm_lab.summarizers.stub import StubV1Summarizer
@@ -103,3 +104,22 @@ def test_summary_diff_compares_two_runs_span_by_span(deep_offline: Replay, deep_
     assert "word similarity" in diff.similarity.value
     with pytest.raises(ValueError, match="no summaries"):
         SummaryDiff(deep_stub, ())
+
+
+def test_playground_steps_label_and_conversation_picker() -> None:
+    from lcm_lab.widgets.playground import BUDGETS
+
+    first, second = conversation("golden-session"), conversation("synth-1")
+    config = LcmConfig(fresh_tail_count=6, leaf_min_fanout=3, condensed_min_fanout=2, leaf_chunk_tokens=400)
+    playground = ParameterPlayground({"first": first, "second": second}, config=config, token_budget=2000)
+    budget = playground.sliders["token_budget"]
+    # token sizes step through sizes a user picks, not 500-token steps over 1k..256k
+    assert [v for _, v in budget.options] == list(BUDGETS) and budget.value == 2000  # 16 sizes, not 511 steps of 500
+    assert 400 in [v for _, v in playground.sliders["leaf_chunk_tokens"].options]  # the starting value is kept
+    assert "incrementalMaxDepth" in playground.children[2].value and "depth cap" in playground.stats.value
+    assert playground.picker.options == ("first", "second") and playground.picker.layout.display == ""
+    playground.picker.value = "second"
+    assert playground.conversation is second and playground.history[-1]["conversation"] == "second"
+    assert playground.history[-1]["redraw_seconds"] >= playground.history[-1]["seconds"]
+    with pytest.raises(OptionError, match="at least one conversation"):
+        ParameterPlayground({})

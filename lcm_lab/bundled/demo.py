@@ -28,17 +28,25 @@ from lcm_lab.loading.dispatch import SourceResult, format_table, load
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.donor import pick_donor
 from lcm_lab.metrics.score import score_replay
+from lcm_lab.report.verdict_text import (
+    VERDICT_METRICS,
+    Pair,
+    Verdict,
+    compare_settings,
+    interval_text,
+    meaning_lines,
+    summary_lines,
+)
 from lcm_lab.store import LabStore
 from lcm_lab.store.replays import save_replay
 from lcm_lab.store.scores import scores_df, write_scores
 from lcm_lab.summarizers import get_summarizer
 
-SETTINGS: dict[str, tuple[LcmConfig, int]] = {
-    "defaults-32k": (LcmConfig(), 32_000),
-    "tight-8k": (
-        LcmConfig(fresh_tail_count=8, leaf_chunk_tokens=2000, leaf_target_tokens=400, condensed_target_tokens=300),
-        8_000,
-    ),
+# Two settings at one budget, so the comparison is of the settings alone.
+BUDGET = 8_000
+SETTINGS: dict[str, LcmConfig] = {
+    "defaults": LcmConfig(),
+    "tight": LcmConfig(fresh_tail_count=8, leaf_chunk_tokens=2000, leaf_target_tokens=400, condensed_target_tokens=300),
 }
 CONVERSATIONS = (
     ("pi coding session", "pi-mono/before-compaction.jsonl", 0),
@@ -80,6 +88,7 @@ class DemoResult:
     loaded: list[SourceResult]
     runs: list[DemoRun]
     report: Path
+    verdicts: list[tuple[str, list[Verdict]]]
 
 
 def _run_scores(scores: Sequence[Score]) -> dict[str, float]:
@@ -99,8 +108,7 @@ def _qa_interval(scores: Sequence[Score]) -> str | None:
         return None
     if head.value is None:
         return "withheld"
-    lo, hi = head.details.get("ci_low"), head.details.get("ci_high")
-    return None if lo is None or hi is None else f"[{lo:.2f}, {hi:.2f}]"
+    return interval_text(head.value, head.details, digits=2) or None
 
 
 def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
@@ -131,7 +139,8 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
 
 # One line per column of the comparison, printed under the table (and shown in the notebooks).
 COLUMNS: dict[str, str] = {
-    "run": "conversation · setting (defaults-32k: the plugin's defaults at a 32k budget; tight-8k: small chunks at 8k)",
+    "run": "conversation · setting, both at an 8k budget (defaults: the plugin's defaults; tight: a fresh tail of 8 "
+    "messages and small chunks and summaries)",
     "turns": "user turns replayed",
     "summaries": "summaries the offline summarizer wrote (leaf and condensed)",
     "depth": "deepest summary in the DAG (0 = leaf only; '-' = no summaries were needed)",
@@ -142,9 +151,10 @@ COLUMNS: dict[str, str] = {
     "facts_in_context": "share of the history's hard facts (paths, ids, numbers) still visible to the model at the end",
     "fact_chance": "chance control of fact_retention: weighted share of those facts found in a same-size window of a donor "
     "conversation (another bundled conversation of the same kind, closest in size; named in the report)",
-    "qa_retention": "offline proxy: LoCoMo answer recall@10 of what the model receives, placed between truncation to "
-    "the budget (0) and the full history (1); '-' for runs without QA or where that scale is undefined",
-    "qa_95ci": "95% interval of qa_retention over QA items",
+    "qa_retention": "offline proxy: LoCoMo answer recall@10 of what the model receives when each question is asked at the "
+    "session starts after its evidence, placed between plain truncation (0) and the gold evidence alone (1); '-' for runs "
+    "without QA or where that scale is undefined (lcm_lab.metrics.verdicts)",
+    "qa_95ci": "95% interval of qa_retention (bootstrap over QA items, clipped to the scale)",
     "qa_chance": "raw recall of the chance control (the same reader over another conversation's text)",
 }
 
@@ -152,7 +162,8 @@ COLUMNS: dict[str, str] = {
 def explain_columns() -> str:
     """The column legend of :func:`format_rows`, one line per column."""
     width = max(map(len, COLUMNS))
-    return "\n".join(f"  {name.ljust(width)}  {meaning}" for name, meaning in COLUMNS.items())
+    lines = [f"  {name.ljust(width)}  {meaning}" for name, meaning in COLUMNS.items()]
+    return "\n".join([*lines, f"  {'terms'.ljust(width)}  every term defined: docs/glossary.md (and the report's glossary)"])
 
 
 def format_rows(rows: Sequence[dict[str, Any]]) -> str:
@@ -160,6 +171,15 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     from lcm_lab.io.tables import format_table
 
     return format_table(rows, tuple(COLUMNS))
+
+
+def demo_verdicts(runs: Sequence[DemoRun], scores: Any) -> list[tuple[str, list[Verdict]]]:
+    """Each conversation's second setting against its first, on every headline both runs carry."""
+    first, second = list(SETTINGS)[:2]
+    by_label = {run.label: run for run in runs}
+    pairs = [Pair(name, by_label[f"{name} · {first}"].run_id, first, by_label[f"{name} · {second}"].run_id, second)
+             for name, _relative, _index in CONVERSATIONS]
+    return compare_settings(scores, pairs, VERDICT_METRICS)
 
 
 def run_demo(
@@ -190,10 +210,10 @@ def run_demo(
         donor = pick_donor(chosen, candidates)
         if donor is not None:
             say(f"Chance donor for {name}: {donor.label}")
-        for setting, (config, budget) in SETTINGS.items():
+        for setting, config in SETTINGS.items():
             label = f"{name} · {setting}"
-            say(f"Replaying {label} (budget {budget:,}) ...")
-            result = replay(chosen.conversation, config, summarizer, token_budget=budget)
+            say(f"Replaying {label} (budget {BUDGET:,}) ...")
+            result = replay(chosen.conversation, config, summarizer, token_budget=BUDGET)
             run_id = save_replay(store, result, label=label)
             scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress, chance_conversation=other,
                                   donor_text=donor.text if donor else None, donor_label=donor.label if donor else None)
@@ -203,12 +223,22 @@ def run_demo(
     say("\nHow the settings compare (qa_retention is an offline proxy, see the legend):")
     say(format_rows(comparison_rows(runs)))
     say(explain_columns())
+    score_table = scores_df(store, run_ids=[r.run_id for r in runs])
+    verdicts = demo_verdicts(runs, score_table)
+    first, second = list(SETTINGS)[:2]
     path = write_report(
         [r.replay for r in runs],
         report_path,
         labels=[r.label for r in runs],
-        scores=scores_df(store, run_ids=[r.run_id for r in runs]),
-        title="lcm_lab demo: defaults vs a tight configuration",
+        run_labels={r.run_id: r.label for r in runs},
+        scores=score_table,
+        verdicts=verdicts,
+        title=f"lcm_lab demo: the plugin's defaults against a tight setting, both at {BUDGET:,} tokens",
     )
-    say(f"\nReport written to {path}")
-    return DemoResult(loaded, runs, path)
+    say(f"\nVerdict: {second} against {first}, both at a budget of {BUDGET:,} tokens (terms: docs/glossary.md, or the report's glossary)")
+    for line in summary_lines(verdicts):
+        say(f"  {line}")
+    for line in meaning_lines(verdicts):
+        say(f"    {line}")
+    say(f"Report written to {path}")
+    return DemoResult(loaded, runs, path, verdicts)

@@ -5,8 +5,9 @@ prompts, timeouts, retries, sampling and the spend guard."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from lcm_lab.errors import UserError
 from lcm_lab.summarizers import DEFAULT_SUMMARIZER, SUMMARIZER_NAMES, SummarizerConfigError, get_summarizer
 
 if TYPE_CHECKING:
@@ -98,3 +99,27 @@ def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None
         window_seconds=args.window_seconds,
         max_cost_usd=args.max_cost_usd,
     )
+
+
+def calls_so_far(summarizer: object) -> Any:
+    """A copy of a model summarizer's call tally (None for the offline summarizers)."""
+    tally = getattr(summarizer, "tally", None)
+    return None if tally is None else tally.copy()
+
+
+def failed_calls_warning(summarizer: object, before: Any, where: str) -> tuple[int, str | None]:
+    """How many model calls since ``before`` (:func:`calls_so_far`) failed, and the warning to
+    print when some did. When every one failed no summary came from the model (each is the
+    plugin's truncation fallback): that is an error, raised as a :class:`UserError`."""
+    tally = getattr(summarizer, "tally", None)
+    if tally is None or before is None:
+        return 0, None
+    run = tally.since(before)
+    if not run.failed:
+        return 0, None
+    if run.failed == run.calls:
+        raise UserError(
+            f"{where}: {run.describe()}; no summary came from the model, so the replay was not saved "
+            "(check --model, --api-base and that the server is up)"
+        )
+    return run.failed, f"warning: {where}: {run.describe()}; their summaries are the truncation fallback"

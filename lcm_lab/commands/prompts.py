@@ -6,6 +6,10 @@
   lcm-lab prompts render NAME --source FILE     render a template for a source text (as a model would get it)
   lcm-lab prompts export DIR [--force]          write the lab defaults as *.tmpl files (lcm-tui layout)
 
+A template in DIR that is a symbolic link must point inside DIR (show, list, diff and render
+refuse one that leaves it). ``export`` never writes through a link: without ``--force`` an
+existing name (a link included) is refused, with it the link itself is replaced by a file.
+
 DIR uses the layout ``lcm-tui prompts --export`` writes (``leaf.tmpl``, ``condensed-d1.tmpl``,
 ``condensed-d2.tmpl``, ``condensed-d3.tmpl``; optionally ``system.tmpl``, ``leaf-aggressive.tmpl``)
 and Go template syntax (``{{.TargetTokens}}``, ``{{if .PreviousContext}}…{{end}}``).
@@ -62,7 +66,8 @@ def register(subparsers: Any) -> None:
 
     export = sub.add_parser("export", help="write the lab's default templates to a directory")
     export.add_argument("directory", metavar="DIR")
-    export.add_argument("--force", action="store_true", help="overwrite existing files")
+    export.add_argument("--force", action="store_true",
+                        help="replace existing files; a symbolic link is replaced by a file, its target is never written")
     add_json_argument(export, "one object per written file (JSON Lines): path")
     export.set_defaults(func=run_export)
 

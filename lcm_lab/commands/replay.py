@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument, existing_file, positive_int, print_json
-from lcm_lab.errors import InputError, MissingFileError, OptionError, SpecError
+from lcm_lab.errors import InputError, JsonTooDeepError, MissingFileError, OptionError, SpecError
 
 if TYPE_CHECKING:
     from lcm_lab.engine.config.lcm_config import LcmConfig
@@ -41,6 +41,11 @@ def register(subparsers: Any) -> None:
                         help="lcm.db: start from the recorded summaries and context instead of the raw messages")
     parser.add_argument("--fidelity", choices=("faithful", "fixed"), default="faithful",
                         help="reproduce the plugin's quirks (default) or their corrected behaviour")
+    from lcm_lab.engine.versions import DEFAULT_ENGINE, ENGINE_VERSIONS
+
+    parser.add_argument("--engine", choices=ENGINE_VERSIONS, default=DEFAULT_ENGINE,
+                        help=f"lossless-claw version to replay (default {DEFAULT_ENGINE}; 1.0 = the commitTurn host path "
+                             "with pending summaries, docs/engine-1.0.md)")
     parser.add_argument("--trace-out", metavar="TRACE.json", help="write the run as an lcref-trace-v1 trace")
     parser.add_argument("--check", metavar="TRACE.json", help="compare the run with a reference trace; exit 1 on any difference")
     parser.add_argument("--label", default=None, help="a name for the run in the store")
@@ -127,9 +132,14 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from lcm_lab.commands._summarizer_args import summarizer_from_args
+    from lcm_lab.commands._summarizer_args import (
+        calls_so_far,
+        failed_calls_warning,
+        summarizer_from_args,
+    )
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.engine.replay.trace import compare_traces, reference_trace
+    from lcm_lab.engine.replay.trace_v1 import v1_trace, without_harness
     from lcm_lab.store import open_store
     from lcm_lab.store.replays import save_replay
 
@@ -139,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
             "the tight budget is the smaller of the two assemblies"
         )
     config, plugin_config = read_config(args.config)
+    from lcm_lab.engine.config.surface import check_engine_config, check_plugin_keys
+
+    check_plugin_keys(args.engine, plugin_config)
+    check_engine_config(args.engine, config)
     store = open_store(args.db)
     conversations = _conversations(args, store)
     if not conversations:
@@ -159,16 +173,26 @@ def run(args: argparse.Namespace) -> int:
     for conversation, conversation_id in conversations:
         with tqdm(desc=f"replaying {conversation.session_id[:24]}", unit="turn", leave=False,
                   disable=not sys.stderr.isatty()) as bar:  # fmt: skip
-            result = replay(
-                conversation,
-                config,
-                summarizer,
-                token_budget=args.token_budget,
-                single_turn=args.single_turn,
-                from_recorded=args.from_recorded,
-                fidelity=args.fidelity,
-                on_turn=lambda _record: bar.update(),  # noqa: B023 - the bar lives for this replay only
-            )
+            before = calls_so_far(summarizer)
+            try:
+                result = replay(
+                    conversation,
+                    config,
+                    summarizer,
+                    token_budget=args.token_budget,
+                    single_turn=args.single_turn,
+                    from_recorded=args.from_recorded,
+                    fidelity=args.fidelity,
+                    on_turn=lambda _record: bar.update(),  # noqa: B023 - the bar lives for this replay only
+                    engine=args.engine,
+                )
+            except JsonTooDeepError as exc:
+                if len(conversations) == 1:
+                    raise
+                print(f"warning: {exc}", file=sys.stderr)
+                status = 1
+                continue
+        failed_calls, warning = failed_calls_warning(summarizer, before, conversation.session_id)
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
         summary: dict[str, Any] = {
@@ -176,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
             "turns": len(result.turns),
             "summarizer_calls": sum(len(t.calls) for t in result.turns), "summaries": len(result.summaries),
             "stored_tokens": last.final_tokens if last else 0, "compaction_mode": result.compaction_mode,
-            "trace_out": args.trace_out, "check": None,
+            "trace_out": args.trace_out, "check": None, "failed_calls": failed_calls,
         }
         say = (lambda _text: None) if args.json else print
         say(
@@ -185,9 +209,12 @@ def run(args: argparse.Namespace) -> int:
             f"{summary['stored_tokens']} stored tokens at the end ({result.compaction_mode} compaction), "
             f"lossless-claw {result.engine}"
         )
+        if warning:
+            print(warning, file=sys.stderr)
         if args.trace_out or args.check:
             data = Path(args.input).read_bytes()
-            trace = reference_trace(
+            write_trace = v1_trace if result.is_v1 else reference_trace
+            trace = write_trace(
                 result,
                 tight_budget=args.tight_budget,
                 input_label=Path(args.input).name,
@@ -201,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
                 say(f"trace written to {args.trace_out}")
             if args.check:
                 expected = json.loads(Path(args.check).read_text(encoding="utf-8"))
-                differences = compare_traces(trace, expected)
+                differences = compare_traces(without_harness(trace), without_harness(expected)) if result.is_v1 else compare_traces(trace, expected)
                 summary["check"] = {"trace": args.check, "identical": not differences, "differences": differences}
                 if differences:
                     say("\n  ".join([f"DIFFERS from {args.check}:", *differences]))

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
           f"{result.cache_hits} served from the ledger")
     try:
         rec = recommend(result.sweep_id, store)
-    except DataError as exc:
+    except (DataError, OptionError) as exc:
         print(f"no recommendation: {exc}")
         return 0
     from lcm_lab.io.tables import format_table

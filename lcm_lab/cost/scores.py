@@ -31,9 +31,9 @@ from lcm_lab.host.recorded import recorded_calls
 from lcm_lab.io.model import RecordedEvent
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.headline import headline
+from lcm_lab.metrics.verdicts import COST
 
-HEADLINE_COST = "cost_usd"
-HEADLINE_HIT_RATE = "cache_hit_rate"
+HEADLINE_COST, HEADLINE_HIT_RATE = COST  # their names live with every other headline's
 
 
 def resolve_prices(run: ReplayLike, main_model: str | None, prices: Prices | None) -> Prices:

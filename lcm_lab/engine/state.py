@@ -34,6 +34,9 @@ class EngineState:
         self._max_seq = max(self.messages, default=0)
         # Bumped by every mutation below, so that derived values (the fresh tail) can be memoised.
         self.version = 0
+        # Bumped only when existing context positions change (a range replaced, a /new prune):
+        # between two values, the context only grew at its end.
+        self.rewrites = 0
         self.stable_event_keys: set[str] = {m.stable_event_key for m in self.messages.values() if m.stable_event_key}
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)
 
@@ -87,12 +90,21 @@ class EngineState:
 
     def add_summary(self, summary: Summary, start: int, end: int) -> None:
         """Insert ``summary`` and replace context positions ``start..end`` (inclusive) by it."""
+        self.insert_summary(summary)
+        self.replace_range(summary.summary_id, start, end)
+
+    def insert_summary(self, summary: Summary) -> None:
+        """A summary row that is not (yet) in the context (e.g. a child of a published parent)."""
         self.summaries[summary.summary_id] = summary
+
+    def replace_range(self, summary_id: str, start: int, end: int) -> None:
+        """Replace context positions ``start..end`` (inclusive) by the stored summary ``summary_id``."""
         removed = self.context[start : end + 1]
         self._stored -= sum(self.stored_item_tokens(item) for item in removed)
-        item = ContextItem.summary(summary.summary_id)
+        item = ContextItem.summary(summary_id)
         self.context[start : end + 1] = [item]
         self.version += 1
+        self.rewrites += 1
         self._stored += self.stored_item_tokens(item)
 
     def prune_for_new_session(self, retain_depth: int) -> None:
@@ -107,4 +119,5 @@ class EngineState:
             ]
         self.context = kept
         self.version += 1
+        self.rewrites += 1
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)

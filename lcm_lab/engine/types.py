@@ -15,7 +15,7 @@ from typing import Any, Literal
 Role = Literal["system", "user", "assistant", "tool"]
 SummaryKind = Literal["leaf", "condensed"]
 ItemKind = Literal["message", "summary"]
-Level = Literal["normal", "aggressive", "capped", "fallback"]
+Level = Literal["normal", "aggressive", "capped", "fallback", "pending"]  # pending: 1.0's one-call pending pipeline
 
 
 @dataclass(frozen=True)
@@ -314,6 +314,9 @@ class TurnRecord:
     debt_after: DebtSnapshot | None = None  # after drain and maintain
     tokens_end: int | None = None  # after drain and maintain (None: same as tokens_after)
     context_end: tuple[ContextItem, ...] | None = None
+    # lossless-claw 1.0 (commitTurn host path): the phase records of the turn and the pending
+    # state it leaves (lcm_lab.engine.replay.commit_turn); None for 0.15.3 replays.
+    phases: Mapping[str, Any] | None = None
 
     @property
     def final_tokens(self) -> int:

@@ -20,6 +20,8 @@ import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lcm_lab.io.terminal import terminal_text
+
 TABLE_FORMATS = ("table", "csv")
 
 
@@ -33,9 +35,9 @@ def cell(value: Any) -> str:
         return "-"
     if isinstance(value, float):
         return f"{value:.3f}"
-    text = str(value)
-    # text from a user's files (summaries, evidence) reaches a terminal: control characters escaped
-    return text if text.isprintable() else "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    # text from a user's files (summaries, evidence) reaches a terminal: control characters
+    # escaped, newlines and tabs too (they would break the table's alignment)
+    return terminal_text(str(value), keep="")
 
 
 def _is_number(value: Any) -> bool:

@@ -698,4 +698,9 @@ def format_table(results: Sequence[SourceResult], fmt: str = "table") -> str:
     from lcm_lab.io.tables import format_table as table
 
     rows = [{**r.as_json(), "kind": " ".join(filter(None, (r.kind or "-", r.as_json().get("lcm_version"))))} for r in results]
-    return table(rows, TABLE_COLUMNS, fmt=fmt)
+    text = table(rows, TABLE_COLUMNS, fmt=fmt)
+    if fmt != "table":
+        return text
+    # the warnings counted in the table, in words (a count alone says nothing a user can act on)
+    said = [f"  {w}" for r in results for w in r.warnings]
+    return "\n".join([text, "warnings:", *said]) if said else text

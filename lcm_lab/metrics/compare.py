@@ -6,7 +6,9 @@ For every metric the per-item values are used (QA items, needles, summaries, tur
 and each non-baseline run a difference ``run − baseline`` with a bootstrap interval; the
 difference is *paired* when both runs scored the same items (same QA ids, same needles), which
 removes item difficulty from the noise; the ``unit`` column says what was resampled and whether
-the difference was paired. Categories, depths, fact types and age buckets are never resampled
+the difference was paired. Items that name their conversation (``details["cluster"]``, as
+``qa_probe_recall`` from :mod:`lcm_lab.metrics.verdicts` does) and span several conversations are
+resampled by conversation (a cluster bootstrap: items of one conversation are not independent). Categories, depths, fact types and age buckets are never resampled
 (a handful of values is not a sample), nor are per-turn series (cumulative, correlated): metrics
 that exist only at such scopes get their value and no interval. Run-scope values (headlines) are
 resampled by run when each label holds several runs (e.g. one per conversation: the unit is then
@@ -30,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.metrics.base import Score
-from lcm_lab.metrics.stats import bootstrap_difference, bootstrap_interval
+from lcm_lab.metrics.stats import bootstrap_difference, bootstrap_interval, cluster_bootstrap_difference
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,12 +96,16 @@ def compare(
     rows: list[dict[str, Any]] = []
     for metric in metrics:
         values: dict[str, dict[str, dict[str, float]]] = {label: defaultdict(dict) for label in labels}
+        clusters: dict[str, object] = {}  # item key -> its cluster (the conversation), when the scorer names one
         for label, scores in by_run.items():
             for s in scores:
                 if s.metric == metric and s.value is not None and not math.isnan(s.value):
                     # run-scope values of a label holding several runs (one per conversation) are the
                     # conversations: keyed by run id, resampled like items
-                    values[label][s.scope][s.run_id if s.scope == "run" else s.scope_id] = float(s.value)
+                    key = s.run_id if s.scope == "run" else s.scope_id
+                    values[label][s.scope][key] = float(s.value)
+                    if s.scope != "run" and s.details.get("cluster") is not None:
+                        clusters[key] = s.details["cluster"]
         missing = [label for label in labels if not values[label]]
         if len(missing) == len(labels):
             raise ValueError(f"metric {metric!r} was not found in any run")
@@ -120,8 +126,15 @@ def compare(
                                    "diff_ci_high": math.nan, "paired": False, "unit": ""})
                 continue
             vals = list(items.values())
-            lo, hi = bootstrap_interval(vals, confidence=confidence, resamples=resamples, seed=seed) if resample else (math.nan, math.nan)
-            row |= {"mean": sum(vals) / len(vals), "ci_low": lo, "ci_high": hi, "unit": UNITS.get(chosen, f"none ({chosen} values are not resampled)")}
+            # items of several conversations are clustered: the conversation is the resampling unit
+            groups = [clusters.get(key) for key in items]
+            clustered = chosen in ITEM_SCOPES and None not in groups and len(set(groups)) >= 2
+            if clustered:
+                _, lo, hi = cluster_bootstrap_difference([0.0] * len(vals), vals, groups, confidence=confidence, resamples=resamples, seed=seed)
+            else:
+                lo, hi = bootstrap_interval(vals, confidence=confidence, resamples=resamples, seed=seed) if resample else (math.nan, math.nan)
+            unit = UNITS.get(chosen, f"none ({chosen} values are not resampled)")
+            row |= {"mean": sum(vals) / len(vals), "ci_low": lo, "ci_high": hi, "unit": f"{unit}, clustered by conversation" if clustered else unit}
             if label == base or not base_items or not resample:
                 diff = sum(vals) / len(vals) - sum(base_items.values()) / len(base_items) if base_items and label != base else math.nan
                 row |= {"diff": diff, "diff_ci_low": math.nan, "diff_ci_high": math.nan, "paired": False}
@@ -132,8 +145,12 @@ def compare(
                     a, b = [base_items[k] for k in shared], [items[k] for k in shared]
                 else:
                     a, b = list(base_items.values()), vals
-                diff, dlo, dhi = bootstrap_difference(a, b, paired=paired, confidence=confidence, resamples=resamples, seed=seed)
-                row |= {"diff": diff, "diff_ci_low": dlo, "diff_ci_high": dhi, "paired": paired,
-                        "unit": f"{UNITS[chosen]} ({'paired' if paired else 'unpaired'})"}
+                if paired and clustered:
+                    diff, dlo, dhi = cluster_bootstrap_difference(a, b, [clusters[k] for k in shared], confidence=confidence,
+                                                                  resamples=resamples, seed=seed)  # fmt: skip
+                else:
+                    diff, dlo, dhi = bootstrap_difference(a, b, paired=paired, confidence=confidence, resamples=resamples, seed=seed)
+                how = ("paired" if paired else "unpaired") + (", clustered by conversation" if paired and clustered else "")
+                row |= {"diff": diff, "diff_ci_low": dlo, "diff_ci_high": dhi, "paired": paired, "unit": f"{UNITS[chosen]} ({how})"}
             rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -152,7 +152,8 @@ def prefix_within(text: str, tokens: int) -> str:
     return text[:low]
 
 
-def _present(facts: Sequence[Fact], text: str) -> np.ndarray:
+def facts_present(facts: Sequence[Fact], text: str) -> np.ndarray:
+    """1.0 per fact whose key occurs in ``text`` (boundary-aware, see :class:`TextIndex`)."""
     index = TextIndex([(0, text)])
     return np.array([bool(index.containing(f)) for f in facts], dtype=float)
 
@@ -203,18 +204,18 @@ def fact_outcome(run: Any, *, budget: int | None = None, donor_text: str | None 
         facts = per_conversation(conversation, "facts", lambda: tuple(facts_from_texts(texts)))
         # The floor is fixed per conversation × budget (every run of a sweep shares it).
         floor = per_conversation(conversation, f"fact_floor:{budget}",
-                                 lambda: _present(facts, truncation_text(texts, budget, conversation_costs_of(conversation))))
+                                 lambda: facts_present(facts, truncation_text(texts, budget, conversation_costs_of(conversation))))
     else:
         facts = tuple(facts)
-        floor = _present(facts, truncation_text(texts, budget, conversation_costs_of(conversation)))
+        floor = facts_present(facts, truncation_text(texts, budget, conversation_costs_of(conversation)))
     sent = run.sent(None, budget)
     view = context_view(sent.items)
-    raw_visible = _present(facts, view.raw)
-    stated = _present(facts, view.stated)
-    pointer = _present(facts, view.pointers)
+    raw_visible = facts_present(facts, view.raw)
+    stated = facts_present(facts, view.stated)
+    pointer = facts_present(facts, view.pointers)
     chance = None
     if donor_text:
-        chance = _present(facts, text_window(donor_text, max(1, sent.estimated_tokens), run.conversation.session_id))
+        chance = facts_present(facts, text_window(donor_text, max(1, sent.estimated_tokens), run.conversation.session_id))
     return FactOutcome(
         facts=facts,
         weights=np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float),

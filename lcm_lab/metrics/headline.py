@@ -1,4 +1,4 @@
-"""Headline scores: the few run-level numbers the lab reports, optimises and compares.
+"""The shape of a headline score (which headlines exist and how each is read: :mod:`lcm_lab.metrics.verdicts`).
 
 A headline is a :class:`~lcm_lab.metrics.base.Score` of scope ``"run"`` whose ``details`` always
 carry what makes the number interpretable (see ``docs/metrics.md``): the raw method value, the
@@ -21,7 +21,6 @@ from typing import Any
 
 from lcm_lab.metrics.base import Score
 
-HEADLINES: tuple[str, ...] = ("qa_retention", "fact_retention", "recoverability", "cost_usd", "cache_hit_rate")
 MIN_GAP = 0.05  # ceiling − floor below this: the normalised value is noise over a tiny gap
 
 

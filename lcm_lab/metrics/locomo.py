@@ -48,6 +48,10 @@ _CACHE: dict[tuple[Any, ...], np.ndarray] = {}
 _CACHE_LIMIT = 512
 
 
+# The per-item and per-category metric this scorer writes (plots read it by this name).
+QA_RECALL = "qa_recall"
+
+
 def containment(answer: Sequence[str], context: set[str]) -> float:
     """Share of answer tokens present in a context's token set (a diagnostic kept for
     ``metrics/strategies.py``; it credits bare lists, so no headline uses it).
@@ -186,11 +190,11 @@ def qa_retention_scores(
         per = {name: float(v[i]) for name, v in recall.items() if v is not None}
         details = {"category": item.category, "category_name": CATEGORY_NAMES.get(item.category or 0, "unknown"),
                    "question": item.question, "answer": item.answer, **{n: per[n] for n in CONTROLS if n in per}}
-        scores.append(Score(run_id, "qa", item.qa_id, "qa_recall", per["method"], details))
+        scores.append(Score(run_id, "qa", item.qa_id, QA_RECALL, per["method"], details))
     for category in sorted({i.category for i in items}, key=lambda c: c or 0):
         idx = [j for j, i in enumerate(items) if i.category == category]
         cat = {name: float(v[idx].mean()) for name, v in recall.items() if v is not None}
-        scores.append(Score(run_id, "category", str(category), "qa_recall", cat["method"],
+        scores.append(Score(run_id, "category", str(category), QA_RECALL, cat["method"],
                             {"n": len(idx), "category_name": CATEGORY_NAMES.get(category or 0, "unknown"), **{n: cat[n] for n in CONTROLS if n in cat}}))
     method, ceiling, floor = recall["method"], recall["ceiling"], recall["floor"]
     ci = bootstrap_normalised(method, floor, ceiling) if method is not None and method.size else None  # type: ignore[arg-type]

@@ -23,10 +23,8 @@ from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
-from lcm_lab.metrics.decisions import decision_scores
 from lcm_lab.metrics.doctor import diagnose, doctor_scores, rows_from_dag
-from lcm_lab.metrics.fact_headline import fact_headline_scores
-from lcm_lab.metrics.locomo import qa_retention_scores, raw_texts
+from lcm_lab.metrics.locomo import raw_texts
 from lcm_lab.metrics.needles import Needle, needle_scores
 from lcm_lab.metrics.retention import (
     ContextMode,
@@ -36,6 +34,7 @@ from lcm_lab.metrics.retention import (
     summary_fact_scores,
 )
 from lcm_lab.metrics.shape import budget_scores, summary_shape_scores
+from lcm_lab.metrics.verdicts import verdict_scores
 
 
 def _progress(enabled: bool, desc: str) -> Any:
@@ -63,9 +62,10 @@ def score_replay(
     donor_text: str | None = None,
     donor_label: str | None = None,
 ) -> list[Score]:
-    """All offline scores of a replay: shape, budget, fact retention (summaries and context per
-    turn), doctor findings, plus LoCoMo QA retention when ``qa_items`` are given and needle
-    survival when the replayed conversation was planted with ``needles``. ``chance_conversation``
+    """All offline scores of a replay: shape, budget, the headlines of :mod:`lcm_lab.metrics.verdicts`
+    (probed over the conversation's life, with their end-of-run diagnostics), fact retention
+    (summaries and context per turn), doctor findings, LoCoMo QA retention when ``qa_items`` are
+    given and needle survival when the replayed conversation was planted with ``needles``. ``chance_conversation``
     (another conversation) gives ``qa_retention`` and ``fact_retention`` their chance control
     (``donor_text``: another conversation's text for the fact headline, default: that conversation's;
     ``donor_label`` names it in the headlines' ``details["chance_donor"]``).
@@ -94,12 +94,10 @@ def score_replay(
     scores += summary_shape_scores(dag, rid)
     scores += budget_scores(replay.turns, replay.token_budget, rid)
     scores += summary_fact_scores(dag, rid, base)
-    scores += fact_headline_scores(replay, rid, donor_text=donor_text, donor_label=donor_label)
-    scores += decision_scores(replay, rid, donor_text=donor_text, donor_label=donor_label)
+    scores += verdict_scores(replay, rid, qa_items=qa_items, chance_conversation=chance_conversation, donor_text=donor_text,
+                             donor_label=donor_label)
     scores += context_fact_scores(replay, rid, mode=mode, turns=context_turns, base=base, progress=_progress(progress, "fact retention"))
     scores += doctor_scores(diagnose(rows_from_dag(dag)), rid)
-    if qa_items:
-        scores += qa_retention_scores(replay, qa_items, rid, chance_conversation=chance_conversation, progress=_progress(progress, "LoCoMo QA"))
     if needles:
         scores += needle_scores(replay, needles, rid, mode=mode, turns=context_turns)
     return scores

@@ -1,4 +1,5 @@
-"""Small statistics helpers: t-intervals (scipy.stats) and seeded bootstrap intervals.
+"""The lab's one statistics module: t-intervals (scipy.stats), seeded bootstrap intervals (items,
+paired, and clustered: probes within items, items within conversations), Wilson, Pareto, hazards.
 
 >>> round(t_quantile(0.975, 4), 3)
 2.776
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -80,6 +81,59 @@ def bootstrap_difference(
     return diff, float(np.quantile(boots, alpha)), float(np.quantile(boots, 1 - alpha))
 
 
+def cluster_paired_interval(
+    differences: Mapping[str, Sequence[float]], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean paired difference with the cluster as the resampling unit: each cluster (a
+    conversation) contributes the mean of its own paired differences (items, probes, or the one
+    per-conversation headline difference) and the interval is the t-interval over those cluster
+    means, so items of one conversation never count as independent evidence. Returns
+    ``(mean, low, high)``; the interval is NaN with fewer than two clusters.
+
+    >>> [round(v, 3) for v in cluster_paired_interval({"a": [0.1, 0.3], "b": [0.1], "c": [0.4]})]
+    [0.233, -0.146, 0.613]
+    """
+    means = [float(np.mean(v)) for v in differences.values() if len(v)]
+    if not means:
+        return NAN, NAN, NAN
+    lo, hi = t_interval(means, confidence)
+    return float(np.mean(means)), lo, hi
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman rank correlation (``scipy.stats.spearmanr``, ties averaged); NaN when either side
+    is constant or there are fewer than three pairs.
+
+    >>> round(spearman([1, 2, 3, 4], [10, 30, 20, 40]), 6)
+    0.8
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size != y.size:
+        raise ValueError("spearman needs equally many values on both sides")
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return NAN
+    from scipy import stats
+
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def split_half_reliability(odd: Sequence[float], even: Sequence[float]) -> tuple[float, float]:
+    """Pearson correlation of two half-test scores over the same units and its Spearman–Brown
+    step-up ``2r / (1 + r)`` (the reliability of the whole test); NaNs when either half is
+    constant or there are fewer than three units.
+
+    >>> [round(v, 3) for v in split_half_reliability([1, 2, 3, 4], [1.5, 1.8, 3.2, 3.9])]
+    [0.974, 0.987]
+    """
+    x, y = np.asarray(odd, dtype=float), np.asarray(even, dtype=float)
+    if x.size != y.size:
+        raise ValueError("split_half_reliability needs one value per unit in each half")
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return NAN, NAN
+    r = float(np.corrcoef(x, y)[0, 1])
+    return r, 2 * r / (1 + r) if r > -1 else NAN
+
+
 def bootstrap_normalised(
     method: Sequence[float] | np.ndarray,
     floor: Sequence[float] | np.ndarray,
@@ -112,6 +166,98 @@ def bootstrap_normalised(
     values = (m[idx].mean(axis=1)[ok] - f[idx].mean(axis=1)[ok]) / gap[ok]
     alpha = (1 - confidence) / 2
     return float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
+
+
+def _cluster_sums(values: Sequence[np.ndarray], clusters: Sequence[object] | np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per-cluster sums of each array in ``values`` and the number of rows of each cluster."""
+    labels = np.asarray(clusters)
+    if any(np.asarray(v).size != labels.size for v in values):
+        raise ValueError("every array needs one value per row, like clusters")
+    _, codes = np.unique(labels, return_inverse=True)
+    size = int(codes.max()) + 1 if codes.size else 0
+    sums = [np.bincount(codes, weights=np.asarray(v, dtype=float), minlength=size) for v in values]
+    return sums, np.bincount(codes, minlength=size).astype(float)
+
+
+def cluster_bootstrap_normalised(
+    method: Sequence[float] | np.ndarray,
+    floor: Sequence[float] | np.ndarray,
+    ceiling: Sequence[float] | np.ndarray,
+    clusters: Sequence[object] | np.ndarray,
+    *,
+    weights: Sequence[float] | np.ndarray | None = None,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Cluster bootstrap of ``(mean(method) − mean(floor)) / (mean(ceiling) − mean(floor))``.
+
+    One row per probe (an item asked at one point); ``clusters`` names the unit each row belongs to
+    (a QA item, a fact, a conversation). Whole clusters are resampled, all their rows together and
+    for the three arrays at once (paired), so probes of one item never count as independent.
+    ``weights`` weigh rows (fact types); they cancel in the ratio's form. ``None`` with fewer than
+    two clusters or no resample with a gap.
+
+    >>> lo, hi = cluster_bootstrap_normalised([1, 1, 0, 1], [0, 0, 0, 1], [1, 1, 1, 1], ["a", "a", "b", "c"])
+    >>> 0 <= lo <= hi <= 1
+    True
+    """
+    w = np.ones(np.asarray(method).size) if weights is None else np.asarray(weights, dtype=float)
+    m, f, c = (np.asarray(x, dtype=float) * w for x in (method, floor, ceiling))
+    (sm, sf, sc), _ = _cluster_sums([m, f, c], clusters)
+    if sm.size < 2:
+        return None
+    idx = np.random.default_rng(seed).integers(0, sm.size, size=(resamples, sm.size))
+    num, gap = sm[idx].sum(axis=1) - sf[idx].sum(axis=1), sc[idx].sum(axis=1) - sf[idx].sum(axis=1)
+    ok = np.abs(gap) > 1e-12
+    if not ok.any():
+        return None
+    alpha = (1 - confidence) / 2
+    values = num[ok] / gap[ok]
+    return float(np.quantile(values, alpha)), float(np.quantile(values, 1 - alpha))
+
+
+def cluster_bootstrap_difference(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    clusters: Sequence[object] | np.ndarray,
+    *,
+    scale: float = 1.0,
+    weights: Sequence[float] | np.ndarray | None = None,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """Paired mean of ``(b − a) / scale`` over rows, with a cluster bootstrap interval.
+
+    ``a`` and ``b`` hold two settings' values on the *same* rows (probes); ``clusters`` their unit
+    (items within one conversation, or conversations across several). ``scale`` divides
+    (``ceiling − floor`` turns a raw difference into a difference of normalised headlines, both
+    settings sharing floor and ceiling). ``weights`` weigh rows (fact types): the mean is then
+    ``Σ w·(b − a) / Σ w`` and each resample's the same over its clusters. NaN bounds with fewer
+    than two clusters.
+
+    >>> d, lo, hi = cluster_bootstrap_difference([0, 0, 1, 0], [1, 1, 1, 0], ["x", "x", "y", "z"])
+    >>> round(d, 2), lo <= d <= hi
+    (0.5, True)
+    """
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if xa.size != xb.size:
+        raise ValueError("a paired difference needs equally many values on both sides")
+    if xa.size == 0:
+        return NAN, NAN, NAN
+    if weights is None:
+        (sd,), counts = _cluster_sums([xb - xa], clusters)
+    else:
+        w = np.asarray(weights, dtype=float)
+        (sd, counts), _ = _cluster_sums([(xb - xa) * w, w], clusters)
+    diff = float(sd.sum() / counts.sum()) / scale
+    if sd.size < 2:
+        return diff, NAN, NAN
+    idx = np.random.default_rng(seed).integers(0, sd.size, size=(resamples, sd.size))
+    boots = sd[idx].sum(axis=1) / counts[idx].sum(axis=1) / scale
+    alpha = (1 - confidence) / 2
+    return diff, float(np.quantile(boots, alpha)), float(np.quantile(boots, 1 - alpha))
 
 
 def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:

@@ -1,17 +1,19 @@
-"""Scores for any context strategy's run, read only through ``run.sent(...)`` (see docs/strategies.md).
+"""Scores for any context strategy's run, read only through ``run.sent``/``run.ask`` (see docs/strategies.md).
 
-Every strategy (LCM, ClawVault, truncation, full context, the recorded host) is measured on what
-the model receives at the end-of-run call, as text, with the same controls:
+The equal-token diagnostic ``fact_retention_equal_tokens`` measures every strategy (LCM, ClawVault,
+truncation, full context, the recorded host) on what the model receives at the end-of-run call,
+as text, with these controls:
 
 * **ceiling** — the full history (every message so far);
 * **floor** — plain truncation to the *same number of tokens* the strategy's context used
   (so a strategy cannot win by simply sending more);
 * **chance** — a seeded random subset of messages of that same size.
 
-``fact_retention`` (hard facts of :mod:`lcm_lab.metrics.facts`) is normalised between floor and
-ceiling, with a paired bootstrap 95% interval over facts. Per-turn context tokens and model calls
-and fact survival by age come with it. ``qa_retention`` has one definition for every run
-(:func:`lcm_lab.metrics.locomo.qa_retention_scores`, called by ``score_replay``).
+The headlines (``qa_retention``, ``fact_retention``, ``decision_retention``) have one definition
+for every run, LCM included: :func:`lcm_lab.metrics.verdicts.verdict_scores`, probes over the
+conversation's life through ``run.ask``. Here only the diagnostics around them: the equal-token
+fact control (``fact_retention_equal_tokens``), per-turn context tokens and model calls, fact
+survival by age and type.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ import numpy as np
 from lcm_lab.engine.types import SentContext
 from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score, age_bucket, assembled_message_text, mean, message_text
-from lcm_lab.metrics.fact_headline import fact_headline_scores
 from lcm_lab.metrics.facts import Fact, TextIndex, extract_facts
 from lcm_lab.metrics.headline import headline
-from lcm_lab.metrics.locomo import answer_tokens, qa_retention_scores, raw_texts
+from lcm_lab.metrics.locomo import answer_tokens, raw_texts
+from lcm_lab.metrics.verdicts import verdict_scores
 
 
 def sent_text(sent: SentContext) -> str:  # noqa: D401
@@ -200,8 +202,7 @@ def strategy_scores(
 ) -> list[Score]:
     """Context, call, fact and (with ``qa_items``) LoCoMo QA scores of any strategy's run.
 
-    ``qa_retention`` and ``fact_retention`` have one definition for every run
-    (:func:`qa_retention_scores`, :func:`fact_headline_scores`); ``chance_conversation`` and
+    The headlines come from :func:`~lcm_lab.metrics.verdicts.verdict_scores`; ``chance_conversation`` and
     ``donor_text`` (another conversation, its text) give them their chance controls, and
     ``donor_label`` names it in ``details["chance_donor"]``.
     """
@@ -233,9 +234,8 @@ def strategy_scores(
     if donor_text is None and chance_conversation is not None:
         donor_text = "\n".join(raw_texts(chance_conversation))
         donor_label = donor_label or chance_conversation.title or chance_conversation.session_id
-    scores += fact_headline_scores(run, rid, donor_text=donor_text, seed=seed, donor_label=donor_label)
-    if qa_items:
-        scores += qa_retention_scores(run, qa_items, rid, chance_conversation=chance_conversation)
+    scores += verdict_scores(run, rid, qa_items=qa_items, chance_conversation=chance_conversation, donor_text=donor_text,
+                             donor_label=donor_label, seed=seed)
     return scores
 
 

@@ -2,17 +2,19 @@
 
 Controls (:mod:`lcm_lab.summarizers.controls`): ``fixed-text``, ``entity-list`` (a bare list of the
 source's names, numbers and dates), ``bare-list`` (a bare list of the source's hard facts),
-``other-conversation`` (another conversation's text as the
-summaries), ``truncation`` (no summaries, newest messages to the budget), ``offline`` (the lab's
-deterministic summarizer) and ``full-history`` (everything, no budget). Each is scored on every
-conversation; per control the headline is averaged over conversations with a bootstrap interval
-**by conversation** (the resampling unit; items are resampled inside each conversation's own
-headline interval). :func:`check_properties` turns the table into pass/fail lines.
+``other-conversation`` (another conversation's text as the summaries), ``truncation`` (the
+``truncate`` strategy: no summaries, newest messages to the budget), ``offline`` (the lab's
+deterministic summarizer) and ``full-history`` (the ``full`` strategy: everything, no budget). Each
+is scored by the one scorer (:func:`lcm_lab.metrics.verdicts.verdict_scores`: probes over the
+conversation's life) on every conversation; per control the headline is averaged over
+conversations with a bootstrap interval **by conversation** (the resampling unit; items are
+resampled inside each conversation's own headline interval). :func:`check_properties` turns the
+table into pass/fail lines.
 
-A diagnostic row per summarizing control counts the conversations whose scored context (what the
-model receives after the last turn) holds **no summary** — e.g. a ``degraded:*`` engine path,
-which sends raw messages only: there every summarizer scores the same, so a comparison of
-summarizers rests on the other conversations.
+A diagnostic row per summarizing control gives the share of probes whose context came from a
+``degraded:*`` engine path (raw messages only): there every summarizer scores the same, so a
+comparison of summarizers rests on the other probes. The end-of-run reading of ``qa_retention``
+(one instant, ``run.sent()`` after the last turn) is kept as a row of its own for comparison.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import replay
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.metrics.base import Score
-from lcm_lab.metrics.locomo import qa_retention_scores, raw_texts
+from lcm_lab.metrics.locomo import raw_texts
 from lcm_lab.metrics.stats import bootstrap_interval
+from lcm_lab.metrics.verdicts import END_OF_RUN, verdict_scores
 from lcm_lab.summarizers.controls import (
     BareListSummarizer,
-    ControlRun,
     EntityListSummarizer,
     FixedTextSummarizer,
     OtherConversationSummarizer,
@@ -39,17 +41,20 @@ from lcm_lab.summarizers.offline import OfflineSummarizer
 
 CONTROLS: tuple[str, ...] = ("fixed-text", "entity-list", "bare-list", "other-conversation", "truncation", "offline", "full-history")
 NO_ANSWER_CONTROLS: tuple[str, ...] = ("fixed-text", "entity-list", "bare-list", "other-conversation")
-NO_SUMMARY_METRIC = "context without summaries (diagnostic)"
+DEGRADED_METRIC = "probes on degraded paths (share, diagnostic)"
 MAX_NO_ANSWER = 0.05  # mean qa_retention a control without usable answers may reach
 MIN_OFFLINE_MARGIN = 0.05  # offline must beat the other-conversation control by this much
 DEFAULT_CONFIG = LcmConfig(fresh_tail_count=8, leaf_chunk_tokens=2000, leaf_target_tokens=400)
+HEADLINE_ROWS: tuple[str, ...] = ("qa_retention", "fact_retention", "decision_retention")
 
 
 def control_run(name: str, conversation: LoadedConversation, other: LoadedConversation, budget: int, config: LcmConfig = DEFAULT_CONFIG) -> Any:
     """A run of ``conversation`` under control ``name`` (``other`` feeds the other-conversation control)."""
     conv = conversation.conversation
     if name in ("truncation", "full-history"):
-        return ControlRun(conv, budget, full=name == "full-history", run_id=name)
+        from lcm_lab.strategies import run_strategy
+
+        return run_strategy(conv, "truncate" if name == "truncation" else "full", token_budget=budget)
     summarizers = {
         "fixed-text": FixedTextSummarizer,
         "entity-list": EntityListSummarizer,
@@ -63,16 +68,14 @@ def control_run(name: str, conversation: LoadedConversation, other: LoadedConver
 
 
 def fact_scores(run: Any, run_id: str) -> list[Score]:
-    """Whatever fact-retention scores the metrics module gives a run (final turn only)."""
-    if isinstance(run, ControlRun):
+    """Summary-scope fact retention of a run that has summaries (none for the memoryless controls)."""
+    if hasattr(run, "strategy"):
         return []
     from lcm_lab.metrics.dag import Dag
-    from lcm_lab.metrics.retention import FactBase, context_fact_scores, summary_fact_scores
+    from lcm_lab.metrics.retention import FactBase, summary_fact_scores
 
     dag = Dag.from_replay(run)
-    base = FactBase.build(dag)
-    last = len(run.turns) - 1
-    return summary_fact_scores(dag, run_id, base) + context_fact_scores(run, run_id, turns=[last], base=base)
+    return summary_fact_scores(dag, run_id, FactBase.build(dag))
 
 
 @dataclass
@@ -85,6 +88,7 @@ class ValidityRow:
     withheld: int = 0
     chance: list[float] = field(default_factory=list)
     warnings: int = 0
+    ci_low: list[float | None] = field(default_factory=list)  # each conversation's own lower bound
 
     @property
     def mean(self) -> float:
@@ -95,25 +99,23 @@ class ValidityRow:
         return bootstrap_interval(list(self.values.values()))
 
 
-def summaries_in_context(run: Any, budget: int) -> int | None:
-    """Summaries in what the model receives after the run (``None`` for runs without summaries)."""
-    if isinstance(run, ControlRun):
-        return None
-    return sum(1 for item in run.sent(None, budget).items if item.kind == "summary")
-
-
-def _metric_values(scores: Sequence[Score], run_id: str, last_turn: int) -> dict[str, tuple[float | None, dict[str, Any]]]:
+def _metric_values(scores: Sequence[Score]) -> dict[str, tuple[float | None, dict[str, Any]]]:
     out: dict[str, tuple[float | None, dict[str, Any]]] = {}
     summary = [s.value for s in scores if s.metric == "fact_retention" and s.scope == "summary" and s.value is not None]
     if summary:
         out["summary fact_retention"] = (sum(summary) / len(summary), {})
     for s in scores:
-        if s.metric == "qa_retention" and s.scope == "run":
-            out["qa_retention"] = (s.value, dict(s.details))
+        if s.scope != "run":
+            continue
+        if s.metric in HEADLINE_ROWS:
+            out[s.metric] = (s.value, dict(s.details))
+        if s.metric == "qa_retention":
             # the raw recall stays informative where the headline is withheld (floor = ceiling)
             out["qa_recall (raw, diagnostic)"] = (s.details.get("raw"), {})
-        elif s.metric == "fact_retention" and s.scope == "turn" and s.scope_id == str(last_turn):
-            out["fact_retention"] = (s.value, dict(s.details))
+            probes = s.details.get("probes") or 0
+            out[DEGRADED_METRIC] = (s.details.get("probes_degraded", 0) / probes if probes else None, {})
+        elif s.metric == END_OF_RUN["qa_retention"]:
+            out[s.metric] = (s.value, dict(s.details))
     return out
 
 
@@ -140,15 +142,14 @@ def validate(
         run = control_run(control, conv, other, budget, config)
         rid = f"{control}:{conv.conversation.session_id}"
         scores = fact_scores(run, rid)
-        if is_qa:
-            scores += qa_retention_scores(run, conv.qa_items, rid, chance_conversation=other.conversation)
+        scores += verdict_scores(run, rid, qa_items=conv.qa_items if is_qa else None, chance_conversation=other.conversation,
+                                 donor_text="\n".join(raw_texts(other.conversation)), donor_label=other.conversation.title)
         if sink is not None:
             sink(scores)
         label = conv.meta.get("sample_id") or conv.conversation.title or conv.conversation.session_id
-        values = _metric_values(scores, rid, len(run.turns) - 1)
-        held = summaries_in_context(run, budget) if is_qa else None
-        if held is not None:
-            values[NO_SUMMARY_METRIC] = (float(held == 0), {})
+        values = _metric_values(scores)
+        if hasattr(run, "strategy"):
+            values.pop(DEGRADED_METRIC, None)  # memoryless: never degraded
         for metric, (value, details) in values.items():
             row = rows.setdefault((control, metric), ValidityRow(control, metric))
             if value is None:
@@ -156,6 +157,7 @@ def validate(
             else:
                 row.values[str(label)] = float(value)
             if metric == "qa_retention":
+                row.ci_low.append(details.get("ci_low"))
                 if details.get("chance_normalised") is not None:
                     row.chance.append(float(details["chance_normalised"]))
                 row.warnings += sum(details.get("warnings", {}).values())
@@ -185,18 +187,16 @@ def check_properties(rows: Sequence[ValidityRow]) -> list[Check]:
             add(f"{control}: mean qa_retention <= {MAX_NO_ANSWER}", qa[control].mean, qa[control].mean <= MAX_NO_ANSWER)
     if "offline" in qa and "other-conversation" in qa:
         gap = qa["offline"].mean - qa["other-conversation"].mean
-        bare = {r.control: r for r in rows if r.metric == NO_SUMMARY_METRIC}
-        fmt = "{:+.3f}"
-        if "offline" in bare:
-            scored = [c for c in qa["offline"].values if bare["offline"].values.get(c) == 0.0]
-            fmt += f" ({len(scored)} of {len(qa['offline'].values)} scored conversations have summaries in the offline context)"
-        add(f"offline beats other-conversation by >= {MIN_OFFLINE_MARGIN}", gap, gap >= MIN_OFFLINE_MARGIN, fmt)
+        add(f"offline beats other-conversation by >= {MIN_OFFLINE_MARGIN}", gap, gap >= MIN_OFFLINE_MARGIN, "{:+.3f}")
     if "full-history" in qa:
-        m = qa["full-history"].mean
-        add("full-history sits at the ceiling (qa_retention = 1)", m, abs(m - 1) < 1e-9)
+        full = qa["full-history"]
+        beyond = [low for low in full.ci_low if low is not None and low > 1.0]  # the whole interval above the ceiling
+        above = sum(1 for v in full.values.values() if v > 1.0)
+        checks.append(Check("full-history does not exceed the ceiling beyond its interval", not beyond if full.values else None,
+                            f"mean {full.mean:.3f}; {above} of {len(full.values)} conversations above 1, {len(beyond)} with the whole interval above"))
     if "truncation" in qa:
         m = qa["truncation"].mean
-        add("truncation sits at the floor (qa_retention = 0)", m, abs(m) < 1e-9)
+        add("truncation sits at the floor (qa_retention = 0 exactly)", m, all(v == 0.0 for v in qa["truncation"].values.values()))
     chance = [c for r in qa.values() for c in r.chance]
     add("chance control below the floor (normalised chance <= 0)", max(chance) if chance else math.nan, bool(chance) and max(chance) <= 0, "max {:.3f}")
     return checks
@@ -210,8 +210,9 @@ def validity_markdown(rows: Sequence[ValidityRow], checks: Sequence[Check], *, b
         f"Controls scored through the normal pipeline at a {budget}-token budget. Mean over conversations, "
         "95% bootstrap interval by conversation; `withheld` = conversations whose ceiling − floor was below "
         "MIN_GAP. `qa_retention` is the offline BM25 answer-recall@k proxy, not a judged score. "
-        f"`{NO_SUMMARY_METRIC}`: share of LoCoMo conversations whose scored context (after the last turn) holds no "
-        "summary at all (e.g. a degraded engine path sending raw messages only), where every summarizer scores alike.",
+        f"`{DEGRADED_METRIC}`: share of probes whose context came from a degraded engine path (raw messages only), "
+        "where every summarizer scores alike. Headlines are probed over the conversation's life "
+        "(`lcm_lab.metrics.verdicts`); `qa_retention_end_of_run` is the old one-instant reading, for comparison.",
         "",
     ]
     if note:

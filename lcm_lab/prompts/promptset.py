@@ -16,8 +16,10 @@ which file each template came from.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -161,6 +163,7 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
             name = normalize_template_name(file.name)
         except KeyError as exc:
             raise TemplateError(f"{file}: not a known template name; expected one of {', '.join(f'{n}.tmpl' for n in TEMPLATE_NAMES)}") from exc
+        _refuse_escaping_link(file, path)
         try:
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -187,15 +190,48 @@ def resolve_prompt_set(prompts: PromptSet | str | os.PathLike[str] | None) -> Pr
     return load_prompt_set(prompts)
 
 
+def _refuse_escaping_link(file: Path, directory: Path) -> None:
+    """A template that is a symbolic link must stay inside the prompt directory: a link to a file
+    elsewhere (or to nothing) is refused, so a shared directory cannot make the lab read
+    ``~/.ssh/id_rsa`` as a prompt and send it to a model."""
+    if not file.is_symlink():
+        return
+    real, root = Path(os.path.realpath(file)), Path(os.path.realpath(directory))
+    if not real.exists():
+        raise TemplateError(f"{file}: a symbolic link to {os.readlink(file)}, which does not exist")
+    if root not in real.parents:
+        raise TemplateError(f"{file}: a symbolic link to {real}, outside {directory}; copy the template into the directory")
+
+
 def export_prompt_set(prompts: PromptSet, directory: str | Path, overwrite: bool = False) -> list[Path]:
-    """Write the six templates as ``<name>.tmpl`` into ``directory`` (created if needed)."""
+    """Write the six templates as ``<name>.tmpl`` into ``directory`` (created if needed).
+
+    An existing name, symbolic links included (dangling or not), is refused unless
+    ``overwrite``; then the directory entry itself is replaced by a regular file. Each file is
+    written beside its target and renamed over it, so the lab never writes through a link into
+    a file elsewhere, and a failed write leaves no half-written template.
+    """
     path = Path(directory).expanduser()
     path.mkdir(parents=True, exist_ok=True)
+    targets = [path / f"{name}.tmpl" for name in TEMPLATE_NAMES]
+    if not overwrite:
+        for target in targets:
+            if target.is_symlink():
+                raise FileExistsError(f"{target} is a symbolic link (pass overwrite=True / --force to replace the link, not its target)")
+            if target.exists():
+                raise FileExistsError(f"{target} exists (pass overwrite=True / --force to replace it)")
     written: list[Path] = []
-    for name in TEMPLATE_NAMES:
-        target = path / f"{name}.tmpl"
-        if target.exists() and not overwrite:
-            raise FileExistsError(f"{target} exists (pass overwrite=True / --force to replace it)")
-        target.write_text(prompts[name].text, encoding="utf-8")
+    for name, target in zip(TEMPLATE_NAMES, targets, strict=True):
+        if target.is_dir() and not target.is_symlink():
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(target))
+        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path, prefix=f".{name}.", suffix=".tmp", delete=False)
+        try:
+            with handle:
+                handle.write(prompts[name].text)
+            os.chmod(handle.name, 0o644)
+            os.replace(handle.name, target)  # renames over the entry: a link is replaced, not followed
+        except BaseException:
+            Path(handle.name).unlink(missing_ok=True)
+            raise
         written.append(target)
     return written

@@ -271,9 +271,12 @@ class Recall:
         params = {"pattern": pattern, "mode": mode, "scope": scope, "sort": sort, "limit": int(limit),
                   "since": since, "before": before, "targets": targets}  # fmt: skip
         notes = []
-        missing = ix.files_without_payload(self.store, targets) if scope == "files" else 0
-        if missing:
-            notes.append(f"{missing} large file(s) have no payload on disk (storage_uri unreadable) and were not searched")
+        if scope == "files":
+            refused = ix.refused_payloads(self.store, targets)
+            missing = ix.files_without_payload(self.store, targets) - len(refused)
+            if missing:
+                notes.append(f"{missing} large file(s) have no payload on disk (storage_uri unreadable) and were not searched")
+            notes.extend(f"large file {file_id} not read: its storage_uri {uri!r} is {problem}" for file_id, uri, problem in refused)
         return GrepResult(matches, total, params, tuple(notes))
 
     def _match(self, row: dict[str, Any], mode: str, pattern: str, terms: Sequence[str]) -> GrepMatch:
@@ -304,6 +307,9 @@ class Recall:
         targets = self.targets(conversation_id, all_conversations)
         found = ix.documents(self.store, targets, id)
         if found.empty:
+            for file_id, uri, problem in ix.refused_payloads(self.store, targets):
+                if file_id == id:
+                    raise UnknownNameError(f"{id}: not read, its storage_uri {uri!r} is {problem}")
             raise UnknownNameError(f"{id!r} is not a summary or file id in {', '.join(targets)}; grep for it first")
         row = found.iloc[0].to_dict()
         meta = json.loads(row["meta"]) if row.get("meta") else {}

@@ -1,6 +1,6 @@
 """Self-contained HTML reports of one replay or a comparison of several.
 
-The page carries plotly.js inline (no CDN, works offline), every figure of the run (budget
+The page carries plotly.js inline (gzip-compressed; no CDN, works offline), every figure of the run (budget
 timeline, DAG, context after the last turn) and tables; all transcript and summary text goes
 through Jinja2's autoescaping, hover texts are escaped by the plot info steps.
 """
@@ -20,6 +20,7 @@ from markupsafe import Markup
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
 from lcm_lab.report._template import PAGE
+from lcm_lab.report.verdict_text import Verdict, interval_text, meaning_lines
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
 from lcm_lab.viz.counts import ReplayStats, replay_stats
@@ -33,14 +34,13 @@ if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import Replay
     from lcm_lab.store.core import LabStore
 
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 TEXT_LIMIT = 2_000  # characters of one message or summary shown in a table cell
 
 
 def _figure_html(fig: go.Figure) -> Markup:
-    import plotly.io as pio
+    from lcm_lab.report.figures import figure_html
 
-    return Markup(pio.to_html(fig, full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOTLY_CONFIG))
+    return figure_html(fig)
 
 
 def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -162,23 +162,57 @@ def _comparison(replays: Sequence[Replay], labels: list[str], sections: list[dic
 
 
 def _scores_section(scores: pd.DataFrame, labels: dict[str, str]) -> dict[str, Any]:
+    """The headline table (first screen), a chart of the headlines with their intervals, and every
+    run-level metric as one row per metric and one column per run (rows with no value left out);
+    per-item scores stay in the lab store (``scores_df``)."""
     frame = scores.copy()
     if "run_id" in frame.columns:
         frame["run_id"] = frame["run_id"].map(lambda r: labels.get(r, r))
-    figure = None
-    if {"run_id", "metric", "value"} <= set(frame.columns):
-        run_level = frame[frame["scope"] == "run"] if "scope" in frame.columns else frame
-        if not run_level.empty:
-            metrics = list(dict.fromkeys(run_level["metric"]))[:8]
-            figure = _figure_html(plot_run_comparison(run_level, metrics=metrics))
-    shown = frame[[c for c in frame.columns if c != "details"]].head(500)
+    headlines = _headline_rows(frame)
+    figure = _headline_figure(frame)
+    run_level = frame[frame["scope"] == "run"] if "scope" in frame.columns else frame
+    runs = list(dict.fromkeys(run_level["run_id"])) if "run_id" in run_level.columns else []
+    table: dict[str, dict[str, str]] = {}
+    if {"metric", "value"} <= set(run_level.columns):
+        for rec in run_level.to_dict("records"):
+            value = rec.get("value")
+            if value is None or (isinstance(value, float) and value != value):
+                continue
+            table.setdefault(str(rec["metric"]), {})[str(rec.get("run_id", ""))] = _format_cell(value)
     return {
         "headline_columns": list(HEADLINE_COLUMNS),
-        "headlines": _headline_rows(frame),
-        "columns": list(shown.columns),
-        "rows": [[_format_cell(v) for v in row] for row in shown.itertuples(index=False)],
+        "headlines": headlines,
         "figure": figure,
+        "runs": runs,
+        "metric_rows": [(metric, [values.get(r, "") for r in runs]) for metric, values in table.items()],
+        "item_scores": int((frame["scope"] != "run").sum()) if "scope" in frame.columns else 0,
     }
+
+
+def _headline_figure(frame: pd.DataFrame) -> Markup | None:
+    """Each headline with a value, one bar per run with its interval (clipped to the scale)."""
+    import json
+
+    import pandas as pd
+
+    from lcm_lab.report.verdict_text import clipped_interval, scale
+
+    if not {"scope", "details", "metric", "value"} <= set(frame.columns):
+        return None
+    records = []
+    for rec in frame[frame["scope"] == "run"].to_dict("records"):
+        details = rec["details"]
+        details = json.loads(details) if isinstance(details, str) else (details or {})
+        value = rec.get("value")
+        if not isinstance(details, dict) or "unit" not in details or "chance" not in details or value is None or value != value:
+            continue
+        ci = clipped_interval(details.get("ci_low"), details.get("ci_high"), scale(details)) or (float("nan"), float("nan"))
+        records.append({"run_id": str(rec.get("run_id", "")), "metric": str(rec["metric"]), "value": float(value),
+                        "low": ci[0], "high": ci[1]})
+    if not records:
+        return None
+    return _figure_html(plot_run_comparison(pd.DataFrame(records), low="low", high="high",
+                                            title="Headlines per run (0 = plain truncation, 1 = the ceiling; 95% intervals)"))
 
 
 _RECOVERABILITY_COLUMNS = (
@@ -214,8 +248,7 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
         details = json.loads(details) if isinstance(details, str) else (details or {})
         if not isinstance(details, dict) or "unit" not in details or "chance" not in details:
             continue
-        lo, hi = details.get("ci_low"), details.get("ci_high")
-        ci = "" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+        ci = interval_text(rec.get("value"), details)
         note = details.get("withheld") or ("offline proxy" if details.get("proxy") else "")
         if details.get("chance_donor") and not details.get("withheld"):
             note = "; ".join(n for n in (note, f"chance donor: {details['chance_donor']}") if n)
@@ -227,9 +260,19 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
 
 
 def _format_cell(value: Any) -> str:
+    """A table cell: floats rounded for reading (3 decimals below 10, 1 below 1,000, whole numbers with
+    thousands separators above), NaN and None empty."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
     if isinstance(value, float):
-        return f"{value:.4g}"
-    return "" if value is None else str(value)
+        if value != value:
+            return ""
+        if value.is_integer() and abs(value) >= 10:
+            return f"{value:,.0f}"
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
 
 
 def report(
@@ -242,10 +285,14 @@ def report(
     costs: Mapping[str, Any] | None = None,
     recoverability: Sequence[dict[str, Any]] | None = None,
     sweep: dict[str, Any] | None = None,
+    run_labels: Mapping[str, str] | None = None,
+    verdicts: Sequence[tuple[str, Sequence[Verdict]]] | None = None,
+    upgrade: Any = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
-    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`).
+    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`);
+    ``upgrade`` (a :func:`lcm_lab.compare_versions` result) adds what an upgrade of lossless-claw changes.
 
     ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
@@ -254,10 +301,12 @@ def report(
     footing (``qa_items``: LoCoMo QA for it); only LCM runs get a per-run DAG section. ``costs``
     (``label -> SessionCost``, e.g. from :func:`lcm_lab.price_replay`) adds "What it costs";
     ``recoverability`` adds that section from ``RecoverabilityReport.summary()`` rows.
+    ``run_labels`` (run id -> label) names stored runs in the score tables; ``verdicts`` (from
+    :func:`lcm_lab.report.verdict_text.compare_settings`) lead the page, in words.
     """
-    import plotly.offline
-
     from lcm_lab.report.cost_section import cost_section
+    from lcm_lab.report.figures import LOADER, plotly_js_gzip_base64
+    from lcm_lab.report.glossary import GLOSSARY
 
     everything = [replays] if not isinstance(replays, Sequence) else list(replays)
     if not everything:
@@ -271,14 +320,15 @@ def report(
     lcm = [(getattr(r, "replay", r), n) for r, n in zip(everything, all_names, strict=True) if getattr(r, "replay", r) is not None]
     runs, names = [r for r, _ in lcm], [n for _, n in lcm]
     sections = [_run_section(r, name, f"run-{i + 1}", max_summaries) for i, (r, name) in enumerate(zip(runs, names, strict=True))]
-    by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id}
+    by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id} | dict(run_labels or {})
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.from_string(PAGE)
     return page.render(
         title=title or (f"lcm_lab report: {all_names[0]}" if len(everything) == 1 else f"lcm_lab report: {len(everything)} runs compared"),
         version=_version(),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        plotly_js=Markup(plotly.offline.get_plotlyjs()),
+        plotly_js_gzip=plotly_js_gzip_base64(),
+        loader=Markup(LOADER),
         runs=sections,
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
         strategies=strategies,
@@ -286,7 +336,19 @@ def report(
         cost=cost_section(costs or {}),
         recoverability=_recoverability_section(recoverability) if recoverability else None,
         sweep=sweep,
+        verdicts=[(group, list(found)) for group, found in verdicts or ()],
+        meanings=meaning_lines(verdicts or ()),
+        glossary=GLOSSARY,
+        upgrade=_upgrade(upgrade),
     )
+
+
+def _upgrade(comparison: Any) -> dict[str, Any] | None:
+    if comparison is None:
+        return None
+    from lcm_lab.report.upgrade_section import upgrade_section
+
+    return upgrade_section(comparison)
 
 
 def _version() -> str:
@@ -306,7 +368,7 @@ def write_report(
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
     ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``,
-    ``recoverability``).
+    ``recoverability``, ``sweep``, ``upgrade``).
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)

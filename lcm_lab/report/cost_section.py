@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from markupsafe import Markup
-
 COLUMNS = ("setting", "calls", "cached tokens", "written tokens", "uncached tokens", "output tokens", "summarizer $",
            "rules' total $", "expected $ [90% interval]", "saving vs first row $ [90% paired]", "cache hit rate")  # fmt: skip
 
@@ -30,6 +28,7 @@ def cost_section(costs: Mapping[str, Any], figure_for: str | None = None) -> dic
     both were priced with one calibration."""
     if not costs:
         return None
+    from lcm_lab.report.figures import figure_html
     from lcm_lab.viz.cost import cache_breaks, plot_cost_breakdown
 
     reference_label, reference = next(iter(costs.items()))
@@ -53,6 +52,6 @@ def cost_section(costs: Mapping[str, Any], figure_for: str | None = None) -> dic
         "reference": reference_label,
         "focus": focus,
         "model": chosen.prices.model,
-        "figure": Markup(figure.to_html(full_html=False, include_plotlyjs=False)),
+        "figure": figure_html(figure),
         "breaks": breaks,
     }

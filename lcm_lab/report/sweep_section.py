@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     """Table rows (means with 95% intervals per configuration), a Pareto figure, the snippet."""
+    import pandas as pd
+
     from lcm_lab.report.build import _figure_html, _format_cell
     from lcm_lab.store.sweeps import first_ok_run, sweep_row
     from lcm_lab.sweeps import recommend
@@ -22,9 +24,12 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     from lcm_lab.viz import plot_pareto
 
     row = sweep_row(store, sweep_id)
-    rec = recommend(sweep_id, store)
+    # a sweep over lossless-claw versions is recommended per version, never across them
+    engines = [str(e) for e in row["spec"]["space"].get("engine", [])]
+    recs = [recommend(sweep_id, store, engine=e) for e in engines] if len(engines) > 1 else [recommend(sweep_id, store)]
+    rec = recs[0]
     objectives = [o["metric"] for o in row["spec"]["objectives"]]
-    table = rec.table
+    table = rec.table if len(recs) == 1 else pd.concat([r.table for r in recs]).drop_duplicates("config_id")
     columns = [c for c in table.columns if not c.endswith(("_ci_low", "_ci_high"))]
     for metric in objectives:
         table[f"{metric} 95% CI"] = [f"{_format_cell(lo)} .. {_format_cell(hi)}" for lo, hi in
@@ -37,8 +42,9 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     return {
         "sweep_id": sweep_id, "name": row["name"], "status": row["status"], "stats": row["stats"],
         "columns": columns, "rows": [[_format_cell(v) for v in r] for r in table[columns].itertuples(index=False)],
-        "figure": figure, "chosen": rec.config_id, "snippet": rec.snippet(), "recommended_run": first_ok_run(store, sweep_id, rec.config_id),
-        "cost": verdict_sentence(rec.cost),
+        "figure": figure, "chosen": ", ".join(f"{r.config_id} (lossless-claw {r.engine})" for r in recs) if len(recs) > 1 else rec.config_id,
+        "snippet": "\n\n".join(r.snippet() for r in recs), "recommended_run": first_ok_run(store, sweep_id, rec.config_id),
+        "cost": " ".join(filter(None, (verdict_sentence(r.cost) for r in recs))),
     }
 
 

@@ -25,6 +25,7 @@ import duckdb
 import pandas as pd
 
 from lcm_lab.errors import UnknownNameError
+from lcm_lab.io.data_paths import NOT_ON_DISK, payload_dir, resolve_data_path
 from lcm_lab.store.core import LabStore, extension_path
 
 FILE_SCAN_BYTES = 512_000  # the plugin searches the first 512,000 bytes of a large file
@@ -169,21 +170,50 @@ def _bulk_insert(store: LabStore) -> None:
     )
 
 
-def _read_payload(uri: str | None) -> str | None:
-    """The first 512,000 bytes of a large file, read-only, or ``None`` when it is not on disk."""
-    if not uri:
+def _payload_root(store: LabStore, conversation_id: int) -> Path | None:
+    """The payload directory beside the lcm.db a loaded conversation came from."""
+    rows = store.fetch_all(
+        "SELECT s.path FROM conversations c JOIN sources s USING (source_id) WHERE c.conversation_id = ?", [conversation_id]
+    )
+    return payload_dir(rows[0][0]) if rows and rows[0][0] else None
+
+
+def _read_payload(uri: str | None, root: Path | None) -> str | None:
+    """The first 512,000 bytes of a large file, read-only, or ``None`` when it is not on disk or
+    its recorded path is refused (:func:`lcm_lab.io.data_paths.resolve_data_path`)."""
+    if not uri or root is None:
         return None
-    path = Path(uri)
-    if not path.is_file():
+    path = resolve_data_path(uri, root).path
+    if path is None:
         return None
-    with path.open("rb") as handle:
-        return handle.read(FILE_SCAN_BYTES).decode("utf-8", errors="replace")
+    try:
+        with path.open("rb") as handle:
+            return handle.read(FILE_SCAN_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def refused_payloads(store: LabStore, targets: Sequence[str]) -> list[tuple[str, str, str]]:
+    """``(file_id, storage_uri, problem)`` of the loaded conversations' large files in ``targets``
+    whose recorded path the resolver refuses (it leaves the payload directory)."""
+    ids = [int(t.split(":", 1)[1]) for t in targets if t.startswith("conversation:")]
+    refused = []
+    for conversation_id in ids:
+        root = _payload_root(store, conversation_id)
+        rows = store.fetch_all("SELECT file_id, storage_uri FROM large_files WHERE conversation_id = ? ORDER BY file_id",
+                               [conversation_id])  # fmt: skip
+        for file_id, uri in rows:
+            problem = resolve_data_path(uri, root).problem if uri and root is not None else None
+            if problem is not None and problem != NOT_ON_DISK:
+                refused.append((str(file_id), str(uri), problem))
+    return refused
 
 
 def _insert_files(store: LabStore, target: str, conversation_id: int | None, files: Iterable[tuple[Any, ...]]) -> int:
     rows, missing = [], 0
+    root = None if conversation_id is None else _payload_root(store, conversation_id)
     for file_id, uri, created_at, name, mime, size, exploration in files:
-        payload = _read_payload(uri)
+        payload = _read_payload(uri, root)
         if payload is None:
             missing += 1
             continue

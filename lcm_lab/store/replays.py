@@ -23,6 +23,7 @@ from lcm_lab.errors import UnknownNameError
 if TYPE_CHECKING:
     import polars as pl
 
+from lcm_lab.engine.compaction.pending.maintenance import PhaseRecord
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.types import (
@@ -48,7 +49,7 @@ _TYPES: dict[str, type] = {
     for cls in (
         Replay, LcmConfig, Conversation, InputEntry, StoredMessage, StoredPart, Summary, ContextItem,
         LargeFile, TurnRecord, SweepRecord, SummarizerCall, DebtSnapshot, DrainAttempt,
-        StrategyRun, StrategyTurn, ModelCall, MemoryItem,
+        StrategyRun, StrategyTurn, ModelCall, MemoryItem, PhaseRecord,
     )
 }  # fmt: skip
 

@@ -183,6 +183,8 @@ class Strategy(Protocol):
 
     def ask(self, run: StrategyRun, question: Question) -> SentContext: ...
 
+    def reads_prompt(self, run: StrategyRun) -> bool: ...
+
 
 class StrategyBase:
     """What every strategy does around its own replay: fill each turn's ``context_tokens`` from
@@ -204,6 +206,10 @@ class StrategyBase:
         time does not matter either); strategies that search by the prompt override it."""
         turn = question.after_turn + 1
         return replace(self.sent(run, turn, question.budget), turn=turn, prompt=question.prompt)
+
+    def reads_prompt(self, run: StrategyRun) -> bool:
+        """Whether :meth:`ask` depends on the question's text (then every question is its own branch)."""
+        return False
 
     def run(self, conversation: Conversation, summarizer: Any, token_budget: int, *, on_turn: Callable[[StrategyTurn], None] | None = None) -> StrategyRun:  # fmt: skip
         run = self.replay_turns(conversation, summarizer, token_budget)

@@ -293,6 +293,9 @@ class ObserverStrategy(StrategyBase):
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext:
         return self._context(run, turn, budget, None)
 
+    def reads_prompt(self, run: StrategyRun) -> bool:
+        return self.settings.top_k is not None
+
     def ask(self, run: StrategyRun, question: Question) -> SentContext:
         """The question turn: with ``top_k`` the observations are searched for the question itself."""
         turn = question.after_turn + 1

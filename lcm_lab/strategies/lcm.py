@@ -1,6 +1,7 @@
 """LCM (the lossless-claw summary DAG) as one strategy: :func:`lcm_lab.engine.replay.driver.replay`, wrapped.
 
-Parameters are the plugin's config keys (camelCase, as in ``openclaw.json``) plus ``fidelity``
+Parameters are the plugin's config keys (camelCase, as in ``openclaw.json``) plus ``engine``
+(``0.15.3``, the default, or ``1.0``: :mod:`lcm_lab.engine.versions`) and ``fidelity``
 (``faithful`` reproduces the plugin's quirks, ``fixed`` corrects them). The run keeps the
 :class:`~lcm_lab.engine.replay.driver.Replay` (``run.replay``), so every LCM view still works, and
 ``run.sent`` is the replay's own.
@@ -23,9 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.config.surface import check_plugin_keys
 from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.replay.question import Question
 from lcm_lab.engine.types import Conversation, SentContext
+from lcm_lab.engine.versions import DEFAULT_ENGINE, ENGINE_VERSIONS
 from lcm_lab.strategies.base import ModelCall, StrategyBase, StrategyError, StrategyRun, StrategyTurn
 
 
@@ -37,20 +40,30 @@ class LcmStrategy(StrategyBase):
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def config(self) -> tuple[LcmConfig, str]:
-        plugin = {k: v for k, v in self.params.items() if k != "fidelity"}
+        plugin = {k: v for k, v in self.params.items() if k not in ("fidelity", "engine")}
         fidelity = str(self.params.get("fidelity", "faithful"))
         if fidelity not in ("faithful", "fixed"):
             raise StrategyError("lcm: fidelity is faithful|fixed")
         try:
+            check_plugin_keys(self.engine, plugin)
             return LcmConfig.from_plugin_config(plugin), fidelity
         except (TypeError, ValueError) as exc:
             raise StrategyError(f"lcm: {exc}") from None
+
+    @property
+    def engine(self) -> str:
+        """``params["engine"]``: the lossless-claw version (default :data:`DEFAULT_ENGINE`)."""
+        engine = str(self.params.get("engine", DEFAULT_ENGINE))
+        if engine not in ENGINE_VERSIONS:
+            raise StrategyError(f"lcm: engine is {'|'.join(ENGINE_VERSIONS)}")
+        return engine
 
     def replay_turns(self, conversation: Conversation, summarizer: Any, token_budget: int) -> StrategyRun:
         config, fidelity = self.config()
         if summarizer is None:
             raise StrategyError("lcm needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
-        result = replay(conversation, config, summarizer, token_budget=token_budget, fidelity=fidelity)  # type: ignore[arg-type]
+        result = replay(conversation, config, summarizer, token_budget=token_budget, fidelity=fidelity,  # type: ignore[arg-type]
+                        engine=self.engine)  # type: ignore[arg-type]
         run = from_replay(result, dict(self.params))
         return run
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,48 @@ from lcm_lab.summarizers.spend import SpendGuard
 
 class MissingApiKeyError(SummarizerError, MissingCredentialsError):
     """The summary model's provider key is not set (the message names the variable)."""
+
+
+@dataclass
+class CallTally:
+    """How this summarizer's logical calls ended: how many, how many fell back after failing,
+    by reason (``connection``, ``server_error``, ``timeout``, ``empty_response``, ...), and the
+    first error seen (secrets redacted), so a shell can say a run's summaries did not come from
+    the model."""
+
+    calls: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def record(self, failure: str | None = None, error: str | None = None) -> None:
+        """Count one call; ``failure`` is its reason when it fell back."""
+        with self._lock:
+            self.calls += 1
+            if failure is not None:
+                self.failures[failure] = self.failures.get(failure, 0) + 1
+                if self.first_error is None:
+                    self.first_error = redact(error or failure)[:300]
+
+    def copy(self) -> CallTally:
+        with self._lock:
+            return CallTally(self.calls, dict(self.failures), self.first_error)
+
+    def since(self, earlier: CallTally) -> CallTally:
+        """The calls made after ``earlier`` was copied."""
+        now = self.copy()
+        reasons = {k: n - earlier.failures.get(k, 0) for k, n in now.failures.items() if n > earlier.failures.get(k, 0)}
+        return CallTally(now.calls - earlier.calls, reasons, now.first_error if reasons else None)
+
+    def describe(self) -> str:
+        """``84 of 84 model calls failed (connection ×84: APIConnectionError: …)``."""
+        reasons = ", ".join(f"{kind} ×{n}" for kind, n in sorted(self.failures.items(), key=lambda kv: -kv[1]))
+        first = f"; first error: {self.first_error}" if self.first_error else ""
+        return f"{self.failed} of {self.calls} model calls failed ({reasons}{first})"
 
 
 @dataclass
@@ -127,6 +170,7 @@ class LiteLLMSummarizer:
         self.reasoning_effort = reasoning_effort
         self.fallback_max_tokens = fallback_max_tokens
         self.guard = SpendGuard(max_calls_per_window, window_seconds, max_cost_usd)
+        self.tally = CallTally()
         self.completion_kwargs = dict(completion_kwargs or {})
         if "api_key" in self.completion_kwargs:
             raise ValueError("pass api_key= directly, not inside completion_kwargs")
@@ -172,6 +216,7 @@ class LiteLLMSummarizer:
                                 finish_reason=hit.finish_reason, input_tokens=hit.input_tokens, output_tokens=hit.output_tokens,
                                 cost_usd=0.0, latency_ms=latency)
                 )
+                self.tally.record()
                 return SummaryResult(
                     text=text, model=self.model, template_hash=rendered.template_hash, input_tokens=hit.input_tokens,
                     output_tokens=hit.output_tokens, cost_usd=0.0, latency_ms=latency, cached=True,
@@ -192,6 +237,7 @@ class LiteLLMSummarizer:
             "system_template_hash": rendered.system_hash,
             "attempts": len(outcome.attempts),
         }
+        self.tally.record(None if outcome.text is not None else outcome.failure or "failed", last.error_message if last else None)
         if outcome.text is None:
             extra["fallback"] = outcome.failure or "failed"
             return SummaryResult(

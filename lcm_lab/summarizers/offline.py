@@ -412,6 +412,18 @@ def _resolve_times(text: str, iso: str | None) -> str:
     return _RESOLVABLE.sub(resolve, text)
 
 
+def dated_statement(text: str, iso_day: str | None, speaker: str) -> str:
+    """One message stated the way this summarizer states it: its day, who said it, relative times
+    resolved. The QA ceiling (:mod:`lcm_lab.metrics.verdicts`) writes gold evidence this way, so
+    no date-writing summary can hold more of it than the ceiling does.
+
+    >>> dated_statement("I went there yesterday.", "2023-05-08", "Caroline")
+    'On 8 May 2023, Caroline said: I went there yesterday (7 May 2023).'
+    """
+    body = _resolve_times(text, iso_day)
+    return f"On {_human_day(iso_day)}, {speaker} said: {body}" if iso_day else f"{speaker} said: {body}"
+
+
 def _strip_subject(text: str) -> str:
     return re.sub(r"^[\w ]+? (?:said|asked|decided|reported(?: an error)?|noted as still open): ", "", text)
 

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from lcm_lab.errors import SpecError
 from lcm_lab.metrics.base import Score
+from lcm_lab.metrics.verdicts import COST, END_OF_RUN, HEADLINES
 
 
 class ScoredRun(NamedTuple):
@@ -105,46 +106,17 @@ for _name in (
 ):  # fmt: skip
     register_metric(_name)(_run_metric(_name))
 
-# The prompt-cache cost model (lcm_lab.cost): main model + summarizer dollars, and the share of
-# prompt tokens read from the provider cache. Priced only when a sweep's objectives or
-# constraints name one (it needs a transcript that records provider usage to calibrate on).
-COST_METRICS = ("cost_usd", "cache_hit_rate")
-for _name in COST_METRICS:
+# The headlines, by the names their one scorer gives them (lcm_lab.metrics.verdicts): the probed
+# ones with their end-of-run diagnostics, and the prompt-cache cost model's two (main model +
+# summarizer dollars, the share of prompt tokens read from the provider cache), priced only when a
+# sweep's objectives or constraints name one (it needs a transcript that records provider usage).
+COST_METRICS = COST
+for _name in (*HEADLINES, *END_OF_RUN.values()):
     register_metric(_name)(_run_metric(_name))
 
 
-@register_metric("qa_retention")
-def qa_retention(run: ScoredRun) -> list[Score]:
-    """The ``qa_retention`` headline; until the headline scorer produces it, the LoCoMo
-    answer-containment retention at run scope (its name is kept in ``details["source"]``)."""
-    return _headline_or(run, "qa_retention", lambda: run_score(run, "qa_retention_answer_containment"))
-
-
-@register_metric("fact_retention")
-def fact_retention(run: ScoredRun) -> list[Score]:
-    """The ``fact_retention`` headline; until the headline scorer produces it, the offline fact
-    retention of the last turn's context (named in ``details["source"]``)."""
-
-    def last_turn() -> Score | None:
-        turns = [s for s in run.scores if s.scope == "turn" and s.metric == "fact_retention"]
-        return max(turns, key=lambda s: int(s.scope_id)) if turns else None
-
-    return _headline_or(run, "fact_retention", last_turn)
-
-
-def _headline_or(run: ScoredRun, name: str, source: Callable[[], Score | None]) -> list[Score]:
-    found = run_score(run, name)
-    if found is not None:
-        return [found]
-    fallback = source()
-    if fallback is None:
-        return []
-    details = {**fallback.details, "source": f"{fallback.scope}:{fallback.metric}"}
-    return [Score(fallback.run_id, "run", "", name, fallback.value, details)]
-
-
 # The headlines a sweep reports with their chance control, and the sweep_df column of each.
-CHANCE_COLUMNS: dict[str, str] = {"qa_retention": "qa_retention_chance", "fact_retention": "fact_retention_chance"}
+CHANCE_COLUMNS: dict[str, str] = {name: f"{name}_chance" for name in ("qa_retention", "fact_retention", "decision_retention")}
 CONTROL_COLUMNS: tuple[str, ...] = (*CHANCE_COLUMNS.values(), "chance_donor", "chance_note")
 
 
@@ -167,8 +139,8 @@ def chance_value(score: Score | None) -> float | None:
 
 
 def chance_controls(run: ScoredRun, donor: str | None, note: str | None = None) -> dict[str, Any]:
-    """A sweep row's chance controls: ``qa_retention_chance`` and ``fact_retention_chance`` (on the
-    scale of their headlines), ``chance_donor`` (the key of the conversation they read) and
+    """A sweep row's chance controls: ``<headline>_chance`` of each :data:`CHANCE_COLUMNS` headline
+    (on the scale of its headline), ``chance_donor`` (the key of the conversation they read) and
     ``chance_note`` (why there is none, when there is none)."""
     out: dict[str, Any] = {column: chance_value(run_score(run, name)) for name, column in CHANCE_COLUMNS.items()}
     out["chance_donor"] = donor

@@ -1,12 +1,17 @@
 """``recommend(sweep_id)``: the settings to ship, as ``openclaw.json`` and ``LCM_*`` lines, with
 their measured trade-off against the plugin defaults on the same conversations.
 
-Choice: among configurations that ran on every conversation and meet the constraints (on the
-mean), the best on the first objective — restricted to the Pareto front when there are several
-objectives. Only an LCM configuration has plugin settings: when a sweep over strategies is won
+Choice: the rule of :func:`lcm_lab.sweeps.choice.choose` (configurations that ran on every
+conversation and meet the constraints on the mean, the Pareto front, best on the first
+objective, the defaults winning ties). With at least four conversations the rule is
+cross-validated over conversations (:func:`lcm_lab.sweeps.choice.cross_validate`):
+``out_of_sample`` carries the held-out gain over the defaults with its interval over
+conversations and whether the choice ``transfers``; the first warning says plainly "does not
+transfer" when it does not. With fewer, the recommendation says it is in-sample only.
+Only an LCM configuration has plugin settings: when a sweep over strategies is won
 by another strategy, the recommendation says so and gives no ``openclaw.json`` / ``LCM_*``
-lines for it (it names the best LCM configuration instead). The trade-off per metric is the mean paired difference (chosen − defaults) over
-conversations with a 95% t-interval; a warning says when an interval includes 0 (within noise)
+lines for it (it names the best LCM configuration instead). The in-sample trade-off per metric is the mean paired
+difference (chosen − defaults) over conversations with a 95% t-interval; a warning says when an interval includes 0 (within noise)
 or when there is a single conversation (no interval at all), and when a headline objective
 (``qa_retention``, ``fact_retention``) of the chosen configuration is not above its chance control
 (or has none: the sweep had no second conversation of the same kind to read as chance). A sweep
@@ -26,11 +31,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import FIELDS, LcmConfig
-from lcm_lab.errors import DataError
+from lcm_lab.engine.versions import DEFAULT_ENGINE
+from lcm_lab.errors import DataError, OptionError
+from lcm_lab.sweeps.choice import DEFAULT_FOLDS, MIN_CONVERSATIONS, choose, cross_validate
 from lcm_lab.sweeps.cost import cost_verdict, stored_cost_rows, verdict_lines
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
-from lcm_lab.sweeps.results import config_table, pareto_front, sweep_df
-from lcm_lab.sweeps.run import BASELINE_ID
+from lcm_lab.sweeps.results import sweep_df
+from lcm_lab.sweeps.run import BASELINE_ID, baseline_id
+from lcm_lab.sweeps.spec import ENGINE_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,6 +66,8 @@ class Recommendation(NamedTuple):
     best_lcm: str | None = None
     lcm_openclaw_json: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None  # the paired saving against the defaults (sweeps.cost.cost_verdict)
+    out_of_sample: dict[str, Any] | None = None  # sweeps.choice.OutOfSample.as_json(); None: in-sample only
+    engine: str = DEFAULT_ENGINE  # the lossless-claw version the LCM settings were tuned on
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` object: ``strategy``, ``openclaw_json`` (null unless LCM), ``env``,
@@ -66,13 +76,16 @@ class Recommendation(NamedTuple):
             "sweep_id": self.sweep_id, "config_id": self.config_id, "strategy": self.strategy, "params": self.params,
             "openclaw_json": self.openclaw_json, "env": self.env, "tradeoff": self.tradeoff,
             "warnings": self.warnings, "pareto": self.pareto, "best_lcm": self.best_lcm,
-            "lcm_openclaw_json": self.lcm_openclaw_json, "cost": self.cost,
+            "lcm_openclaw_json": self.lcm_openclaw_json, "cost": self.cost, "out_of_sample": self.out_of_sample,
+            "engine": self.engine,
+            "tradeoff_sample": "in-sample",
         }
 
     def snippet(self) -> str:
         """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings
         (for a non-LCM winner: no plugin settings, and which LCM configuration came best)."""
-        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}"]
+        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}",
+                 f"# tuned on lossless-claw {self.engine}: settings tuned on one version are not another's"]
         if self.openclaw_json is None:
             lines += [f"# the best configuration is strategy {self.strategy!r}, not LCM: no openclaw.json or LCM_* "
                       "setting of lossless-claw reproduces it"]
@@ -82,7 +95,11 @@ class Recommendation(NamedTuple):
         else:
             lines += ["# openclaw.json", json.dumps(self.openclaw_json, indent=2), "", "# or as environment variables"]
             lines += [f"{k}={v}" for k, v in self.env.items()] or ["# (the plugin defaults: nothing to set)"]
-        lines += ["", "# trade-off against the plugin defaults (chosen − defaults, paired over conversations, 95% interval)"]
+        lines += ["", "# out of sample (chosen on the other conversations, compared with the defaults on held-out ones)"]
+        lines += [f"# {self.out_of_sample['verdict']}"] if self.out_of_sample else [
+            "# not cross-validated: fewer than 4 conversations"]
+        lines += ["", "# in-sample trade-off against the plugin defaults (chosen − defaults on the conversations it was "
+                  "chosen on, paired over conversations, 95% interval)"]
         for t in self.tradeoff:
             interval = "no interval" if t["ci_low"] is None else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
             diff = "n/a" if t["difference"] is None else f"{t['difference']:+.4g}"
@@ -116,8 +133,16 @@ def env_lines(plugin_config: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
-    """The recommended settings of a finished (or partly finished) sweep."""
+def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFAULT_FOLDS, engine: str | None = None) -> Recommendation:
+    """The recommended settings of a finished (or partly finished) sweep; with at least
+    :data:`~lcm_lab.sweeps.choice.MIN_CONVERSATIONS` conversations the choice is also
+    cross-validated over ``folds`` folds of conversations (``out_of_sample``).
+
+    A sweep that varies ``engine`` (lossless-claw versions) is recommended for one version at a
+    time: ``engine`` picks it (configurations of other versions are left out, and the trade-off
+    and the out-of-sample check are taken against the plugin defaults under that version);
+    without it such a sweep is an :class:`~lcm_lab.errors.OptionError`, never a choice across versions.
+    """
     from lcm_lab.store.sweeps import sweep_row
 
     if store is None:
@@ -126,37 +151,43 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
         store = LabStore()
     spec = sweep_row(store, sweep_id)["spec"]
     objectives = {o["metric"]: o["direction"] for o in spec["objectives"]}
-    metrics = list(dict.fromkeys([*objectives, *(c["metric"] for c in spec.get("constraints", []))]))
-    frame = sweep_df(sweep_id, store)
-    table = config_table(frame, metrics)
-    conversations = frame.conversation.nunique()
-    complete = table[(table.conversations == conversations) & (table.failed == 0)]
-    feasible = complete[[_meets(row, spec.get("constraints", [])) for row in complete.to_dict("records")]]
-    if feasible.empty:
-        raise DataError(f"sweep {sweep_id}: no configuration ran on every conversation within the constraints; "
-                         "relax the constraints or look at sweep_df() for the errors")
-    front = pareto_front(feasible, objectives)
+    constraints = list(spec.get("constraints", []))
+    metrics = list(dict.fromkeys([*objectives, *(c["metric"] for c in constraints)]))
+    frame, engine = _one_engine(sweep_df(sweep_id, store), sweep_id, engine)
+    try:
+        choice = choose(frame, objectives, constraints)
+    except ValueError as exc:  # choose() found no usable configuration
+        raise DataError(f"sweep {sweep_id}: {exc}") from None
+    table, feasible, front = choice.table, choice.feasible, choice.front
     first, direction = next(iter(objectives.items()))
-    pool = feasible[feasible.config_id.isin(front)].dropna(subset=[first])
-    if pool.empty:
-        raise DataError(f"sweep {sweep_id}: no configuration has a value for {first}")
-    ranked = pool.sort_values(first, ascending=direction == "minimize", kind="stable")
-    best = ranked.iloc[0]
-    config_id = str(best.config_id)
-    params = _params(store, sweep_id, config_id)
+    config_id = choice.config_id
+    best = table[table.config_id == config_id].iloc[0]
+    # the frame names this engine's defaults BASELINE_ID (choice and cross-validation compare with it);
+    # the store and the user know them by their own id
+    stored_id = baseline_id(engine) if config_id == BASELINE_ID else config_id
+    table = table.assign(config_id=table.config_id.replace(BASELINE_ID, baseline_id(engine)))
+    front = [baseline_id(engine) if c == BASELINE_ID else c for c in front]
+    params = _params(store, sweep_id, stored_id)
     strategy = str(params.get("strategy", "lcm"))
     tradeoff, warnings = _tradeoff(frame, config_id, metrics, objectives)
     warnings += _chance_warnings(frame, config_id, objectives, tradeoff)
+    oos = cross_validate(frame, objectives, constraints, folds=folds)
+    out_of_sample = oos.as_json() if oos is not None else None
+    if oos is None:
+        warnings.append(f"in-sample only: {frame.conversation.nunique()} conversation(s), fewer than {MIN_CONVERSATIONS} "
+                        "to cross-validate; the trade-off is measured on the conversations the choice was made on")
+    elif not oos.transfers and config_id != BASELINE_ID:
+        warnings.insert(0, f"{first}: {oos.verdict()}")
     if config_id == BASELINE_ID:
         warnings.insert(0, "the plugin defaults scored best: no change recommended")
-    cost = cost_verdict(stored_cost_rows(sweep_id, store), config_id, BASELINE_ID) if config_id != BASELINE_ID else None
+    cost = cost_verdict(stored_cost_rows(sweep_id, store), stored_id, baseline_id(engine)) if config_id != BASELINE_ID else None
     if cost is not None and cost["within_noise"]:
         warnings.append(f"cost_usd: the saving against the defaults is within noise (90% paired interval "
                         f"${cost['saving_low']:,.2f} .. ${cost['saving_high']:,.2f} per 1,000 turns includes 0)")
     if strategy == "lcm":
-        plugin = _plugin_config(spec, config_id, params)
-        return Recommendation(sweep_id, config_id, params, _openclaw(plugin), env_lines(plugin), tradeoff, warnings,
-                              front, table, cost=cost)
+        plugin = _plugin_config(spec, stored_id, params)
+        return Recommendation(sweep_id, stored_id, params, _openclaw(plugin), env_lines(plugin), tradeoff, warnings,
+                              front, table, cost=cost, out_of_sample=out_of_sample, engine=engine)
     # Another strategy won: lossless-claw has no setting for it. Say so, and name the best LCM
     # configuration (the feasible one best on the first objective, Pareto-optimal or not).
     lcm_rows = feasible[feasible.strategy == "lcm"].dropna(subset=[first]) if "strategy" in feasible else feasible[:0]
@@ -170,8 +201,23 @@ def recommend(sweep_id: str, store: LabStore | None = None) -> Recommendation:
         gap = float(lcm_rows.iloc[0][first]) - float(best[first])
         note += f"; the best LCM configuration is {best_lcm} ({first} {float(lcm_rows.iloc[0][first]):.4g}, {gap:+.4g} from the best)"
     warnings.insert(0, note)
-    return Recommendation(sweep_id, config_id, params, None, {}, tradeoff, warnings, front, table, strategy, best_lcm,
-                          lcm_json, cost)
+    return Recommendation(sweep_id, stored_id, params, None, {}, tradeoff, warnings, front, table, strategy, best_lcm,
+                          lcm_json, cost, out_of_sample, engine)
+
+
+def _one_engine(frame: pd.DataFrame, sweep_id: str, engine: str | None) -> tuple[pd.DataFrame, str]:
+    """The rows of one lossless-claw version (other strategies' rows, which have none, stay), with
+    that version's plugin defaults named :data:`BASELINE_ID`, and the version."""
+    engines = sorted({str(e) for e in frame[ENGINE_KEY].dropna()}) if ENGINE_KEY in frame else []
+    if engine is None:
+        if len(engines) > 1:
+            raise OptionError(f"sweep {sweep_id} replays several lossless-claw versions ({', '.join(engines)}); settings "
+                              "tuned on one are not the other's: pass engine= (lcm-lab recommend --engine VERSION)")
+        return frame, engines[0] if engines else DEFAULT_ENGINE
+    if engine not in engines:
+        raise OptionError(f"engine {engine}: sweep {sweep_id} replays lossless-claw {', '.join(engines) or DEFAULT_ENGINE} only")
+    mine = frame[(frame[ENGINE_KEY] == engine) | frame[ENGINE_KEY].isna()]
+    return mine.assign(config_id=mine.config_id.replace(baseline_id(engine), BASELINE_ID)), engine
 
 
 def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
@@ -183,25 +229,14 @@ def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
 
 
 def _plugin_config(spec: Mapping[str, Any], config_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    base = {} if config_id == BASELINE_ID else dict(spec.get("base", {}))
-    knobs = {k: v for k, v in params.items() if k != "strategy"}
+    defaults = config_id == BASELINE_ID or config_id.startswith(f"{BASELINE_ID}@")
+    base = {} if defaults else dict(spec.get("base", {}))
+    knobs = {k: v for k, v in params.items() if k not in ("strategy", ENGINE_KEY)}
     return LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
 
 
 def _openclaw(plugin: Mapping[str, Any]) -> dict[str, Any]:
     return {"plugins": {"entries": {"lossless-claw": {"config": dict(plugin)}}}}
-
-
-def _meets(row: Mapping[str, Any], constraints: list[Mapping[str, Any]]) -> bool:
-    for c in constraints:
-        v = row.get(c["metric"])
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return False
-        if c.get("max") is not None and v > c["max"]:
-            return False
-        if c.get("min") is not None and v < c["min"]:
-            return False
-    return True
 
 
 def _chance_warnings(frame: pd.DataFrame, config_id: str, objectives: Mapping[str, str],

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.versions import DEFAULT_ENGINE
 from lcm_lab.errors import MissingFileError
 from lcm_lab.sweeps.executors import (
     Job,
@@ -26,6 +27,7 @@ from lcm_lab.sweeps.executors import (
 )
 from lcm_lab.sweeps.metrics import COST_METRICS, custom_metrics, pack_metrics
 from lcm_lab.sweeps.spec import (
+    ENGINE_KEY,
     Point,
     Range,
     SweepSpec,
@@ -40,6 +42,21 @@ from lcm_lab.sweeps.strategy_space import STRATEGY_KEY
 from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult
 
 BASELINE_ID = "defaults"
+
+
+def baseline_id(engine: str = DEFAULT_ENGINE) -> str:
+    """The config id of the plugin defaults replayed under ``engine`` (``defaults`` for the default engine).
+
+    >>> baseline_id(), baseline_id("1.0")
+    ('defaults', 'defaults@1.0')
+    """
+    return BASELINE_ID if engine == DEFAULT_ENGINE else f"{BASELINE_ID}@{engine}"
+
+
+def engine_baseline(engine: str) -> Point:
+    """The plugin defaults under ``engine``: the reference a configuration of that engine is compared with."""
+    params = {} if engine == DEFAULT_ENGINE else {ENGINE_KEY: engine}
+    return Point(baseline_id(engine), params, LcmConfig(), engine=engine)
 
 
 class SweepResult(NamedTuple):
@@ -203,7 +220,7 @@ class _Session:
                     continue
                 run_id = f"{self.sweep_id}_{p.config_id}_{index}"
                 out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget,
-                                p.strategy, p.strategy_params))
+                                p.strategy, p.strategy_params, p.engine))
         return out
 
     def run(self, units: list[Unit]) -> None:
@@ -335,6 +352,12 @@ def sweep(
     try:
         baseline = Point(BASELINE_ID, {}, LcmConfig())
         session.register(baseline, trial=None, baseline=True)
+        # the plugin defaults under every other engine the sweep varies: each version's own reference
+        others = [engine_baseline(e) for e in spec.engines() if e != DEFAULT_ENGINE]
+        for p in others:
+            session.register(p, trial=None, baseline=True)
+        if others:
+            session.run(session.units(others))
         if spec.search.method == "optuna":
             from lcm_lab.sweeps.study import run_study
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.versions import DEFAULT_ENGINE
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
 from lcm_lab.sweeps.metrics import ScoredRun, chance_controls, metric_values
 
@@ -28,6 +29,7 @@ class Unit(NamedTuple):
     token_budget: int
     strategy: str = "lcm"
     strategy_params: Mapping[str, Any] | None = None  # the strategy's own parameters (not LCM's)
+    engine: str = DEFAULT_ENGINE  # LCM: the lossless-claw version replayed (lcm_lab.engine.versions)
 
 
 class Conversations(NamedTuple):
@@ -87,7 +89,8 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         conversation = data.conversations[unit.conversation_key]
         if unit.strategy == "lcm":
             assert unit.config is not None
-            run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id)
+            run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id,
+                         engine=unit.engine)  # type: ignore[arg-type]
         else:
             run = _run_strategy(unit, data, conversation, summarizer)
         qa = data.qa_items.get(unit.conversation_key) if score_qa else None

@@ -79,3 +79,20 @@ def preview_html(text: str | None, limit: int = 240, width: int = 80) -> str:
     if len(flat) > limit:
         flat = flat[: limit - 1] + "…"
     return "<br>".join(html.escape(line) for line in textwrap.wrap(flat, width=width) or [""])
+
+
+def wrapped_title(text: str, width: int = 95) -> tuple[str, int]:
+    """A plot title broken into lines of at most ``width`` characters (plotly never wraps titles,
+    so a long one runs off the figure) and the top margin in px those lines need.
+
+    >>> wrapped_title("short")
+    ('short', 50)
+    """
+    lines = textwrap.wrap(text, width=width) or [""]
+    return "<br>".join(lines), 30 + 20 * len(lines)
+
+
+# A horizontal legend just above the plot area: below it, it runs into the x axis title; at the
+# right, into a second y axis. Figures using it add LEGEND_ROOM px to their top margin.
+LEGEND_ON_TOP: dict[str, object] = {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0}
+LEGEND_ROOM = 45

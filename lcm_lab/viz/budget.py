@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.types import ContextItem, StoredMessage, Summary, TurnRecord
-from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color, run_colors
+from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color, run_colors, wrapped_title
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -178,11 +178,16 @@ def _budget_figure(info: BudgetInfo) -> go.Figure:
         (f"summaries depth {d}", values, depth_color(d)) for d, values in info.summary_tokens_by_depth.items()
     ]
     layers += [("evictable messages", info.evictable_tokens, EVICTABLE_COLOR), ("fresh tail", info.fresh_tail_tokens, FRESH_TAIL_COLOR)]
+    depths = list(info.summary_tokens_by_depth)
     for name, values, color in layers:
+        summary = name.startswith("summaries depth ")
+        # one legend entry for every summary depth (a short legend; hover names the depth)
         fig.add_trace(
             go.Scatter(
-                x=x, y=list(values), name=name, mode="lines", stackgroup="context", line={"width": 0.5, "color": color},
-                line_shape="hv", hovertemplate=f"{name}: %{{y:,}}<extra>turn %{{x}}</extra>",
+                x=x, y=list(values), name=f"summaries (depth {depths[0]}–{depths[-1]})" if summary and len(depths) > 1 else name,
+                mode="lines", stackgroup="context", line={"width": 0.5, "color": color}, line_shape="hv",
+                legendgroup="summaries" if summary else name, showlegend=not summary or name == layers[0][0],
+                hovertemplate=f"{name}: %{{y:,}}<extra>turn %{{x}}</extra>",
             )
         )
     fig.add_trace(
@@ -202,7 +207,7 @@ def _budget_figure(info: BudgetInfo) -> go.Figure:
                    hoverinfo="text")
     )
     fig.add_trace(
-        go.Scatter(x=x, y=list(info.bare_tokens), name="bare assembly (diagnostic)", mode="lines",
+        go.Scatter(x=x, y=list(info.bare_tokens), name="bare assembly (diagnostic)", mode="lines", visible="legendonly",
                    line={"color": "#4C78A8", "width": 1, "dash": "dot"}, line_shape="hv")
     )
     by_turn = dict(zip(info.turns, info.sent_tokens, strict=True))
@@ -219,10 +224,18 @@ def _budget_figure(info: BudgetInfo) -> go.Figure:
         )
     if info.marker_turn is not None:
         fig.add_vline(x=info.marker_turn, line={"color": "#333", "width": 1})
+    # The axis follows the budget (what the model receives), not the stored peak, which between
+    # compactions can be many budgets high and would squeeze everything sent into the bottom.
+    top = max(info.token_budget * 1.3, *(v * 1.05 for v in info.sent_tokens)) if info.sent_tokens else info.token_budget * 1.3
+    peak = max(info.stored_before, default=0)
+    if peak > top:
+        fig.add_annotation(x=x[list(info.stored_before).index(peak)], y=top, yanchor="top", showarrow=False,
+                           text=f"stored peaks at {peak:,} (off the axis)", font={"size": 11, "color": "#444"})
+    title, margin_top = wrapped_title(info.title)
     fig.update_layout(
-        title={"text": info.title}, template="plotly_white", height=420, hovermode="x unified",
-        xaxis={"title": {"text": "turn"}}, yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
-        legend={"orientation": "h", "y": -0.2}, margin={"l": 60, "r": 20, "t": 50, "b": 40},
+        title={"text": title}, template="plotly_white", height=370 + margin_top, hovermode="x unified",
+        xaxis={"title": {"text": "turn"}}, yaxis={"title": {"text": "tokens"}, "range": [0, top]},
+        margin={"l": 60, "r": 20, "t": margin_top, "b": 40},
     )
     return fig
 

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from lcm_lab.engine.assembly.sent import serialized_cost
 from lcm_lab.engine.types import AssembledItem
-from lcm_lab.viz._style import ROLE_COLORS, depth_color, preview_html
+from lcm_lab.viz._style import (
+    LEGEND_ON_TOP,
+    LEGEND_ROOM,
+    ROLE_COLORS,
+    depth_color,
+    preview_html,
+    wrapped_title,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -186,13 +193,14 @@ def _context_figure(info: ContextInfo) -> go.Figure:
     )
     fig.add_hline(y=info.token_budget, yref="y2", line={"color": "#E45756", "dash": "dash"},
                   annotation_text="budget", annotation_position="top left")
+    title, top = wrapped_title(info.title)
     fig.update_layout(
-        title={"text": info.title}, template="plotly_white", height=380, bargap=0.1,
+        title={"text": title}, template="plotly_white", height=360 + top + LEGEND_ROOM, bargap=0.1,
         xaxis={"title": {"text": "position in context (oldest first)"}},
         yaxis={"title": {"text": "tokens per item"}},
         yaxis2={"title": {"text": "cumulative tokens"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
                 "range": [0, max(info.token_budget, info.total_tokens) * 1.05]},
-        legend={"orientation": "h", "y": -0.22}, margin={"l": 60, "r": 60, "t": 50, "b": 40},
+        legend=LEGEND_ON_TOP, margin={"l": 60, "r": 60, "t": top + LEGEND_ROOM, "b": 40},
     )
     return fig
 

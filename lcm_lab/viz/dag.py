@@ -21,7 +21,16 @@ import networkx as nx
 from lcm_lab.engine.types import StoredMessage, Summary
 from lcm_lab.errors import DagCycleError
 from lcm_lab.viz._source import DagInput, dag_source
-from lcm_lab.viz._style import CONTINUOUS_SCALE, KIND_COLORS, category_color, marker_size, preview_html
+from lcm_lab.viz._style import (
+    CONTINUOUS_SCALE,
+    KIND_COLORS,
+    LEGEND_ON_TOP,
+    LEGEND_ROOM,
+    category_color,
+    marker_size,
+    preview_html,
+    wrapped_title,
+)
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -499,16 +508,18 @@ def _dag_figure(info: DagInfo) -> go.Figure:
             )
         )
     depths = list(range(info.max_depth + 1))
+    title, top = wrapped_title(info.title)
+    title = "<br>".join(html.escape(line) for line in title.split("<br>"))
     fig.update_layout(
-        title={"text": html.escape(info.title)},
+        title={"text": title},
         template="plotly_white",
-        height=320 + 70 * info.max_depth,
+        height=300 + 70 * info.max_depth + top + LEGEND_ROOM,
         hovermode="closest",
         xaxis={"title": {"text": "message seq" if info.x_axis == "seq" else "time"}, "zeroline": False},
         yaxis={"tickvals": [-0.7, *depths], "ticktext": ["messages", *(f"depth {d}" for d in depths)],
                "range": [-1.2, info.max_depth + 0.6], "zeroline": False},
-        legend={"orientation": "h", "y": -0.18},
-        margin={"l": 70, "r": 20, "t": 50, "b": 40},
+        legend=LEGEND_ON_TOP,
+        margin={"l": 70, "r": 20, "t": top + LEGEND_ROOM, "b": 40},
     )
     return fig
 

@@ -292,37 +292,42 @@ def run_comparison_info(
     )
 
 
-def _comparison_figure(info: ComparisonInfo) -> go.Figure:
+def _comparison_figure(info: ComparisonInfo, title: str | None = None) -> go.Figure:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    # Run names go in one legend (not as rotated tick labels that run into the subplot titles).
     cols = 2 if len(info.metrics) > 1 else 1
     rows_n = max(1, math.ceil(len(info.metrics) / cols))
-    fig = make_subplots(rows=rows_n, cols=cols, subplot_titles=list(info.metrics), vertical_spacing=0.5 / rows_n)
+    fig = make_subplots(rows=rows_n, cols=cols, subplot_titles=list(info.metrics), vertical_spacing=min(0.25, 0.6 / rows_n))
     palette = run_colors(row.run for row in info.rows)
+    shown: set[str] = set()
     for i, m in enumerate(info.metrics):
-        rows = [row for row in info.rows if row.key == m]
-        fig.add_trace(
-            go.Bar(
-                x=[row.run for row in rows], y=[row.mean for row in rows], name=m, showlegend=False,
-                marker_color=[palette[row.run] for row in rows],
-                error_y={"type": "data", "symmetric": False,
-                         "array": [0 if math.isnan(row.high) else row.high - row.mean for row in rows],
-                         "arrayminus": [0 if math.isnan(row.low) else row.mean - row.low for row in rows]},
-                customdata=[len(row.values) for row in rows],
-                hovertemplate="%{x}: %{y:.4g} (n=%{customdata})<extra>" + m + "</extra>",
-            ),
-            row=i // cols + 1, col=i % cols + 1,
-        )
+        for row in (r for r in info.rows if r.key == m):
+            fig.add_trace(
+                go.Bar(
+                    x=[row.run], y=[row.mean], name=row.run, legendgroup=row.run, showlegend=row.run not in shown,
+                    marker_color=palette[row.run],
+                    error_y={"type": "data", "symmetric": False,
+                             "array": [0 if math.isnan(row.high) else row.high - row.mean],
+                             "arrayminus": [0 if math.isnan(row.low) else row.mean - row.low]},
+                    customdata=[len(row.values)],
+                    hovertemplate="%{x}: %{y:.4g} (n=%{customdata})<extra>" + m + "</extra>",
+                ),
+                row=i // cols + 1, col=i % cols + 1,
+            )
+            shown.add(row.run)
+    fig.update_xaxes(showticklabels=False)
     has_intervals = any(row.high > row.low for row in info.rows)
-    fig.update_layout(title={"text": "Runs compared" + (" (95 % intervals)" if has_intervals else "")},
-                      template="plotly_white", height=max(320, 260 * rows_n))
+    text = title or "Runs compared" + (" (95 % intervals)" if has_intervals else "")
+    fig.update_layout(title={"text": text}, template="plotly_white", height=max(320, 240 * rows_n + 80), barmode="group",
+                      legend={"orientation": "h", "y": -0.08, "yanchor": "top"}, margin={"t": 80, "b": 40})
     return fig
 
 
-def plot_run_comparison(df: pd.DataFrame, **columns: Any) -> go.Figure:
-    """One bar chart per metric, one bar per run, with 95 % intervals."""
-    return _comparison_figure(run_comparison_info(df, **columns))
+def plot_run_comparison(df: pd.DataFrame, title: str | None = None, **columns: Any) -> go.Figure:
+    """One bar chart per metric, one bar per run (named in the legend), with 95 % intervals."""
+    return _comparison_figure(run_comparison_info(df, **columns), title)
 
 
 # -- sweep heatmap -------------------------------------------------------------------------------

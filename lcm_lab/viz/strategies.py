@@ -16,6 +16,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from lcm_lab.metrics.base import age_bucket
+from lcm_lab.metrics.locomo import QA_RECALL
 
 _AGE_ORDER = [age_bucket(a) for a in (0, 1, 4, 16, 64, 256)]
 
@@ -70,7 +71,7 @@ def _category_info(comparison: Any, budget: int | None) -> dict[str, dict[str, f
         if budget is not None and b != budget:
             continue
         for s in scores:
-            if s.scope == "category" and s.metric == "qa_answer_containment" and s.value is not None:
+            if s.scope == "category" and s.metric == QA_RECALL and s.value is not None:
                 out[f"{label} @ {b:,}"][s.details.get("category_name", s.scope_id)] = s.value
     return dict(out)
 

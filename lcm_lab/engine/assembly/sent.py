@@ -56,12 +56,16 @@ def serialized_cost(item: AssembledItem) -> int:
     return estimate_serialized_message_tokens(item.message)
 
 
-def memoized_cost() -> Cost:
-    """:func:`serialized_cost` remembering each (kind, ref) message it priced.
+def memoized_cost(*, v1: bool = False) -> Cost:
+    """:func:`serialized_cost` remembering each (kind, ref) message it priced (``v1``: with 1.0's
+    tool-result boundary estimate, :mod:`lcm_lab.engine.assembly.tool_estimate`).
 
     Per-turn calls see the same messages again and again; an entry is reused only while the
     message is equal to the one priced (assembly may rewrite a message, e.g. strip a tool call).
     """
+    from lcm_lab.engine.assembly.tool_estimate import estimate_serialized_message_tokens_v1
+
+    estimate = estimate_serialized_message_tokens_v1 if v1 else estimate_serialized_message_tokens
     seen: dict[tuple[str, Any], tuple[Mapping[str, Any], int]] = {}
 
     def cost(item: AssembledItem) -> int:
@@ -71,7 +75,7 @@ def memoized_cost() -> Cost:
         hit = seen.get(key)
         if hit is not None and hit[0] == item.message:
             return hit[1]
-        value = estimate_serialized_message_tokens(item.message)
+        value = estimate(item.message)
         seen[key] = (item.message, value)
         return value
 
@@ -147,20 +151,21 @@ def strip_prefill(items: Sequence[AssembledItem], keep_substantive: bool) -> lis
 
 
 def clamp_serialized(
-    items: Sequence[AssembledItem], budget: int, cost: Cost, *, keep_substantive: bool, end_call: bool
+    items: Sequence[AssembledItem], budget: int, cost: Cost, *, keep_substantive: bool, end_call: bool,
+    trigger_at_target: bool = False,
 ) -> tuple[list[AssembledItem], bool, int]:
     """The engine's serialized clamp: (kept items, whether it fired, serialized size before).
 
-    Over budget, keep the newest suffix within ``max(1, floor(0.9 × budget))`` (at least the
+    Over budget (1.0, ``trigger_at_target``: over the target already), keep the newest suffix within ``max(1, floor(0.9 × budget))`` (at least the
     newest message), drop leading tool results while more than one is kept, re-seat the newest
     earlier user-class message if none is left, then strip prefill (an end-of-run call keeps the
     unstripped list if stripping would empty it).
     """
     costs = [cost(item) for item in items]
     total = sum(costs)
-    if not items or total <= budget:
-        return list(items), False, total
     target = max(1, math.floor(CLAMP_SAFETY_RATIO * budget))
+    if not items or total <= (target if trigger_at_target else max(1, math.floor(budget))):
+        return list(items), False, total
     start = len(items) - 1
     running = costs[start]
     while start > 0 and running + costs[start - 1] <= target:
@@ -211,6 +216,7 @@ def engine_assemble(
     prompt: AssembledItem | None = None,
     turn: int | None = None,
     cost: Cost = serialized_cost,
+    clamp_at_target: bool = False,
 ) -> SentContext:
     """``LcmContextEngine.assemble`` on a state (reference-runs-engine README §2).
 
@@ -220,6 +226,7 @@ def engine_assemble(
     run here); ``degraded_path`` forces the result an emergency drain already decided. A
     ``prompt`` marks a per-turn call whose host delivers the turn separately (a substantive
     trailing assistant is kept) and is appended by the host after the output.
+    ``clamp_at_target`` is 1.0's clamp trigger (above floor(0.9 × budget) instead of above the budget).
     """
     keep = prompt is not None
     end_call = turn is None
@@ -237,7 +244,8 @@ def engine_assemble(
 
     def bounded(path: str, bare_assembly: Assembly | None) -> SentContext:
         items, clamped, before = clamp_serialized(
-            strip_prefill(live, keep), budget, cost, keep_substantive=keep, end_call=end_call
+            strip_prefill(live, keep), budget, cost, keep_substantive=keep, end_call=end_call,
+            trigger_at_target=clamp_at_target,
         )
         return result(path, items, clamped=clamped, bare_assembly=bare_assembly, before=before if clamped else None,
                       evicted=len(live) - len(items))  # fmt: skip
@@ -261,6 +269,8 @@ def engine_assemble(
         return bounded("live-fallback:empty-assembled-output", assembly)
     if not any(item.role == "user" for item in assembly.items):
         return bounded("live-fallback:no-user-turns", assembly)
-    items, clamped, before = clamp_serialized(assembly.items, budget, cost, keep_substantive=keep, end_call=end_call)
+    items, clamped, before = clamp_serialized(
+        assembly.items, budget, cost, keep_substantive=keep, end_call=end_call, trigger_at_target=clamp_at_target
+    )
     return result("assembled", items, clamped=clamped, bare_assembly=assembly, before=before if clamped else None,
                   evicted=len(assembly.items) - len(items))  # fmt: skip

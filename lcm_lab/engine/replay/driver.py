@@ -28,10 +28,14 @@ from lcm_lab.engine.assembly.bare import ResolveCache
 from lcm_lab.engine.assembly.bare import assemble as assemble_context
 from lcm_lab.engine.assembly.sent import engine_assemble, memoized_cost, prompt_text
 from lcm_lab.engine.compaction.deferred import FORCED_EMERGENCY_ATTEMPTS, DeferredCompaction
+from lcm_lab.engine.compaction.pending.maintenance import PendingEngine
 from lcm_lab.engine.compaction.sweep import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.config.surface import check_engine_config
 from lcm_lab.engine.ingest.message import is_persistable, to_stored_message
+from lcm_lab.engine.js.depth import check_stored_depth
 from lcm_lab.engine.protocol import Summarizer
+from lcm_lab.engine.replay.commit_turn import run_commit_turn
 from lcm_lab.engine.replay.live import HostView, debt_pending_after, host_view_of_entries, host_view_of_stored
 from lcm_lab.engine.replay.turns import split_turns
 from lcm_lab.engine.state import EngineState
@@ -49,7 +53,7 @@ from lcm_lab.engine.types import (
     Summary,
     TurnRecord,
 )
-from lcm_lab.engine.versions import DEFAULT_ENGINE
+from lcm_lab.engine.versions import DEFAULT_ENGINE, EngineVersion
 from lcm_lab.errors import OptionError
 
 DEFAULT_TOKEN_BUDGET = 128_000  # what the plugin assumes when the host reports no window
@@ -135,9 +139,14 @@ class Replay:
     def _resolve_cache(self) -> ResolveCache:
         return {}
 
+    @property
+    def is_v1(self) -> bool:
+        """A replay of lossless-claw 1.0 (commitTurn host path, pending summaries)."""
+        return self.engine == "1.0"
+
     @cached_property
     def _serialized_cost(self) -> Callable[[AssembledItem], int]:
-        return memoized_cost()
+        return memoized_cost(v1=self.is_v1)
 
     @cached_property
     def _turn_inputs(self) -> list[_TurnInput]:
@@ -151,8 +160,8 @@ class Replay:
     @cached_property
     def _host_view(self) -> HostView:
         if self.conversation.entries:
-            return host_view_of_entries([t.entries for t in self._turn_inputs])
-        return host_view_of_stored([t.stored for t in self._turn_inputs])
+            return host_view_of_entries([t.entries for t in self._turn_inputs], v1=self.is_v1)
+        return host_view_of_stored([t.stored for t in self._turn_inputs], v1=self.is_v1)
 
     def turn_times(self, turn: int) -> tuple[int | None, int | None]:
         """Epoch ms of the first and last message of ``turn`` (``None`` where the input has none)."""
@@ -214,6 +223,11 @@ class Replay:
         return {}
 
     @cached_property
+    def _v1_checkpoint(self) -> dict[str, Any]:
+        # commit_turn.rebuild_engine: the furthest 1.0 engine state rebuilt for a branch
+        return {}
+
+    @cached_property
     def _question_cache(self) -> dict[tuple[int, int, int], SentContext]:
         # question.ask: one branch per (after_turn, at_ms, budget) when the question cannot change it
         return {}
@@ -261,6 +275,7 @@ class Replay:
             prompt=prompt if per_turn else None,
             turn=k if per_turn else None,
             cost=self._serialized_cost,
+            clamp_at_target=self.is_v1,
         )
         if start.emergency_drain is not None:
             created = tuple(start.summaries.values()) if start.summaries else ()
@@ -334,8 +349,13 @@ def replay(
     run_id: str | None = None,
     model: str | None = None,
     new_session_before: Collection[int] = (),
+    engine: EngineVersion = DEFAULT_ENGINE,
 ) -> Replay:
     """Replay ``conversation`` turn by turn under ``config`` with ``summarizer``.
+
+    ``engine`` picks the lossless-claw version (:mod:`lcm_lab.engine.versions`): ``"0.15.3"``
+    (``afterTurn`` host path) or ``"1.0"`` (``commitTurn`` host path, pending-summary pipeline,
+    :mod:`lcm_lab.engine.replay.commit_turn`); config keys a version removed are a ``UserError``.
 
     ``single_turn`` ingests everything as one turn; ``from_recorded`` starts from a loaded
     lcm.db's summaries and context; ``fidelity="fixed"`` corrects the plugin's quirks
@@ -356,7 +376,9 @@ def replay(
         raise OptionError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
     if isinstance(token_budget, bool) or not isinstance(token_budget, numbers.Integral) or token_budget < 1:
         raise OptionError(f"token_budget={token_budget!r}: expected a whole number of tokens >= 1, e.g. 8000")
+    check_stored_depth(conversation.stored_messages, conversation.session_id)  # transcripts are checked as read
     config = config or LcmConfig()
+    check_engine_config(engine, config)
     overrides: dict[str, int] = {}
     if config.context_threshold_overrides:
         # contextThresholdOverrides: the most specific matching rule sets this run's threshold and
@@ -379,14 +401,25 @@ def replay(
     compactor = Compactor(
         state, config, summarizer, session_id=conversation.session_id, fidelity=fidelity, clock=SimulatedClock()
     )
-    deferred = DeferredCompaction(compactor, overrides) if config.proactive_threshold_compaction_mode == "deferred" else None
+    v1 = PendingEngine(compactor, overrides) if engine == "1.0" else None
+    if v1 is not None:
+        state.include_sender_tokens = False  # 1.0 stores no sender metadata
+    deferred = (
+        DeferredCompaction(compactor, overrides)
+        if v1 is None and config.proactive_threshold_compaction_mode == "deferred"
+        else None
+    )
     clock = _TranscriptClock()
     records: list[TurnRecord] = []
     for turn_input in turn_inputs:
         if turn_input.index in new_session_before:
             # ``/new``: raw messages and shallow summaries leave the context (§4.14).
             state.prune_for_new_session(config.new_session_retain_depth)
-        if deferred is None:
+        if v1 is not None:
+            record = run_commit_turn(
+                v1, turn_input, token_budget, intercept_large_payloads, clock, bool(records) or from_recorded
+            )
+        elif deferred is None:
             record = _run_turn(compactor, turn_input, token_budget, intercept_large_payloads, overrides)
         else:
             conversation_exists = bool(records) or from_recorded
@@ -407,6 +440,7 @@ def replay(
         summaries=tuple(state.summaries.values()),
         large_files=tuple(state.large_files),
         fidelity=fidelity,
+        engine=engine,
         run_id=run_id,
         meta={"single_turn": single_turn, "from_recorded": from_recorded, **overrides},
         compaction_summarizer=summarizer,

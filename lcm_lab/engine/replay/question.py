@@ -34,7 +34,7 @@ from lcm_lab.engine.compaction.sweep import Compactor, SimulatedClock
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.timefmt import message_time_ms
-from lcm_lab.engine.types import AssembledItem, SentContext
+from lcm_lab.engine.types import AssembledItem, DrainAttempt, SentContext
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import CallState, Replay
@@ -187,7 +187,8 @@ def question_turn_0153(replay: Replay, question: Question, summarizer: Summarize
 
 
 def _emergency_drain(
-    replay: Replay, k: int, now: int, budget: int, summarizer: Summarizer | None, start: CallState
+    replay: Replay, k: int, now: int, budget: int, summarizer: Summarizer | None, start: CallState,
+    branch: BranchDrain | None = None,
 ) -> CallState:
     from lcm_lab.engine.replay.driver import CallState
 
@@ -197,7 +198,23 @@ def _emergency_drain(
         drain = following.emergency_drain
         created = {sid: replay.summary(sid) for sid in drain.created_summary_ids}
         return CallState(drain.context_after, drain.tokens_after, False, following.start_degraded_path, drain, created)
-    return branch_drain(replay, k, now, budget, summarizer, start)
+    return (branch or branch_drain)(replay, k, now, budget, summarizer, start)
+
+
+class BranchDrain(Protocol):
+    """An engine version's emergency drain on a copy of the state after turn ``k``."""
+
+    def __call__(self, replay: Replay, k: int, now: int, budget: int, summarizer: Summarizer | None,
+                 start: CallState) -> CallState: ...  # fmt: skip
+
+
+def _require_summarizer(summarizer: Summarizer | None, k: int) -> Summarizer:
+    if summarizer is None:
+        raise ValueError(
+            f"the question after turn {k} runs an emergency drain and this replay has no summarizer "
+            "(it was rebuilt from the store): pass summarizer= to ask"
+        )
+    return summarizer
 
 
 def branch_drain(
@@ -207,11 +224,7 @@ def branch_drain(
     stored state after that turn (messages, summaries, context items, the debt row)."""
     from lcm_lab.engine.replay.driver import CallState
 
-    if summarizer is None:
-        raise ValueError(
-            f"the question after turn {k} runs an emergency drain and this replay has no summarizer "
-            "(it was rebuilt from the store): pass summarizer= to ask"
-        )
+    summarizer = _require_summarizer(summarizer, k)
     debt = replay.turns[k].debt_after
     assert debt is not None and debt.pending  # start.debt_pending says so
     # Seqs grow turn by turn, so the messages stored by turn k are those up to its last seq (a
@@ -246,5 +259,54 @@ def branch_drain(
     return CallState(attempt.context_after, attempt.tokens_after, False, path, attempt, created)
 
 
-QUESTION_TURNS: dict[str, QuestionTurn] = {"0.15.3": question_turn_0153}
-"""The question turn of each engine version (``Replay.engine``); lossless-claw 1.0 registers its own."""
+# -- lossless-claw 1.0 ------------------------------------------------------------------------
+
+
+def question_turn_v1(replay: Replay, question: Question, summarizer: Summarizer | None) -> SentContext:
+    """The 1.0 question turn (``src/engine.ts`` ``assemble`` at ``bf3d69ef``): as 0.15.3's, with
+    1.0's emergency drain (``publish-if-ready``, the pending pipeline first, the legacy sweep as
+    fallback) and 1.0's assembly (clamp above 0.9 × budget, tool results at the boundary estimate).
+    When the replay's next turn did not start with this very call, the drain runs on the engine
+    state rebuilt by replaying turns 0..k again (the pending tables included), so it needs the
+    replay's summarizer."""
+    k = question.after_turn
+    record = replay.turns[k]
+    now = question.at_ms if record.clock_ms is None else max(record.clock_ms[1], question.at_ms)
+    start = replay.start_state(k)
+    if start.debt_pending and start.stored_tokens > question.budget:
+        start = _emergency_drain(replay, k, now, question.budget, summarizer, start, branch_drain_v1)
+    return replay.engine_call(k + 1, start, question.budget, question.prompt, per_turn=True)
+
+
+def branch_drain_v1(
+    replay: Replay, k: int, now: int, budget: int, summarizer: Summarizer | None, start: CallState
+) -> CallState:
+    """1.0's emergency drain at ``now`` on the engine state after turn ``k``, rebuilt by replaying
+    turns 0..k of the replay's input again (deterministic: the same summaries and pending rows)."""
+    from lcm_lab.engine.replay.commit_turn import rebuild_engine
+    from lcm_lab.engine.replay.driver import CallState
+
+    engine = rebuild_engine(replay, k, _require_summarizer(summarizer, k))
+    assert engine.state.stored_tokens() == start.stored_tokens  # the rebuilt state is the replay's
+    known = set(engine.state.summaries)
+    engine.turn = k + 1
+    engine.begin("emergency_drain")
+    engine.now_ms = max(engine.now_ms, now)
+    path, _ = engine.emergency(budget)
+    created = {sid: s for sid, s in engine.state.summaries.items() if sid not in known}
+    drain = DrainAttempt(
+        "emergency_drain", "compacted", False, budget, start.stored_tokens, engine.now_ms,
+        *_debts(replay, k, engine), tokens_after=engine.state.stored_tokens(), context_after=tuple(engine.state.context),
+        created_summary_ids=tuple(created),
+    )  # fmt: skip
+    return CallState(drain.context_after, drain.tokens_after, False, path, drain, created)
+
+
+def _debts(replay: Replay, k: int, engine: Any) -> tuple[Any, Any]:
+    before = replay.turns[k].debt_after
+    after = engine.row.snapshot(engine.now_ms) if engine.row is not None else before
+    return before, after
+
+
+QUESTION_TURNS: dict[str, QuestionTurn] = {"0.15.3": question_turn_0153, "1.0": question_turn_v1}
+"""The question turn of each engine version (``Replay.engine``)."""

@@ -38,7 +38,10 @@ map ``end_turn|stop_sequence→stop``, ``tool_use→toolUse``, ``max_tokens→le
 else verbatim; without one, ``toolUse`` if the message calls a tool else ``stop``.
 
 The main chain (``isSidechain`` false) is one conversation; every sidechain (sub-agent run) is
-its own conversation with ``meta["sidechain"] = True`` and its parent session id. Each
+its own conversation with ``meta["sidechain"] = True`` and its parent session id. A file whose
+main lines form more than one tree with messages (two sessions appended to one file) loads each
+further tree as its own conversation ``<sessionId>:chain-<n>`` (``meta["main_chain"]``), with a
+warning naming the line it starts on; the tree holding the last message stays the main one. Each
 conversation follows the uuid/parentUuid tree from its last line (``logicalParentUuid``
 bridges compact boundaries). Every source line is kept verbatim in
 ``LoadedConversation.meta["raw_entries"]`` (line → object) and
@@ -327,8 +330,28 @@ def _group_chains(lines: list[_Line]) -> list[tuple[str | None, list[_Line]]]:
         sidechains.setdefault(key, []).append(item)
     groups: list[tuple[str | None, list[_Line]]] = []
     if main:
-        groups.append((None, main))
+        groups.extend(_split_main_chains(main, root))
     groups.extend(sidechains.items())
+    return groups
+
+
+def _split_main_chains(main: list[_Line], root: Any) -> list[tuple[str | None, list[_Line]]]:
+    """The main lines as one group, or, when they hold more than one tree with messages (two
+    sessions in one file, a resumed session whose parent is elsewhere), one group per tree: the
+    tree holding the last message stays the main conversation (key ``None``, what a single tree
+    gives), each other one becomes ``chain-<n>`` in file order. Trees without messages stay with
+    the main group, off its path, as before."""
+    trees: dict[str, list[_Line]] = {}
+    for item in main:
+        trees.setdefault(root(item.entry_id or f"line{item.line}"), []).append(item)
+    with_messages = [lines for lines in trees.values() if any(i.type in ("user", "assistant") for i in lines)]
+    if len(with_messages) < 2:
+        return [(None, main)]
+    last_message = max((i for lines in with_messages for i in lines if i.type in ("user", "assistant")), key=lambda i: i.line)
+    others = [lines for lines in with_messages if last_message not in lines]
+    moved = {i.line for lines in others for i in lines}
+    groups: list[tuple[str | None, list[_Line]]] = [(None, [i for i in main if i.line not in moved])]
+    groups.extend((f"chain-{n}", lines) for n, lines in enumerate(sorted(others, key=lambda ls: ls[0].line), start=1))
     return groups
 
 
@@ -400,7 +423,15 @@ def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
     sidechain_lines = {item.line for item in tree_lines if item.sidechain}
     conversations: list[LoadedConversation] = []
     main_tool_calls: dict[str, str] = {}
-    for group_key, group in _group_chains(tree_lines):
+    groups = _group_chains(tree_lines)
+    moved_lines = {item.line for key, group in groups if key is not None and key.startswith("chain-") for item in group}
+    for group_key, group in groups:
+        extra_chain = group_key is not None and group_key.startswith("chain-")
+        if extra_chain:
+            issues.append(LoadIssue(display, group[0].line, (
+                f"a second main chain starts here (root uuid {group[0].entry_id!r}, {len(group)} entries, not connected to the "
+                f"main one); loaded as its own conversation {session_id}:{group_key}"
+            ), skipped=False))  # fmt: skip
         selection = select_leaf_path(group)
         if selection.problem is not None:
             issues.append(LoadIssue(display, selection.problem_line, selection.problem, skipped=False))
@@ -410,8 +441,8 @@ def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
         for item in selection.nodes:
             builder.add(item)
         entries, source_lines = builder.entries()
-        sidechain = group_key is not None
-        events = tuple(builder.events) if sidechain else tuple(summaries) + tuple(builder.events)
+        sidechain = group_key is not None and not extra_chain
+        events = tuple(builder.events) if group_key is not None else tuple(summaries) + tuple(builder.events)
         meta: dict[str, Any] = {
             "format": CLAUDE_CODE_JSONL,
             "sidechain": sidechain,
@@ -422,7 +453,9 @@ def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
         for key, name in (("cwd", "cwd"), ("version", "claude_code_version"), ("gitBranch", "git_branch")):
             if isinstance(first.get(key), str):
                 meta[name] = first[key]
-        if sidechain:
+        if extra_chain:
+            meta["main_chain"] = group_key
+        elif sidechain:
             meta["parent_session_id"] = session_id
             prompt = _first_user_text(entries)
             if prompt is not None and prompt in main_tool_calls:
@@ -436,12 +469,13 @@ def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
                     arguments = block.get("arguments")
                     if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
                         main_tool_calls[arguments["prompt"]] = block.get("id")
-        conversation_id = session_id if not sidechain else f"{session_id}:sidechain:{group_key}"
-        title = None if sidechain else custom_title or (summaries[-1].summary if summaries else None)
-        if sidechain:
+        conversation_id = (session_id if group_key is None else f"{session_id}:{group_key}" if extra_chain
+                           else f"{session_id}:sidechain:{group_key}")  # fmt: skip
+        title = None if group_key is not None else custom_title or (summaries[-1].summary if summaries else None)
+        if group_key is not None:
             raw_here = {item.line: item.raw for item in group}
         else:
-            raw_here = {line: raw for line, raw in raw_entries.items() if line not in sidechain_lines}
+            raw_here = {line: raw for line, raw in raw_entries.items() if line not in sidechain_lines and line not in moved_lines}
         conversations.append(
             LoadedConversation(
                 conversation=Conversation(

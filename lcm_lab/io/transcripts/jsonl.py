@@ -21,7 +21,8 @@ from typing import IO, Any, cast
 
 import orjson
 
-from lcm_lab.errors import BrokenGzipError, InputFileError
+from lcm_lab.engine.js.depth import MAX_JSON_DEPTH, may_exceed, value_depth
+from lcm_lab.errors import BrokenGzipError, InputFileError, JsonTooDeepError
 from lcm_lab.io.model import LoadIssue
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -133,24 +134,38 @@ def parse_json_bytes(data: bytes) -> Any:
 
     orjson is tried first (fast); documents it refuses but JavaScript accepts (integers beyond
     64 bits, lone surrogate escapes) fall back to the standard library. ``NaN``/``Infinity``
-    are rejected like JavaScript does. Raises ``ValueError`` with the parser's reason.
+    are rejected like JavaScript does. A document nested deeper than the lab reads
+    (:data:`~lcm_lab.engine.js.depth.MAX_JSON_DEPTH`) is refused. Raises ``ValueError`` with
+    the reason.
 
     >>> parse_json_bytes(b'{"a": [1, 2]}')
     {'a': [1, 2]}
     """
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as fast_error:
         try:
-            return json.loads(data, parse_constant=_reject_constant)
-        except ValueError:
-            raise ValueError(str(fast_error)) from None
+            value = json.loads(data, parse_constant=_reject_constant)
         except RecursionError:
-            raise ValueError("JSON nested too deeply") from None
+            raise _too_deep(None) from None
+        except ValueError:
+            if "recursion" in str(fast_error).lower():
+                raise _too_deep(None) from None
+            raise ValueError(str(fast_error)) from None
+    if may_exceed(data) and (depth := value_depth(value)) > MAX_JSON_DEPTH:
+        raise _too_deep(depth)
+    return value
 
 
-def describe_bad_line(data: bytes, reason: str, *, last_line_unterminated: bool) -> str:
-    """A one-line human explanation of why a line was skipped."""
+def _too_deep(depth: int | None) -> JsonTooDeepError:
+    levels = "more than 1,000" if depth is None else f"{depth:,}"
+    return JsonTooDeepError(f"nested {levels} levels deep; the lab reads at most {MAX_JSON_DEPTH} (docs/hostile-input.md)")
+
+
+def describe_bad_line(data: bytes, reason: str | ValueError, *, last_line_unterminated: bool) -> str:
+    """A one-line human explanation of why a line was skipped (``reason``: the parser's error)."""
+    kind = "JSON too deeply nested" if isinstance(reason, JsonTooDeepError) else "malformed JSON"
+    reason = str(reason)
     if b"\x00" in data:
         return "binary data (NUL bytes), not a JSON line; skipped"
     snippet = data[:_SNIPPET_CHARS].decode("utf-8", errors="replace")
@@ -160,7 +175,7 @@ def describe_bad_line(data: bytes, reason: str, *, last_line_unterminated: bool)
             f"truncated last line (no newline at end of file, {len(data):,} bytes; the writer was "
             f"probably interrupted): {reason}; skipped: {snippet!r}{more}"
         )
-    return f"malformed JSON ({reason}); skipped: {snippet!r}{more}"
+    return f"{kind} ({reason}); skipped: {snippet!r}{more}"
 
 
 class JsonlReader:
@@ -195,11 +210,11 @@ class JsonlReader:
                 try:
                     value = parse_json_bytes(data)
                 except ValueError as error:
-                    self._skip(number, data, str(error), unterminated=not raw.endswith(b"\n"))
+                    self._skip(number, data, error, unterminated=not raw.endswith(b"\n"))
                     continue
                 yield number, value
 
-    def _skip(self, number: int, data: bytes, reason: str, *, unterminated: bool) -> None:
+    def _skip(self, number: int, data: bytes, reason: str | ValueError, *, unterminated: bool) -> None:
         self.skipped_lines += 1
         message = describe_bad_line(data, reason, last_line_unterminated=unterminated)
         self.issues.append(LoadIssue(self.display_path, number, message, skipped=True))

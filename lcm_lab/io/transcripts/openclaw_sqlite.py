@@ -108,7 +108,7 @@ def read_openclaw_sqlite(path: str | Path) -> TranscriptRead:
                 try:
                     value = parse_json_bytes(data)
                 except ValueError as error:
-                    reason = describe_bad_line(data, str(error), last_line_unterminated=False)
+                    reason = describe_bad_line(data, error, last_line_unterminated=False)
                     issues.append(LoadIssue(display, line, f"session {session} seq {seq}: {reason}"))
                     skipped += 1
                     continue

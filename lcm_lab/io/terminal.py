@@ -1,0 +1,112 @@
+r"""Untrusted text on its way to a terminal: the one place control characters are escaped.
+
+Message text, summaries, file names and session ids come from other people's files. Printed
+raw, an escape sequence in them clears the screen, retitles the window, writes the clipboard
+(OSC 52) or plants a hyperlink; a bidi override makes a line read differently from what it
+holds. Everything ``lcm-lab`` prints passes through :class:`TerminalStreams` (installed by
+:func:`lcm_lab.cli.main` on stdout and stderr), which escapes:
+
+* C0 controls (ESC, BEL, BS, CR on stdout, ...) except newline and tab, and DEL;
+* C1 controls U+0080-U+009F (U+009B is a one-character CSI on many terminals, U+009D an OSC);
+* bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C)
+  and the line/paragraph separators U+2028/U+2029.
+
+People see Python's escape for the character (``\x1b``, ``\u202e``); ``--json`` output sees a
+JSON escape (``\u009b``), which decodes to the very same string, so JSON stays valid and exact.
+Progress bars keep their carriage return on stderr.
+
+>>> terminal_text("title\x1b]0;owned\x07 \x9b2J \u202eevil\nnext")
+'title\\x1b]0;owned\\x07 \\x9b2J \\u202eevil\nnext'
+>>> json_text('{"t": "\x9b2J"}')
+'{"t": "\\u009b2J"}'
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from types import TracebackType
+from typing import Any, TextIO
+
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+
+
+def _pattern(keep: str) -> re.Pattern[str]:
+    c0 = "".join(chr(c) for c in range(0x20) if chr(c) not in keep)
+    return re.compile(f"[{re.escape(c0)}\x7f-\x9f{_BIDI}]")
+
+
+_HUMAN = _pattern("\n\t")
+_HUMAN_PROGRESS = _pattern("\n\t\r")
+_CELL = _pattern("")
+_JSON = _pattern("\n\t\r")  # json.dumps already escapes C0 inside strings; newlines separate records
+
+
+def _python_escape(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def terminal_text(text: str, *, keep: str = "\n\t") -> str:
+    """``text`` with every control character but those in ``keep`` written as its escape."""
+    pattern = _HUMAN if keep == "\n\t" else _HUMAN_PROGRESS if keep == "\n\t\r" else _CELL if keep == "" else _pattern(keep)
+    return pattern.sub(_python_escape, text)
+
+
+def json_text(text: str) -> str:
+    """JSON text with the characters ``json.dumps(ensure_ascii=False)`` leaves raw (C1 controls,
+    DEL, bidi controls) written as JSON escapes: the same value, safe on a terminal."""
+    return _JSON.sub(_json_escape, text)
+
+
+class _EscapingStream:
+    """A text stream that escapes what is written before passing it on (everything else delegated)."""
+
+    def __init__(self, stream: TextIO, escape: Any) -> None:
+        self._stream = stream
+        self.escape = escape
+
+    def write(self, text: str) -> int:
+        self._stream.write(self.escape(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class TerminalStreams:
+    """Context manager: ``sys.stdout`` and ``sys.stderr`` escape control characters while it is
+    active (set :attr:`json_stdout` when stdout carries JSON); the original streams come back after."""
+
+    def __init__(self) -> None:
+        self._saved: tuple[TextIO, TextIO] | None = None
+        self._stdout: _EscapingStream | None = None
+
+    @property
+    def json_stdout(self) -> bool:
+        return self._stdout is not None and self._stdout.escape is json_text
+
+    @json_stdout.setter
+    def json_stdout(self, value: bool) -> None:
+        if self._stdout is not None:
+            self._stdout.escape = json_text if value else terminal_text
+
+    def __enter__(self) -> TerminalStreams:
+        self._saved = (sys.stdout, sys.stderr)
+        self._stdout = _EscapingStream(sys.stdout, terminal_text)
+        sys.stdout = self._stdout
+        sys.stderr = _EscapingStream(sys.stderr, lambda text: terminal_text(text, keep="\n\t\r"))
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        assert self._saved is not None
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = self._saved

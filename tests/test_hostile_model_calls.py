@@ -1,0 +1,107 @@
+"""Failed model calls are never a quiet success (issue 22 item 8): a replay whose every call fails
+(a dead port on 127.0.0.1, an ``ftp://`` base, URL credentials the server refuses) says so in one
+line, saves nothing and exits 2; a replay with some failed calls prints a warning with the counts."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeOpenAIServer, Reply
+
+from lcm_lab.cli import main
+
+# compaction at this budget (with a fresh tail of 2): a handful of leaf calls
+OPTIONS = ["--summarizer", "litellm", "--model", "openai/fake-model", "--max-retries", "0", "--token-budget", "1200",
+           "--cache", "off", "--summary-timeout-ms", "5000"]  # fmt: skip
+
+
+def session(path: Path, turns: int = 12) -> Path:
+    lines = [json.dumps({"type": "session", "version": 3, "id": "calls", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/w"})]
+    parent = None
+    for i in range(turns):
+        for role, text in (("user", f"question {i}: " + "tell me about the garden " * 20),
+                           ("assistant", f"answer {i}: " + "the roses need water and sun " * 20)):  # fmt: skip
+            entry_id = f"e{len(lines)}"
+            lines.append(json.dumps({"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:00Z",
+                                     "message": {"role": role, "content": [{"type": "text", "text": text}], "timestamp": len(lines)}}))  # fmt: skip
+            parent = entry_id
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> list[str]:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"freshTailCount": 2}))
+    return ["--config", str(path)]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as running:
+        yield running
+
+
+def dead_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # closed on exit: nothing listens there
+
+
+def saved_runs(db: str) -> int:
+    from lcm_lab.store import open_store
+
+    return int(open_store(db).fetch_all("SELECT count(*) FROM replays")[0][0])
+
+
+def test_the_replay_makes_model_calls_when_the_server_answers(tmp_path: Path, config: list[str], server: FakeOpenAIServer,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["replay", "--db", db, *OPTIONS, *config, "--api-base", server.base_url, "--json", str(session(tmp_path / "s.jsonl"))])
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert code == 0 and summary["summarizer_calls"] >= 3 and summary["failed_calls"] == 0 and "warning" not in err
+    assert saved_runs(db) == 1
+
+
+@pytest.mark.parametrize("base", ["dead", "ftp", "credentials"])
+def test_every_call_failing_is_an_error_and_nothing_is_saved(tmp_path: Path, config: list[str], server: FakeOpenAIServer, base: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    if base == "credentials":  # the server refuses every request (as a proxy refusing URL credentials would)
+        server.set_responder(lambda _body: "unused")
+        server.enqueue(*[Reply(status=500)] * 200)
+    url = {"dead": f"http://127.0.0.1:{dead_port()}/v1", "ftp": f"ftp://127.0.0.1:{dead_port()}/v1",
+           "credentials": server.base_url.replace("http://", "http://user:pass@")}[base]  # fmt: skip
+    db = str(tmp_path / "lab.duckdb")
+    main(["load", "--db", db, str(session(tmp_path / "s.jsonl"))])
+    capsys.readouterr()
+    code = main(["replay", "--db", db, *OPTIONS, *config, "--api-base", url, str(tmp_path / "s.jsonl")])
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "model calls failed" in lines[0] and "no summary came from the model" in lines[0]
+    calls = int(lines[0].split(" of ", 1)[1].split()[0])
+    assert calls >= 3 and f"{calls} of {calls} model calls failed" in lines[0]
+    assert "run_" not in out and saved_runs(db) == 0
+    assert "sk-test-not-a-real-key" not in err and "user:pass" not in err
+
+
+def test_some_failed_calls_are_a_warning_with_counts(tmp_path: Path, config: list[str], server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:
+    server.enqueue(Reply(status=500), Reply(status=503))  # the first two calls fail, the rest succeed
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["replay", "--db", db, *OPTIONS, *config, "--api-base", server.base_url, "--json", str(session(tmp_path / "s.jsonl"))])
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert code == 0 and summary["failed_calls"] == 2 and saved_runs(db) == 1
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert f"2 of {summary['summarizer_calls']} model calls failed (server_error ×2" in warning
+    assert "truncation fallback" in warning
