@@ -33,6 +33,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any
 
 from lcm_lab.errors import MAIN_GUARD_FIX, MainGuardError
@@ -167,7 +168,8 @@ class Runner:
                     max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
                     initargs=(self._inputs,),
                 )
-            futures = [self._pool.submit(_work_in_process, chunk) for chunk in chunk_units(units, job.data, self.workers)]
+            with _workers_ignore_ctrl_c():  # the submits start the workers
+                futures = [self._pool.submit(_work_in_process, chunk) for chunk in chunk_units(units, job.data, self.workers)]
             for batch in _as_completed(futures):
                 self._delivered += 1
                 yield batch
@@ -211,6 +213,25 @@ def _write_inputs(job: Job) -> str:
     return path
 
 
+@contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored: Ctrl-C reaches the whole process group, and a
+    worker still importing would print a KeyboardInterrupt traceback. A spawned child keeps an
+    ignored SIGINT, and Python then installs no KeyboardInterrupt handler in it; the sweep's own
+    process handles Ctrl-C and stops the workers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _terminate_workers(pool: ProcessPoolExecutor) -> None:
     """SIGTERM every worker of ``pool`` and reap it (CPython keeps them in ``_processes``; Python
     3.14's ``terminate_workers`` does the same)."""
@@ -234,11 +255,9 @@ def _terminate_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def _init_worker(inputs: str) -> None:
-    # Ctrl-C goes to the whole process group: the sweep's own process handles it (and stops the
-    # workers); a worker that raised KeyboardInterrupt too would print a traceback each.
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # also for workers the pool starts later (see _workers_ignore_ctrl_c)
     with open(inputs, "rb") as source:
         data, recipe, score_qa, fault, score_cost, metrics = pickle.load(source)
     install_metrics(metrics)
