@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.errors import SpecError
+
 if TYPE_CHECKING:
     from lcm_lab.engine.types import Conversation
 
@@ -35,7 +37,7 @@ def read_strategy_config(path: str | None) -> dict[str, Any]:
     try:
         return read_config_document(path) if path is not None else {}
     except ConfigError as exc:
-        raise SystemExit(f"lcm-lab replay: strategy config {exc}") from None
+        raise SpecError(f"strategy config {exc}") from None
 
 
 def loaded_extras(path: Path) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
     from lcm_lab.metrics.strategies import strategy_scores
     from lcm_lab.store.replays import save_replay
     from lcm_lab.store.scores import write_scores
-    from lcm_lab.strategies import StrategyError, get_strategy
+    from lcm_lab.strategies import get_strategy
     from lcm_lab.strategies.recorded import recorded_params
 
     params = read_strategy_config(args.strategy_config)
@@ -92,15 +94,12 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
         if args.strategy == "recorded" and loaded is not None and "events" not in run_params:
             run_params.update(recorded_params(loaded))
         before = calls_so_far(summarizer)
-        try:
-            strategy = get_strategy(args.strategy, **run_params)
-            with tqdm(desc=f"{args.strategy} {conversation.session_id[:24]}", unit="turn", leave=False,
-                      disable=not sys.stderr.isatty() or args.json) as bar:  # fmt: skip
-                run = strategy.run(
-                    conversation, summarizer, args.token_budget, on_turn=lambda _t: bar.update()
-                )  # noqa: B023
-        except StrategyError as exc:
-            raise SystemExit(f"lcm-lab replay: {exc}") from None
+        strategy = get_strategy(args.strategy, **run_params)  # StrategyError (a UserError) on bad parameters
+        with tqdm(desc=f"{args.strategy} {conversation.session_id[:24]}", unit="turn", leave=False,
+                  disable=not sys.stderr.isatty() or args.json) as bar:  # fmt: skip
+            run = strategy.run(
+                conversation, summarizer, args.token_budget, on_turn=lambda _t: bar.update()
+            )  # noqa: B023
         failed_calls, warning = failed_calls_warning(summarizer, before, conversation.session_id)
         run_id = (
             None

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument
+from lcm_lab.errors import OptionError
 
 
 def register(subparsers: Any) -> None:
@@ -40,12 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.sweeps import recommend
 
     if args.folds < 2:
-        print("lcm-lab recommend: --folds must be at least 2", file=sys.stderr)
-        return 2
-    try:
-        rec = recommend(args.sweep_id, open_store(args.db), folds=args.folds, engine=args.engine)
-    except (KeyError, ValueError) as exc:
-        print(f"lcm-lab recommend: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
-        return 2
+        raise OptionError("--folds must be at least 2")
+    # unknown sweep id, no usable result: UserErrors
+    rec = recommend(args.sweep_id, open_store(args.db, reads_only=True), folds=args.folds, engine=args.engine)
     print(json.dumps(rec.as_json()) if args.json else rec.snippet())
     return 0

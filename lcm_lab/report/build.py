@@ -390,10 +390,9 @@ def write_report(
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)
     replays = _resolve(items, store)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report(replays, **options), encoding="utf-8")
-    return out
+    from lcm_lab.io.atomic import write_text_atomic
+
+    return write_text_atomic(path, report(replays, **options))  # a full disk leaves no half page
 
 
 def _resolve(items: list[Any], store: LabStore | None) -> list[Replay]:

@@ -324,6 +324,11 @@ class LabStore(StoreReads):
             raw = self._raw
         try:
             yield raw
+        except (duckdb.Error, RuntimeError) as exc:
+            fault = opening.fault_while_open(self.path, exc, read_only=self.read_only)
+            if fault is None:
+                raise
+            raise fault from exc
         finally:
             with self._lock:
                 self._pins -= 1

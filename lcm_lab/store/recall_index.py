@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from lcm_lab.errors import UnknownNameError
 from lcm_lab.io.data_paths import NOT_ON_DISK, payload_dir, resolve_data_path
 from lcm_lab.store.core import LabStore, extension_path
 
@@ -73,7 +74,7 @@ def conversation_family(store: LabStore, conversation_id: int) -> str:
         [conversation_id],
     )
     if not row:
-        raise KeyError(f"no conversation {conversation_id} in the lab store; see `lcm-lab load` and store.conversations_df()")
+        raise UnknownNameError(f"no conversation {conversation_id} in the lab store; see `lcm-lab load` and store.conversations_df()")
     return f"{row[0][0]}:{row[0][1]}"
 
 
@@ -456,7 +457,7 @@ def all_targets(store: LabStore) -> list[str]:
 def target_info(store: LabStore, target: str) -> dict[str, Any]:
     rows = store.fetch_df("SELECT * FROM recall_targets WHERE target = ?", [target])
     if rows.empty:
-        raise KeyError(f"{target!r} is not indexed for recall")
+        raise UnknownNameError(f"{target!r} is not indexed for recall")
     return rows.iloc[0].to_dict()
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
+from lcm_lab.errors import UnknownNameError
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -380,7 +382,7 @@ def load_replay(store: LabStore, run_id: str) -> Replay | StrategyRun:
     rows = store.fetch_all("SELECT payload FROM replays WHERE run_id = ?", [run_id])
     if not rows:
         known = ", ".join(r[0] for r in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at DESC LIMIT 5"))
-        raise KeyError(f"no replay {run_id!r} in {store.path}" + (f" (recent: {known})" if known else " (the store has no replays yet)"))
+        raise UnknownNameError(f"no replay {run_id!r} in {store.path}" + (f" (recent: {known})" if known else " (the store has no replays yet)"))
     return replay_from_bytes(bytes(rows[0][0]))
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import FIELDS, LcmConfig
 from lcm_lab.engine.versions import DEFAULT_ENGINE
-from lcm_lab.errors import OptionError
+from lcm_lab.errors import DataError, OptionError
 from lcm_lab.sweeps.choice import DEFAULT_FOLDS, MIN_CONVERSATIONS, choose, cross_validate
 from lcm_lab.sweeps.cost import cost_verdict, stored_cost_rows, verdict_lines
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
@@ -163,8 +163,8 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
     frame, engine = _one_engine(sweep_df(sweep_id, store), sweep_id, engine)
     try:
         choice = choose(frame, objectives, constraints)
-    except ValueError as exc:
-        raise ValueError(f"sweep {sweep_id}: {exc}") from None
+    except ValueError as exc:  # choose() found no usable configuration
+        raise DataError(f"sweep {sweep_id}: {exc}") from None
     table, feasible, front = choice.table, choice.feasible, choice.front
     first, direction = next(iter(objectives.items()))
     config_id = choice.config_id

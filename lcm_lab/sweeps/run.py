@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.versions import DEFAULT_ENGINE
+from lcm_lab.errors import MissingFileError
 from lcm_lab.sweeps.executors import (
     Job,
     Runner,
@@ -30,6 +31,7 @@ from lcm_lab.sweeps.spec import (
     Point,
     Range,
     SweepSpec,
+    SweepSpecError,
     dimensions,
     grid_points,
     parse_spec,
@@ -80,10 +82,13 @@ def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
 
         path = Path(spec)
         if not path.is_file():
-            raise FileNotFoundError(f"sweep spec {path} not found (lcm-lab sweep --example prints one)")
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            raise MissingFileError(f"sweep spec {path} not found (lcm-lab sweep --example prints one)")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise SweepSpecError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a YAML mapping at the top level")
+            raise SweepSpecError(f"{path}: expected a YAML mapping at the top level")
         return parse_spec(data)
     return parse_spec(spec)
 
@@ -98,7 +103,7 @@ def read_conversations(spec: SweepSpec) -> Conversations:
     for source in spec.conversations:
         path = source.file()
         if not path.exists():
-            raise FileNotFoundError(f"conversations.path: {path} not found")
+            raise MissingFileError(f"conversations.path: {path} not found")
         read = read_transcript(path).conversations
         stop = None if source.limit is None else source.skip + source.limit
         for index, item in list(enumerate(read))[source.skip : stop]:
@@ -366,7 +371,7 @@ def sweep(
     finally:
         if session.bar is not None:
             session.bar.close()
-        session.runner.close()
+        session.runner.close(abort=not completed)
         session.flush()
         calls, hits = session.counts()
         stats = _stats(store, sweep_id, before, calls, hits, time.perf_counter() - started)

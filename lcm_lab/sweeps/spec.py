@@ -40,6 +40,7 @@ from pydantic import (
 
 from lcm_lab.engine.config.lcm_config import FIELDS, ConfigError, LcmConfig
 from lcm_lab.engine.versions import DEFAULT_ENGINE, ENGINE_VERSIONS
+from lcm_lab.errors import SpecError
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
 from lcm_lab.sweeps.metrics import METRICS
 from lcm_lab.sweeps.strategy_space import LCM, STRATEGY_KEY, parameter_kinds, strategy_problems
@@ -51,7 +52,7 @@ KNOBS: dict[str, Any] = {f.keys[0]: f for f in FIELDS if f.kind in ("int", "numb
 ENGINE_KEY = "engine"
 
 
-class SweepSpecError(ValueError):
+class SweepSpecError(SpecError):
     """A sweep spec that cannot run; the message lists every problem with its key."""
 
 

@@ -17,6 +17,7 @@ Three starting points:
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -53,6 +54,7 @@ from lcm_lab.engine.types import (
     TurnRecord,
 )
 from lcm_lab.engine.versions import DEFAULT_ENGINE, EngineVersion
+from lcm_lab.errors import OptionError
 
 DEFAULT_TOKEN_BUDGET = 128_000  # what the plugin assumes when the host reports no window
 
@@ -385,7 +387,9 @@ def replay(
     ([False, True], ['leaf'])
     """
     if summarizer is None:
-        raise ValueError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
+        raise OptionError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
+    if isinstance(token_budget, bool) or not isinstance(token_budget, numbers.Integral) or token_budget < 1:
+        raise OptionError(f"token_budget={token_budget!r}: expected a whole number of tokens >= 1, e.g. 8000")
     check_stored_depth(conversation.stored_messages, conversation.session_id)  # transcripts are checked as read
     config = config or LcmConfig()
     check_engine_config(engine, config)

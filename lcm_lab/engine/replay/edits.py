@@ -33,10 +33,10 @@ from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import ContextItem, SummarizerCall, Summary
-from lcm_lab.errors import UserError
+from lcm_lab.errors import SpecError
 
 
-class EditError(UserError, ValueError):
+class EditError(SpecError):
     """An edit that does not apply to this run (unknown summary, not in the context, ...)."""
 
 

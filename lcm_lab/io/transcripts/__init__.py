@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from lcm_lab.errors import MissingFileError
 from lcm_lab.io.transcripts.base import (
     CLAUDE_CODE_JSONL,
     LCM_DB,
@@ -57,7 +58,7 @@ def read_transcript(path: str | Path, *, kind: str | None = None, reread: bool =
     """
     file_path = Path(path)
     if not file_path.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
+        raise MissingFileError(f"{path}: no such file or directory")
     if kind is None:
         kind = detect_format(file_path)
     if kind is None:
