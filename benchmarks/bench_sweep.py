@@ -221,7 +221,7 @@ def scoring(conversations: int, sweep_configs: int) -> dict[str, Any]:
     from benchmarks.bench_qa_scoring import measure
 
     result = measure(6000, conversations, sweep_configs)
-    keys = ("ratio_scored_cold", "ratio_scored_warm", "ratio_scored_sweep", "ratio_qa_cold", "ratio_qa_warm", "target")
+    keys = ("ratio_scored_cold", "ratio_scored_warm", "ratio_scored_sweep", "ratio_probes_cold", "ratio_probes_warm", "target")
     return {"conversations": result["conversations"], "sweep_configs": sweep_configs, **{k: result[k] for k in keys}}
 
 
@@ -323,7 +323,7 @@ def markdown(r: dict[str, Any]) -> str:
             f"| every further configuration (caches warm) | {c['ratio_scored_warm']:.2f}× |",
             f"| **over a sweep of {c['sweep_configs']} configurations per conversation** | **{c['ratio_scored_sweep']:.2f}×** "
             f"(target ≤ {c['target']}×) |",
-            f"| `qa_retention` alone, cold / warm | {c['ratio_qa_cold']:.2f}× / {c['ratio_qa_warm']:.2f}× |",
+            f"| probed headlines alone, cold / warm | {c['ratio_probes_cold']:.2f}× / {c['ratio_probes_warm']:.2f}× |",
         ]
     return "\n".join(lines) + "\n"
 

@@ -155,19 +155,26 @@ def _note(tuning: list[dict[str, Any]], n: int) -> str:
         "# Strategy comparison (bundled data, offline summarizer)",
         "",
         f"LoCoMo samples 0..{n - 1} at 4k/8k tokens and the pi coding session `before-compaction.jsonl` (two recorded "
-        "host compactions) at 32k/64k. Every number reads what the model receives at the end-of-run call (`run.sent()`).",
+        "host compactions) at 32k/64k. Every headline is probed over the conversation's life through `run.ask` (the "
+        "question turn, emergency drain included; `lcm_lab/metrics/verdicts.py`, `docs/metrics.md` §0), the same code "
+        "for every strategy.",
         "",
-        "* **QA retention** (`qa_retention`): BM25 answer recall@k of LoCoMo questions in that context, normalised "
-        "0 = floor (plain truncation to the budget) .. 1 = ceiling (the full history); 95% paired bootstrap interval "
-        "over QA items. **fact retention** (`fact_retention`): weighted share of the conversation's hard facts usable "
-        "from that context, on the same scale, interval over facts. 'withheld' = ceiling − floor < 0.05.",
-        "* raw · floor · ceiling · chance: the raw values; **chance** = the same reading of *another* conversation "
-        "(LoCoMo sample i+1; for the coding session the other pi session, same project) cut to the same size.",
+        "* **QA retention** (`qa_retention`): BM25 answer recall@k of each LoCoMo question asked at the start of every "
+        "session after its last evidence, normalised 0 = floor (what `truncate` sends at that probe) .. 1 = ceiling (the "
+        "item's gold evidence alone, dated); 95% cluster bootstrap interval over QA items (an item's probes together). "
+        "**fact retention** (`fact_retention`): weighted share of the hard facts said so far usable at each probe (LoCoMo: "
+        "session boundaries; coding: user-turn starts at a stride), floor `truncate` there, ceiling 1, interval over facts. "
+        "'withheld' = ceiling − floor < 0.05 or no probe point where the history exceeds the budget.",
+        "* raw · floor · ceiling · chance: the raw values pooled over probes; **chance** = the same reading of *another* "
+        "conversation (LoCoMo sample i+1; for the coding session the other pi session, same project) cut to the budget.",
+        "* probes (degraded): probes pooled by the QA headline (fact headline on the coding session), and how many of them "
+        "fell on a degraded engine path; end of run: the old one-instant reading (`qa_retention_end_of_run`, ceiling the "
+        "full history; `fact_retention_end_of_run` on the coding session), for comparison.",
         "* tokens/turn: mean estimated tokens the model receives per call; model calls/turn: summarizer / observer "
         "calls per turn (the offline summarizer for LCM; the recorded host's own calls are not in its transcript).",
         "",
-        "Read `notes.md` next to this table first: some of these numbers are artifacts of the metrics or of LCM's "
-        "degraded end-of-run context, not differences between the strategies.",
+        "Read `notes.md` next to this table first: it says what changed when the headlines moved from the end-of-run "
+        "call to probes over the conversation's life.",
         "",
     ]
     if tuning:

@@ -5,6 +5,11 @@
   context items, realistic text (mostly ASCII, some CJK/emoji).
 * :func:`generate_session_dir`: an OpenClaw-style state directory of pi v3 session JSONL files,
   made from the real ``before-compaction`` session (ids renumbered per file, parent chain kept).
+* :func:`generate_pi_file` / :func:`generate_claude_code_file`: one big session file made of
+  copies of a real session chained end to end (ids renumbered per copy, one leaf path);
+* :func:`generate_tiny_lines`: a pi session of many one-word messages;
+* :func:`generate_long_line`: a pi session with one message line of a given size (``.gz`` too),
+  written in chunks so the generator itself never holds the line.
 
 Run ``python -m benchmarks.generate`` to (re)build the default inputs.
 """
@@ -16,7 +21,9 @@ import json
 import random
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "benchmarks" / "_data"
@@ -195,6 +202,110 @@ def generate_session_dir(root: Path, *, target_mb: int = 200) -> Path:
         index += 1
     marker.write_text(str(total))
     return root
+
+
+CLAUDE_CODE_SOURCE = REPO / "datasets" / "claude-code" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+
+
+def _chained_copies(
+    lines: list[dict[str, object]], id_key: str, parent_key: str, target_bytes: int, handle: IO[str]
+) -> int:
+    """Write copies of ``lines`` (no header) until ``target_bytes``; each copy's ids get a prefix
+    and its first root hangs under the previous copy's last entry. Returns bytes written."""
+    written, copy, last = 0, 0, None
+    while written < target_bytes:
+        prefix = f"c{copy:06d}-"
+        first_root = True
+        for line in lines:
+            entry = dict(line)
+            if isinstance(entry.get(id_key), str):
+                entry[id_key] = prefix + str(entry[id_key])
+            if isinstance(entry.get("firstKeptEntryId"), str):
+                entry["firstKeptEntryId"] = prefix + str(entry["firstKeptEntryId"])
+            if isinstance(entry.get(parent_key), str):
+                entry[parent_key] = prefix + str(entry[parent_key])
+            elif id_key in entry and first_root:
+                entry[parent_key] = last
+                first_root = False
+            if isinstance(entry.get(id_key), str):
+                last = entry[id_key]
+            text = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+            handle.write(text)
+            written += len(text.encode())
+        copy += 1
+    return written
+
+
+def generate_pi_file(path: Path, *, target_mb: int = 200) -> Path:
+    """One pi v3 session of at least ``target_mb`` MB (copies of ``before-compaction``)."""
+    if path.exists():
+        return path
+    lines = _source_lines()
+    header, body = lines[0], [line for line in lines[1:] if line.get("type") != "session"]
+    with _atomic_text(path) as handle:
+        handle.write(json.dumps(header, separators=(",", ":")) + "\n")
+        _chained_copies(body, "id", "parentId", target_mb * 1_000_000, handle)
+    return path
+
+
+def generate_claude_code_file(path: Path, *, target_mb: int = 200) -> Path:
+    """One Claude Code session of at least ``target_mb`` MB (copies of the bundled session)."""
+    if path.exists():
+        return path
+    with open(CLAUDE_CODE_SOURCE, encoding="utf-8") as source:
+        lines = [json.loads(line) for line in source if line.strip()]
+    body = [line for line in lines if line.get("type") in ("user", "assistant")]
+    with _atomic_text(path) as handle:
+        _chained_copies(body, "uuid", "parentUuid", target_mb * 1_000_000, handle)
+    return path
+
+
+def generate_tiny_lines(path: Path, *, lines: int = 1_000_000) -> Path:
+    """A pi v3 session of ``lines`` lines: a header and one-word user/assistant messages."""
+    if path.exists():
+        return path
+    with _atomic_text(path) as handle:
+        handle.write('{"type":"session","version":3,"id":"tiny-lines","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n')
+        parent = "null"
+        for index in range(1, lines):
+            role = "user" if index % 2 else "assistant"
+            entry_id = f"{index:08x}"
+            handle.write(
+                f'{{"type":"message","id":"{entry_id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z",'
+                f'"message":{{"role":"{role}","content":[{{"type":"text","text":"w{index}"}}]}}}}\n'
+            )
+            parent = f'"{entry_id}"'
+    return path
+
+
+def generate_long_line(path: Path, *, line_mb: int, gz: bool = False) -> Path:
+    """A pi v3 session whose second line is one user message of ``line_mb`` MB, then a short reply."""
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    opener = (lambda: gzip.open(tmp, "wb", compresslevel=1)) if gz else (lambda: open(tmp, "wb"))
+    chunk = (b"all work and no play " * 50_000)[: 1 << 20]
+    with opener() as handle:
+        handle.write(b'{"type":"session","version":3,"id":"long-line","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n')
+        handle.write(b'{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+                     b'"message":{"role":"user","content":"')
+        for _ in range(line_mb):
+            handle.write(chunk)
+        handle.write(b'"}}\n')
+        handle.write(b'{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-01-01T00:00:02.000Z",'
+                     b'"message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}\n')
+    tmp.rename(path)
+    return path
+
+
+@contextmanager
+def _atomic_text(path: Path) -> Iterator[IO[str]]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        yield handle
+    tmp.rename(path)
 
 
 def main() -> None:

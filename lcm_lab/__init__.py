@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from lcm_lab.metrics.observer_bench import observer_benchmark
     from lcm_lab.metrics.score import score_conversation, score_replay
     from lcm_lab.metrics.strategies import strategy_scores
+    from lcm_lab.metrics.verdicts import verdict_scores
     from lcm_lab.recall_tools import recall
     from lcm_lab.recall_tools.recoverability import score_recoverability
     from lcm_lab.report import write_report
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from lcm_lab.strategies.recorded import recorded_params
     from lcm_lab.summarizers import get_summarizer
     from lcm_lab.sweeps import list_sweeps, recommend, sweep, sweep_df
+    from lcm_lab.upgrade import VersionComparison, compare_versions
 
 _EXPORTS = {
     "LabStore": "lcm_lab.store",
@@ -92,6 +94,7 @@ _EXPORTS = {
     "run_strategy": "lcm_lab.strategies",
     "load_strategy_run": "lcm_lab.store.replays",
     "strategy_scores": "lcm_lab.metrics.strategies",
+    "verdict_scores": "lcm_lab.metrics.verdicts",
     "recorded_calls": "lcm_lab.host",
     "cost_scores": "lcm_lab.cost.scores",
     "price_replay": "lcm_lab.cost.scores",
@@ -117,6 +120,8 @@ _EXPORTS = {
     "recommend": "lcm_lab.sweeps",
     "list_sweeps": "lcm_lab.sweeps",
     "datasets_path": "lcm_lab.bundled",
+    "compare_versions": "lcm_lab.upgrade",
+    "VersionComparison": "lcm_lab.upgrade",
     "notebooks_path": "lcm_lab.bundled",
 }
 _SUBMODULES = ("viz", "widgets", "testing", "sweeps", "whatif")
@@ -130,9 +135,11 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "Replay",
     "StrategySpec",
     "UserError",
+    "VersionComparison",
     "calibrate_conversation",
     "compare",
     "compare_strategies",
+    "compare_versions",
     "comparison_table",
     "cost_scores",
     "datasets_path",
@@ -173,6 +180,7 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "testing",
     "validate_transcript",
     "validation_record",
+    "verdict_scores",
     "viz",
     "whatif",
     "widgets",

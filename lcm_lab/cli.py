@@ -8,17 +8,21 @@ Conventions every command follows (new commands get the shared parts for free):
 * ``--json`` (:func:`add_json_argument`): the command prints only JSON on stdout — one object
   for a single result (:func:`print_json`), JSON Lines for lists (:func:`print_json_lines`).
   Progress and warnings go to stderr.
-* User errors are raised, not printed: a :class:`lcm_lab.errors.UserError` (bad file, bad
-  option, missing API key) or ``SystemExit("message")`` ends in :func:`main` as one line on
-  stderr, ``lcm-lab <command>: <message>``, and exit status 2. Common file-system errors (a
-  missing file, a directory where a file is expected, a file that is not UTF-8) are reported
-  the same way. Anything else is a bug and keeps its traceback.
+* User errors are raised, not printed: a :class:`lcm_lab.errors.UserError` subclass (bad file,
+  bad option, unknown run id, a store that is not one, a missing API key; docs/errors.md lists
+  the kinds) ends in :func:`main` as one line on stderr, ``lcm-lab <command>: <message>``, and
+  exit status 2. An ``OSError`` the machine raised (disk full, read-only file system, permission
+  denied, a missing file, with its path: :func:`lcm_lab.errors.os_fault`) is reported the same
+  way. Nothing else is caught: any other exception is a bug and keeps its traceback.
+* Ctrl-C ends a command with one line and status 130, SIGTERM with one line and 143; both are
+  raised where the command was, so its cleanup runs (transactions roll back, sweeps stop their
+  workers and record themselves as interrupted).
 * ``--debug`` (or ``LCM_LAB_DEBUG=1``) re-raises user errors with their traceback, for bug reports.
 * Shared argument types: :func:`positive_int` for budgets and counts, :func:`existing_file`
   for inputs that must be files.
 
 Exit status: 0 success, 1 a completed check found differences or some inputs failed, 2 usage
-or input error, 130 interrupted.
+or input error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -28,17 +32,36 @@ import importlib
 import json
 import os
 import re
+import signal
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from lcm_lab.errors import UserError
+from lcm_lab.errors import UserError, os_fault
 
 # Listed in help order; any other module in lcm_lab/commands/ with a register() is added after them.
 COMMANDS = ("load", "replay", "prompts", "ledger", "doctor", "report", "demo")
 DEBUG_ENV = "LCM_LAB_DEBUG"
 USAGE_ERROR = 2
+INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+TERMINATED = 143  # 128 + SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command was (as Ctrl-C is), so that its cleanup runs: a sweep
+    stops its workers and records itself as interrupted, a load rolls back."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -178,12 +201,8 @@ def _user_message(exc: BaseException) -> str | None:
     """The one-line message for an error that is the user's to fix, or None for a bug."""
     if isinstance(exc, UserError):
         return str(exc)
-    if isinstance(exc, IsADirectoryError):
-        return f"{exc.filename}: is a directory; expected a file"
-    if isinstance(exc, FileNotFoundError) and exc.filename:
-        return f"{exc.filename}: no such file"
-    if isinstance(exc, PermissionError) and exc.filename:
-        return f"{exc.filename}: permission denied"
+    if isinstance(exc, OSError) and (fault := os_fault(exc)) is not None:
+        return str(fault)
     if isinstance(exc, UnicodeDecodeError):
         return f"input is not {exc.encoding} text ({exc.reason} at byte {exc.start}); save it as UTF-8"
     return None
@@ -212,26 +231,26 @@ def _main(argv: Sequence[str] | None, streams: Any) -> int:
     args = parser.parse_args([a for a in arguments if a != "--debug"])
     streams.json_stdout = bool(getattr(args, "json", False))
     prefix = f"{parser.prog} {args.command}"
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
-    except SystemExit as exc:
-        if not isinstance(exc.code, str):
-            raise
+    except KeyboardInterrupt as exc:
         if debug:
             raise
-        message = exc.code.removeprefix(f"{prefix}: ")
-        print(f"{prefix}: {_one_line(message)}", file=sys.stderr)
-        return USAGE_ERROR
-    except Exception as exc:
+        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        print(f"{prefix}: {what}; what was committed before is kept, the rest was rolled back", file=sys.stderr)
+        return TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except (UserError, OSError, UnicodeDecodeError) as exc:
         reason = _user_message(exc)
         if reason is None or debug:
             raise
-        print(f"{prefix}: {_one_line(reason)}", file=sys.stderr)
+        print(f"{prefix}: {_one_line(reason).removeprefix(f'{prefix}: ')}", file=sys.stderr)
         return USAGE_ERROR
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -85,11 +85,66 @@ class BrokenGzipError(InputFileError, EOFError):
     """A ``.gz`` file ends early or is corrupt (also an ``EOFError``, as gzip itself raises)."""
 
 
+class UnknownNameError(NotFoundError, KeyError):
+    """No run, sweep, conversation, summary or template of that name (also a ``KeyError``, which
+    callers caught before; its text is the plain message, not KeyError's quoted repr)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingFileError(NotFoundError, FileNotFoundError):
+    """A file or directory named by the user does not exist (also a ``FileNotFoundError``)."""
+
+
+class DagCycleError(DataError):
+    """A summary DAG whose source edges loop back (lossless-claw never writes one; a crafted or
+    damaged lcm.db or store can hold one)."""
+
+    def __init__(self, summary_id: str) -> None:
+        self.summary_id = summary_id
+        super().__init__(f"the summary DAG has a cycle through {summary_id}: its sources lead back to it; "
+                         f"check the lcm.db with `lcm-lab doctor`")
+
+
 class MissingCredentialsError(ModelError):
     """A model provider needs an API key that is not set; the message names the variable."""
 
 
+def os_fault(exc: OSError) -> UserError | None:
+    """The user error an ``OSError`` from the machine stands for (disk full, read-only file system,
+    permission denied, a missing or wrong kind of file, with its path), or ``None`` for the rest.
+
+    >>> import errno
+    >>> str(os_fault(OSError(errno.ENOSPC, "No space left on device", "out.html")))
+    'out.html: disk full (no space left on device); free space and run the command again'
+    """
+    import errno
+
+    where = f"{exc.filename}: " if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EnvironmentFaultError(f"{where}disk full (no space left on device); free space and run the command again")
+    if exc.errno == errno.EROFS:
+        return EnvironmentFaultError(f"{where}the file system is read-only")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return EnvironmentFaultError(f"{where}permission denied")
+    if not exc.filename:
+        return None
+    if exc.errno == errno.ENOENT:
+        return NotFoundError(f"{where}no such file or directory")
+    if exc.errno == errno.EISDIR:
+        return InputError(f"{where}is a directory; expected a file")
+    if exc.errno == errno.ENOTDIR:
+        return InputError(f"{where}a part of this path is a file, not a directory")
+    return None
+
+
 MAIN_GUARD_FIX = "put the sweep call under if __name__ == '__main__':"
+
+
+class MemoryLimitError(StoreError, RuntimeError):
+    """DuckDB ran out of the memory it may use (``LCM_LAB_MEMORY_LIMIT``); the message says how
+    to raise the cap."""
 
 
 class MainGuardError(SpecError, RuntimeError):
@@ -123,5 +178,5 @@ def require_extra(module: str, extra: str, feature: str) -> ModuleType:
         ) from exc
 
 
-class JsonTooDeepError(UserError, ValueError):
+class JsonTooDeepError(InputError):
     """Input JSON is nested deeper than the lab reads (lcm_lab.engine.js.depth.MAX_JSON_DEPTH)."""

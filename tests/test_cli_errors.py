@@ -197,4 +197,5 @@ def test_demo_columns_are_all_explained() -> None:
     table = format_rows([{name: None for name in COLUMNS} | {"run": "x", "depth": None}])
     assert table.splitlines()[0].split() == list(COLUMNS)
     assert "-" in table.splitlines()[1]  # a run without summaries shows no depth, not -1
-    assert len(explain_columns().splitlines()) == len(COLUMNS)
+    assert len(explain_columns().splitlines()) == len(COLUMNS) + 1  # one line a column, then where every term is defined
+    assert "docs/glossary.md" in explain_columns().splitlines()[-1]

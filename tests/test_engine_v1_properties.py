@@ -145,14 +145,17 @@ def test_ask_is_the_next_turn_when_asked_its_user_message_at_its_time(synth1: Re
 
 def test_a_rebuilt_emergency_drain_equals_the_recorded_one(synth1: Replay) -> None:
     drained = [k for k, t in enumerate(synth1.turns) if t.emergency_drain is not None and k > 0]
-    assert drained
+    assert len(drained) >= 3
+    summarizer = StubV1Summarizer()  # one summarizer: later rebuilds continue from the checkpoint
     for k in drained[:3]:
         start = synth1.start_state(k - 1)
-        branch = branch_drain_v1(synth1, k - 1, synth1.turns[k].clock_ms[0], synth1.token_budget, StubV1Summarizer(), start)
+        branch = branch_drain_v1(synth1, k - 1, synth1.turns[k].clock_ms[0], synth1.token_budget, summarizer, start)
         recorded = synth1.turns[k].emergency_drain
         assert (branch.context, branch.stored_tokens) == (recorded.context_after, recorded.tokens_after)
         assert branch.degraded_path == synth1.turns[k].start_degraded_path
-    assert rebuild_engine(synth1, 5, StubV1Summarizer()).state.stored_tokens() == synth1.turns[5].final_tokens
+    assert synth1._v1_checkpoint["turn"] == drained[2] - 1
+    for k in (5, drained[2] + 2):  # earlier than the checkpoint (from scratch), then later (continued)
+        assert rebuild_engine(synth1, k, summarizer).state.context == list(synth1.turns[k].final_context)
 
 
 def test_keys_removed_in_1_0_are_user_errors_naming_them() -> None:
@@ -172,3 +175,17 @@ def test_keys_removed_in_1_0_are_user_errors_naming_them() -> None:
         LcmStrategy(params={"engine": "1.0", "transcriptGcEnabled": True}).config()
     check_plugin_keys("0.15.3", {"transcriptGcEnabled": True})  # still a 0.15.3 key
     assert replay(chat, LcmConfig(transcript_gc_enabled=True), StubV1Summarizer()).engine == DEFAULT_ENGINE == "0.15.3"
+
+
+def test_rewriting_a_pending_summary_writes_it_the_1_0_way(runs: dict) -> None:
+    from lcm_lab.engine.replay.edits import rewrite
+
+    result = runs["synth-3.jsonl", "fanout3-tailcap"]
+    pending = [s for s in result.summaries if s.level == "pending"]
+    leaf = next(s for s in pending if s.kind == "leaf")
+    condensed = next(s for s in pending if s.kind == "condensed")
+    edited = rewrite(result, [leaf.summary_id, condensed.summary_id], StubV1Summarizer())
+    # The stub is deterministic: the same sources give the same texts.
+    assert edited.replay.summary(leaf.summary_id).content == leaf.content
+    assert edited.replay.summary(condensed.summary_id).content == condensed.content
+    assert [c.previous_summary for c in edited.calls] == [None, None] and not any(c.aggressive for c in edited.calls)

@@ -54,3 +54,31 @@ def test_a_changed_coordinator_step_is_caught(input_dir: Path) -> None:
         f".turns[{turn['turn']}].background.coordinator_steps[0].status: 'stale' != expected "
         f"'{expected['turns'][turn['turn']]['background']['coordinator_steps'][0]['status']}'"
     ]
+
+
+def test_cli_replays_a_1_0_reference_run_and_checks_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+    import json
+    import shutil
+
+    from reference_sets import FIXTURES
+
+    from lcm_lab.cli import main
+
+    transcript = tmp_path / "golden.jsonl"
+    with gzip.open(FIXTURES / "reference-runs" / "inputs" / "golden-session.jsonl.gz") as f, open(transcript, "wb") as out:
+        shutil.copyfileobj(f, out)
+    expected = tmp_path / "expected.json"
+    expected.write_text(json.dumps(load_trace("v1", "golden__G0-golden")))
+    trace_out = tmp_path / "trace.json"
+    args = ["replay", str(transcript), "--engine", "1.0", "--config", str(expected), "--token-budget", "2000",
+            "--tight-budget", "600", "--summarizer", "stub-v1", "--no-save", "--db", str(tmp_path / "lab.duckdb")]  # fmt: skip
+    assert main([*args, "--trace-out", str(trace_out), "--check", str(expected)]) == 0
+    printed = capsys.readouterr().out
+    assert "identical to" in printed and "lossless-claw 1.0" in printed
+    written = json.loads(trace_out.read_text())
+    assert written["driver"]["protocol"] == "commitTurn-deferred-v1" and written["totals"]["final_stored_tokens"] == 1071
+    removed = tmp_path / "removed.json"
+    removed.write_text(json.dumps({"autoRotateSessionFiles": {"enabled": True}, "transcriptGcEnabled": False}))
+    assert main([*args[:4], "--config", str(removed), *args[6:]]) == 2
+    assert "transcriptGcEnabled, autoRotateSessionFiles: not a lossless-claw 1.0 config key" in capsys.readouterr().err

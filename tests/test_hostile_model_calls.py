@@ -105,3 +105,15 @@ def test_some_failed_calls_are_a_warning_with_counts(tmp_path: Path, config: lis
     (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
     assert f"2 of {summary['summarizer_calls']} model calls failed (server_error ×2" in warning
     assert "truncation fallback" in warning
+
+
+def test_a_strategy_that_falls_back_says_so_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    strategy_config = tmp_path / "clawvault.json"
+    strategy_config.write_text(json.dumps({"on_model_failure": "fallback"}))
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["replay", "--db", db, *OPTIONS, "--strategy", "clawvault", "--strategy-config", str(strategy_config),
+                 "--api-base", f"http://127.0.0.1:{dead_port()}/v1", str(session(tmp_path / "s.jsonl"))])  # fmt: skip
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "model calls failed" in lines[0] and "run_" not in out
+    assert saved_runs(db) == 0

@@ -116,3 +116,23 @@ def test_an_unreadable_payload_inside_is_missing_not_a_crash(tmp_path: Path) -> 
     from lcm_lab.store.recall_index import _read_payload
 
     assert _read_payload(str(private), root) is None
+
+
+def test_a_store_indexed_before_confinement_forgets_what_it_copied(crafted: dict, capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    import lcm_lab.store.recall_index as ix
+    from lcm_lab.io.data_paths import Resolved
+
+    store, ids = crafted["store"], crafted["ids"]
+    assert main(["load", "--db", store, str(crafted["db"])]) == 0
+    with monkeypatch.context() as old_code:  # the unconfined reader of earlier versions
+        old_code.setattr(ix, "resolve_data_path", lambda uri, root: Resolved(Path(uri) if Path(uri).is_absolute() else root.parent / uri, None))
+        assert main(["grep", "--db", store, "--scope", "files", "--json", SECRET]) == 0
+        assert SECRET in capsys.readouterr().out  # the leak as it was
+    assert main(["grep", "--db", store, "--scope", "files", SECRET]) == 0
+    out = capsys.readouterr().out
+    assert "0 shown of 0 matches" in out and SECRET not in out
+    assert f"large file {ids['absolute']} not read" in out and "-1 large file" not in out
+    assert main(["describe", "--db", store, ids["absolute"]]) == 2
+    out, err = capsys.readouterr()
+    assert SECRET not in out + err and "outside the payload directory" in err

@@ -178,9 +178,9 @@ def test_load_workers_build_exactly_the_rows_the_parent_would(tmp_path: Path, mo
     used: list[bool] = []
     real_insert = load_module.insert_prepared
 
-    def insert_prepared(store, files):  # type: ignore[no-untyped-def]
+    def insert_prepared(store, files, **options):  # type: ignore[no-untyped-def]
         used.extend(True for _ in files)
-        return real_insert(store, files)
+        return real_insert(store, files, **options)
 
     monkeypatch.setattr(load_module, "insert_prepared", insert_prepared)
     stores = {}
@@ -210,11 +210,11 @@ def _session_dir(tmp_path: Path, count: int) -> Path:
 def _failing_insert_of(entries: int, calls: list[int]):  # type: ignore[no-untyped-def]
     real_insert = importlib.import_module("lcm_lab.store.write_loaded").insert_prepared
 
-    def insert_prepared(lab, files):  # type: ignore[no-untyped-def]
+    def insert_prepared(lab, files, **options):  # type: ignore[no-untyped-def]
         calls.append(len(files))
         if any(prepared.counts.entries == entries for _, prepared in files):
             raise RuntimeError("disk full")
-        return real_insert(lab, files)
+        return real_insert(lab, files, **options)
 
     return insert_prepared
 
@@ -309,7 +309,7 @@ def test_worker_rows_of_a_file_that_changed_since_are_not_used_and_the_spool_is_
     sessions = _session_dir(tmp_path, 3)
     inserted: list[int] = []
     real_insert = load_module.insert_prepared
-    monkeypatch.setattr(load_module, "insert_prepared", lambda lab, files: inserted.append(len(files)) or real_insert(lab, files))
+    monkeypatch.setattr(load_module, "insert_prepared", lambda lab, files, **options: inserted.append(len(files)) or real_insert(lab, files, **options))
     monkeypatch.setattr(load_module, "unchanged_since", lambda fp, path: Path(path).name != "s1.jsonl")
     results = load(sessions, store, progress=False)
     assert [r.status for r in results] == ["loaded", "loaded", "loaded"]

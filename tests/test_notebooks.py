@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NAMES = ["01_quickstart", "02_tune_parameters", "03_compare_summary_models", "04_explore_your_lcm_db", "05_compare_strategies",
-         "06_recall", "07_cost"]
+         "06_recall", "07_cost", "08_upgrade_to_1_0"]
 
 
 def test_all_notebooks_are_present_and_stripped() -> None:
@@ -45,13 +45,13 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     seconds = time.perf_counter() - started
     errors = [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert errors == []
+    check_figures(path.stem, book, tmp_path)
     assert seconds < 90, f"{path.name} took {seconds:.0f} s; keep notebooks fast"
     figures = sum(1 for c in book.cells if c.cell_type == "code" for o in c.outputs
                   if o.output_type in ("display_data", "execute_result") and "application/vnd.plotly.v1+json" in o.get("data", {}))
     widgets = sum(1 for c in book.cells if c.cell_type == "code" for o in c.outputs
                   if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
     assert figures >= 1 and widgets >= 1, (figures, widgets)
-    check_figures(path.stem, book, tmp_path)
 
 
 def check_figures(name: str, book: nbformat.NotebookNode, tmp_path: Path) -> None:

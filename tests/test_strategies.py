@@ -326,9 +326,11 @@ def test_the_closing_table_shows_headlines_controls_tokens_and_calls_per_turn() 
            "qa_retention_ceiling": 0.75, "qa_retention_chance": 0.2, "fact_retention": None, "fact_retention_ci": (None, None),
            "fact_retention_raw": 1.0, "fact_retention_floor": 1.0, "fact_retention_ceiling": 1.0, "fact_retention_chance": None,
            "mean_context_tokens": 3912.4, "final_context_tokens": 3999, "final_context_over_budget": 0.0,
-           "model_calls_per_turn": 0.0}
+           "model_calls_per_turn": 0.0, "qa_retention_probes": 1204, "qa_retention_degraded": 36,
+           "qa_retention_end_of_run": 0.125}
     skipped = {"input": "locomo-0", "budget": 4000, "strategy": "recorded host compaction", "skipped": "no host compaction"}
     lines = markdown_table([row, skipped]).splitlines()
-    assert lines[0].count("|") == lines[1].count("|") == lines[2].count("|") == lines[3].count("|") == 11
+    assert lines[0].count("|") == lines[1].count("|") == lines[2].count("|") == lines[3].count("|") == 13
     assert "| -0.050 [-0.100, 0.000] | 0.450 · 0.460 · 0.750 · 0.200 | withheld | 1.000 · 1.000 · 1.000 · — |" in lines[2]
+    assert "| 1,204 (36) | 0.125 |" in lines[2]  # the probes the QA headline pooled, and the old end-of-run reading
     assert lines[2].endswith("| 3,912 | 3,999 | 0.00 |")

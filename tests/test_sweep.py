@@ -144,7 +144,7 @@ def test_a_sweep_over_strategies_stores_them_and_recommends_no_plugin_settings_f
     result = sweep(strategy_spec(), store=store, progress=False)
     assert (result.configs, result.runs_ok, result.runs_failed) == (6, 6, 0)  # 5 points + the plugin defaults
     frame = sweep_df(result.sweep_id, store)
-    assert list(frame.columns[:6]) == ["sweep_id", "config_id", "trial", "baseline", "strategy", "freshTailCount"]
+    assert list(frame.columns[:7]) == ["sweep_id", "config_id", "trial", "baseline", "strategy", "engine", "freshTailCount"]
     assert sorted(frame.strategy) == ["lcm", "lcm", "lcm", "observer_regex", "observer_regex", "truncate"]
     assert frame[frame.strategy != "lcm"].freshTailCount.isna().all()
     assert sorted(frame.observe_threshold.dropna()) == [2000, 8000]
@@ -310,6 +310,7 @@ def test_cli_sweep_json_sweeps_and_recommend(tmp_path: Path) -> None:
     text = html.read_text(encoding="utf-8")
     assert "Sweep test" in text and f"({result['sweep_id']}, done)" in text
     assert "fact_retention 95% CI" in text and "LCM_LEAF_CHUNK_TOKENS=2000" in text
+    assert "<th>setting</th>" in text and "freshTailCount=" in text  # configurations named by their knobs, not config ids
     unknown = lcm_lab("recommend", "sw_nope", "--db", db)
     assert unknown.returncode == 2 and "unknown sweep id 'sw_nope'; known: " + result["sweep_id"] in unknown.stderr
     bad = tmp_path / "bad.yaml"

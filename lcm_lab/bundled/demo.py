@@ -3,7 +3,8 @@
 ``lcm-lab demo`` (and ``make demo``) runs :func:`run_demo`: it loads every bundled source into the
 lab store, replays a real coding session and a LoCoMo conversation under the plugin's defaults
 and under a tight configuration with the offline summarizer, scores each replay (budget, DAG
-shape, hard-fact retention, LoCoMo QA retention against its ceiling and floor), prints a
+shape, the headlines of :mod:`lcm_lab.metrics.verdicts` probed over the conversation's life: hard-fact,
+decision and LoCoMo QA retention against their ceilings and floors), prints a
 comparison and writes a self-contained HTML report.
 
 Both headlines get their chance control: ``qa_retention`` reads the next LoCoMo sample, and
@@ -95,15 +96,14 @@ def _run_scores(scores: Sequence[Score]) -> dict[str, float]:
     return {s.metric: s.value for s in scores if s.scope == "run" and s.value is not None}
 
 
-def _final_fact_retention(scores: Sequence[Score], last_turn: int) -> float | None:
-    for s in scores:
-        if s.scope == "turn" and s.metric == "fact_retention" and str(s.scope_id) == str(last_turn):
-            return s.value
-    return None
+def _headline(scores: Sequence[Score], name: str) -> Score | None:
+    from lcm_lab.metrics.verdicts import verdict
+
+    return verdict(scores, name)
 
 
 def _qa_interval(scores: Sequence[Score]) -> str | None:
-    head = next((s for s in scores if s.metric == "qa_retention" and s.scope == "run"), None)
+    head = _headline(scores, "qa_retention")
     if head is None:
         return None
     if head.value is None:
@@ -117,6 +117,7 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
     for run in runs:
         values = _run_scores(run.scores)
         last = run.replay.turns[-1]
+        fact, qa = _headline(run.scores, "fact_retention"), _headline(run.scores, "qa_retention")
         rows.append(
             {
                 "run": run.label,
@@ -127,11 +128,14 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
                 "calls": int(values.get("summarizer_calls", 0)),
                 "final_tokens": last.final_tokens,
                 "peak_budget": values.get("peak_budget_fraction"),
-                "facts_in_context": _final_fact_retention(run.scores, last.turn),
-                "fact_chance": next((s.details.get("chance") for s in run.scores if s.metric == "fact_retention" and s.scope == "run"), None),
+                "fact_retention": fact.value if fact is not None else None,
+                "fact_chance": fact.details.get("chance") if fact is not None else None,
                 "qa_retention": values.get("qa_retention"),
                 "qa_95ci": _qa_interval(run.scores),
-                "qa_chance": next((s.details.get("chance") for s in run.scores if s.metric == "qa_retention"), None),
+                "qa_chance": qa.details.get("chance") if qa is not None else None,
+                "qa_end_of_run": values.get("qa_retention_end_of_run"),
+                "degraded": (f"{qa.details['probes_degraded']}/{qa.details['probes']}" if qa is not None and qa.details.get("probes")
+                             else None),
             }
         )
     return rows
@@ -148,14 +152,18 @@ COLUMNS: dict[str, str] = {
     "final_tokens": "tokens stored in the context after the last turn (summaries + fresh tail)",
     "peak_budget": "largest stored context (summaries + raw messages, after compaction) as a share of the budget; "
     "what the model receives is clamped by the engine (docs/model-context.md)",
-    "facts_in_context": "share of the history's hard facts (paths, ids, numbers) still visible to the model at the end",
-    "fact_chance": "chance control of fact_retention: weighted share of those facts found in a same-size window of a donor "
-    "conversation (another bundled conversation of the same kind, closest in size; named in the report)",
-    "qa_retention": "offline proxy: LoCoMo answer recall@10 of what the model receives when each question is asked at the "
-    "session starts after its evidence, placed between plain truncation (0) and the gold evidence alone (1); '-' for runs "
-    "without QA or where that scale is undefined (lcm_lab.metrics.verdicts)",
-    "qa_95ci": "95% interval of qa_retention (bootstrap over QA items, clipped to the scale)",
+    "fact_retention": "hard facts (paths, ids, numbers) said so far still usable when a new user message arrives, "
+    "probed at the question turn over the conversation's life, between truncation at each probe (0) and the "
+    "full history (1)",
+    "fact_chance": "chance control of fact_retention: weighted share of those facts found in a budget-sized window of a "
+    "donor conversation (another bundled conversation of the same kind, closest in size; named in the report)",
+    "qa_retention": "offline proxy: LoCoMo answer recall@10 when each question is asked (run.ask) at the start of every "
+    "session after its evidence, between what truncation sends there (0) and the item's gold evidence alone (1); "
+    "'-' for runs without QA or where that scale is undefined",
+    "qa_95ci": "95% interval of qa_retention, resampling QA items (each with all its probes)",
     "qa_chance": "raw recall of the chance control (the same reader over another conversation's text)",
+    "qa_end_of_run": "the old one-instant reading: qa_retention of the end-of-run call (no user message, no drain)",
+    "degraded": "QA probes whose context came from a degraded engine path (raw messages only) / all probes",
 }
 
 

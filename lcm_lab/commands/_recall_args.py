@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.cli import add_db_argument, add_list_arguments
+from lcm_lab.errors import NotFoundError, UserError
 
 if TYPE_CHECKING:
     from lcm_lab.recall_tools import Recall
@@ -38,7 +39,7 @@ def open_recall(store: LabStore, args: argparse.Namespace) -> tuple[Recall, dict
         return recall(args.conversation, store), {"conversation_id": args.conversation}
     targets = index_store(store)
     if not targets:
-        raise LookupError("the lab store has no conversations or replays; run `lcm-lab load PATH` or `lcm-lab replay …` first")
+        raise NotFoundError("the lab store has no conversations or replays; run `lcm-lab load PATH` or `lcm-lab replay …` first")
     from lcm_lab.recall_tools import Recall
 
     return Recall(store, targets[0]), {"all_conversations": True}
@@ -46,17 +47,16 @@ def open_recall(store: LabStore, args: argparse.Namespace) -> tuple[Recall, dict
 
 def run_recall_command(args: argparse.Namespace, body: Callable[[Recall, dict[str, Any]], int]) -> int:
     """Open the store, scope the recall, run ``body``; user errors become a message and exit code 2."""
-    from lcm_lab.recall_tools import FullTextQueryError
     from lcm_lab.store import open_store
 
     try:
-        with open_store(args.db) as store:
+        with open_store(args.db, reads_only=True) as store:
             rec, scope = open_recall(store, args)
             return body(rec, scope)
-    except (ValueError, KeyError, LookupError, FullTextQueryError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    except UserError as exc:  # --json callers get the error as JSON on stdout too
+        message = str(exc)
         if getattr(args, "json", False):
-            print(json.dumps({"error": str(message)}))
+            print(json.dumps({"error": message}))
         else:
             print(f"error: {message}", file=sys.stderr)
         return 2

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.errors import SpecError
+
 if TYPE_CHECKING:
     from lcm_lab.engine.types import Conversation
 
@@ -35,7 +37,7 @@ def read_strategy_config(path: str | None) -> dict[str, Any]:
     try:
         return read_config_document(path) if path is not None else {}
     except ConfigError as exc:
-        raise SystemExit(f"lcm-lab replay: strategy config {exc}") from None
+        raise SpecError(f"strategy config {exc}") from None
 
 
 def loaded_extras(path: Path) -> dict[str, Any]:
@@ -66,10 +68,11 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
                    plugin_config: dict[str, Any]) -> int:  # fmt: skip
     from tqdm.auto import tqdm
 
+    from lcm_lab.commands._summarizer_args import calls_so_far, failed_calls_warning
     from lcm_lab.metrics.strategies import strategy_scores
     from lcm_lab.store.replays import save_replay
     from lcm_lab.store.scores import write_scores
-    from lcm_lab.strategies import StrategyError, get_strategy
+    from lcm_lab.strategies import get_strategy
     from lcm_lab.strategies.recorded import recorded_params
 
     params = read_strategy_config(args.strategy_config)
@@ -90,15 +93,14 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
         run_params = dict(params)
         if args.strategy == "recorded" and loaded is not None and "events" not in run_params:
             run_params.update(recorded_params(loaded))
-        try:
-            strategy = get_strategy(args.strategy, **run_params)
-            with tqdm(desc=f"{args.strategy} {conversation.session_id[:24]}", unit="turn", leave=False,
-                      disable=not sys.stderr.isatty() or args.json) as bar:  # fmt: skip
-                run = strategy.run(
-                    conversation, summarizer, args.token_budget, on_turn=lambda _t: bar.update()
-                )  # noqa: B023
-        except StrategyError as exc:
-            raise SystemExit(f"lcm-lab replay: {exc}") from None
+        before = calls_so_far(summarizer)
+        strategy = get_strategy(args.strategy, **run_params)  # StrategyError (a UserError) on bad parameters
+        with tqdm(desc=f"{args.strategy} {conversation.session_id[:24]}", unit="turn", leave=False,
+                  disable=not sys.stderr.isatty() or args.json) as bar:  # fmt: skip
+            run = strategy.run(
+                conversation, summarizer, args.token_budget, on_turn=lambda _t: bar.update()
+            )  # noqa: B023
+        failed_calls, warning = failed_calls_warning(summarizer, before, conversation.session_id)
         run_id = (
             None
             if args.no_save
@@ -109,8 +111,10 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
             write_scores(store, scores, replace_runs=True)
         summary = {"run_id": run_id, "strategy": run.strategy, "strategy_params": _public(run.strategy_params),
                    "session_id": conversation.session_id, "turns": len(run.turns), "token_budget": run.token_budget,
-                   "scores": headline_summary(scores)}  # fmt: skip
+                   "scores": headline_summary(scores), "failed_calls": failed_calls}  # fmt: skip
         results.append(summary)
+        if warning:
+            print(warning, file=sys.stderr)
         if not args.json:
             heads = ", ".join(
                 f"{k} {v['value']:.3f}" for k, v in summary["scores"].items() if v.get("value") is not None

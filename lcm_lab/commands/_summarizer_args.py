@@ -21,7 +21,7 @@ def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--summarizer", choices=SUMMARIZER_NAMES, default=DEFAULT_SUMMARIZER,
                        help=f"who writes the summaries (default: {DEFAULT_SUMMARIZER})")
     group.add_argument("--model", default=None, help="litellm model, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3")
-    group.add_argument("--api-base", default=None, metavar="URL", help="OpenAI-compatible endpoint (litellm api_base)")
+    group.add_argument("--api-base", default=None, metavar="URL", type=api_base_url, help="OpenAI-compatible endpoint (litellm api_base)")
     group.add_argument("--concurrency", type=int, default=16, metavar="N", help="model calls in flight at once (default 16)")
     group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
                        help="ledger cache mode for model calls (default readwrite)")
@@ -37,6 +37,28 @@ def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _LITELLM_ONLY = ("model", "api_base", "prompts", "temperature", "seed", "reasoning_effort", "max_calls_per_window", "max_cost_usd")
+
+
+def api_base_url(text: str) -> str:
+    """argparse type: an http(s) URL with a host, e.g. ``http://127.0.0.1:8000/v1``.
+
+    >>> api_base_url("http://127.0.0.1:8000/v1")
+    'http://127.0.0.1:8000/v1'
+    >>> api_base_url("localhost:8000")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 'localhost:8000' is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text.strip())
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or " " in text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
+    return text.strip()
 
 
 def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None, run_id: str | None = None) -> Summarizer:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument
+from lcm_lab.errors import InputError, OptionError
 
 STRATEGIES = ("lcm", "recorded")
 
@@ -53,24 +54,14 @@ def _bundled() -> list[Path]:
 
 
 def _read(path: Path) -> Any:
-    from lcm_lab.io.transcripts import TranscriptFormatError, read_transcript
+    from lcm_lab.io.transcripts import read_transcript
 
-    if not path.exists():
-        raise SystemExit(f"lcm-lab cost: no such file: {path}")
-    try:
-        return read_transcript(path)
-    except (TranscriptFormatError, ValueError) as exc:
-        raise SystemExit(f"lcm-lab cost: {exc}") from None
+    return read_transcript(path)  # a missing or unreadable file raises a UserError naming it
 
 
 def _prices(model: str) -> Any:
     from lcm_lab.cost.litellm_prices import load_prices
-    from lcm_lab.cost.prices import UnknownModelError
-
-    try:
-        return load_prices(model)
-    except UnknownModelError as exc:
-        raise SystemExit(f"lcm-lab cost: {exc}") from None
+    return load_prices(model)  # UnknownModelError (a UserError) names the model
 
 
 def recorded_record(path: Path, main_model: str | None) -> dict[str, Any]:
@@ -80,14 +71,14 @@ def recorded_record(path: Path, main_model: str | None) -> dict[str, Any]:
 
     calls = recorded_session_calls(_read(path).conversations)
     if not calls:
-        raise SystemExit(f"lcm-lab cost: {path} records no model calls")
+        raise InputError(f"{path} records no model calls")
     prices = _prices(main_model or session_model(calls))
     return validation_record(validate_recorded(calls, prices, session=path.name))
 
 
 def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Cost of an LCM replay of one transcript, with its references, as a JSON-ready dict."""
-    from lcm_lab.commands._summarizer_args import SummarizerConfigError, summarizer_from_args
+    from lcm_lab.commands._summarizer_args import summarizer_from_args
     from lcm_lab.commands.replay import read_config
     from lcm_lab.cost.replay_cost import calibrate_conversation, reference_costs, session_cost
     from lcm_lab.cost.validate import session_model
@@ -96,10 +87,7 @@ def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
 
     loaded = _read(path).conversations[0]
     config, _ = read_config(args.config)
-    try:
-        summarizer = summarizer_from_args(args)
-    except SummarizerConfigError as exc:
-        raise SystemExit(f"lcm-lab cost: {exc}") from None
+    summarizer = summarizer_from_args(args)
     prices = _prices(args.main_model or session_model(recorded_calls(loaded.conversation)))
     calibration = calibrate_conversation(loaded.conversation, prices, loaded.events)
     run = replay(loaded.conversation, config, summarizer, token_budget=args.token_budget)
@@ -139,13 +127,13 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.cost.validate import validation_markdown
 
     if args.strategy not in STRATEGIES:
-        raise SystemExit(
-            f"lcm-lab cost: unknown --strategy {args.strategy!r}; available here: {', '.join(STRATEGIES)} "
+        raise OptionError(
+            f"unknown --strategy {args.strategy!r}; available here: {', '.join(STRATEGIES)} "
             "(other strategies price through the same model once they exist as replays)"
         )
     paths = [Path(p) for p in args.inputs] or (_bundled() if args.validate else [])
     if not paths:
-        raise SystemExit("lcm-lab cost: give an INPUT transcript (or --validate for the bundled sessions)")
+        raise OptionError("give an INPUT transcript (or --validate for the bundled sessions)")
     if args.validate or args.strategy == "recorded":
         records = [recorded_record(p, args.main_model) for p in paths]
         if args.json:

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from lcm_lab.cli import add_list_arguments, print_rows
+from lcm_lab.errors import OptionError
 
 if TYPE_CHECKING:
     from lcm_lab.io.lcmdb_rows import LcmDbRows
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         print_rows(args, [{"severity": severity, "check": check} for check, severity in CHECKS.items()])
         return 0
     if not args.path:
-        raise SystemExit("give the path of an lcm.db (or --list-checks)")
+        raise OptionError("give the path of an lcm.db (or --list-checks)")
     rows = read_lcmdb_rows(args.path)
     findings = diagnose(rows)
     if findings or args.json:

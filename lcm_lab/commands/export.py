@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument
+from lcm_lab.errors import UserError
 
 
 def register(subparsers: Any) -> None:
@@ -28,17 +28,18 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lcm_lab.io.lcmdb_export import ExportExistsError, export_lcm_db
+    from lcm_lab.io.lcmdb_export import export_lcm_db
     from lcm_lab.store import open_store
     from lcm_lab.store.replays import load_replay
 
     try:
-        with open_store(args.db) as store:
+        with open_store(args.db, reads_only=True) as store:
             replay = load_replay(store, args.run_id)
         result = export_lcm_db(replay, args.output)
-    except (KeyError, ExportExistsError) as exc:
-        message = exc.args[0] if exc.args else str(exc)
-        print(json.dumps({"error": message}) if args.json else f"error: {message}", file=sys.stdout if args.json else sys.stderr)
+    except UserError as exc:  # --json callers get the error as JSON on stdout too
+        if not args.json:
+            raise
+        print(json.dumps({"error": str(exc)}))
         return 2
     counts = {k: v for k, v in result._asdict().items() if k not in ("path", "schema")}
     if args.json:

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.store import open_store
     from lcm_lab.sweeps import sweep_study
 
-    with open_store(args.db) as store:
+    with open_store(args.db, reads_only=True) as store:
         study = sweep_study(args.sweep_id, store, storage=args.storage, study_name=args.study_name, replace=args.replace)
     best = [t.user_attrs["config_id"] for t in study.best_trials]
     if args.json:

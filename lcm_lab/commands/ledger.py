@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.store import open_store
     from lcm_lab.store.ledger import Ledger
 
-    with open_store(args.db) as store:
+    with open_store(args.db, reads_only=True) as store:
         ledger = Ledger(store, "off")
         calls = ledger.calls(args.run)
         if args.last is not None:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lcm_lab.cli import add_json_argument, add_list_arguments, print_json, print_json_lines, print_rows
-from lcm_lab.prompts import TEMPLATE_NAMES, PromptSet, TemplateError, default_prompt_set, load_prompt_set
+from lcm_lab.errors import InputError, OptionError, OutputError
+from lcm_lab.prompts import TEMPLATE_NAMES, PromptSet, default_prompt_set, load_prompt_set
 
 
 def register(subparsers: Any) -> None:
@@ -74,19 +75,13 @@ def register(subparsers: Any) -> None:
 def _prompt_set(directory: str | None) -> PromptSet:
     if directory is None:
         return default_prompt_set()
-    try:
-        return load_prompt_set(directory)
-    except (FileNotFoundError, TemplateError) as exc:
-        raise SystemExit(f"lcm-lab prompts: {exc}") from None
+    return load_prompt_set(directory)  # MissingFileError / TemplateError: UserErrors naming the file
 
 
 def _name(name: str) -> str:
     from lcm_lab.prompts import normalize_template_name
 
-    try:
-        return normalize_template_name(name)
-    except KeyError as exc:
-        raise SystemExit(f"lcm-lab prompts: {exc.args[0]}") from None
+    return normalize_template_name(name)  # UnknownNameError lists the known names
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -134,10 +129,8 @@ def _read(path: str) -> str:
         return sys.stdin.read()
     try:
         return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SystemExit(f"lcm-lab prompts: no such file: {path}") from None
     except UnicodeDecodeError as exc:
-        raise SystemExit(f"lcm-lab prompts: {path}: not UTF-8 text ({exc.reason})") from None
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -149,7 +142,7 @@ def run_render(args: argparse.Namespace) -> int:
 
     name = _name(args.name)
     if name == "system":
-        raise SystemExit("lcm-lab prompts: 'system' is rendered with every request; render leaf or condensed-dN")
+        raise OptionError("'system' is rendered with every request; render leaf or condensed-dN")
     prompts = _prompt_set(args.prompts)
     source = _read(args.source).strip()
     previous = _read(args.previous).strip() if args.previous else None
@@ -157,15 +150,12 @@ def run_render(args: argparse.Namespace) -> int:
     aggressive = name == "leaf-aggressive"
     depth = args.depth if args.depth is not None else (0 if kind == "leaf" else {"condensed-d1": 1, "condensed-d2": 2}.get(name, 3))
     if prompts.template_name_for(kind, depth, aggressive) != name:
-        raise SystemExit(f"lcm-lab prompts: --depth {depth} does not select {name}")
+        raise OptionError(f"--depth {depth} does not select {name}")
     target, max_tokens = prompt_targets(LcmConfig(), kind, aggressive, estimate_tokens(source))
     if args.target_tokens is not None:
         target, max_tokens = args.target_tokens, args.target_tokens + 2048
     request = SummaryRequest(source, kind, depth, aggressive, previous, target, max_tokens, args.custom_instructions)
-    try:
-        rendered = render_request(prompts, request)
-    except TemplateError as exc:
-        raise SystemExit(f"lcm-lab prompts: {exc}") from None
+    rendered = render_request(prompts, request)  # TemplateError (a UserError) names template and line
     if args.json:
         print(json.dumps({
             "template": rendered.template_name, "template_hash": rendered.template_hash,
@@ -188,8 +178,8 @@ def run_export(args: argparse.Namespace) -> int:
 
     try:
         written = export_prompt_set(default_prompt_set(), args.directory, overwrite=args.force)
-    except FileExistsError as exc:
-        raise SystemExit(f"lcm-lab prompts: {exc}") from None
+    except FileExistsError as exc:  # the library's refusal to overwrite, as an output error
+        raise OutputError(str(exc)) from None
     if args.json:
         print_json_lines({"path": str(path)} for path in written)
         return 0

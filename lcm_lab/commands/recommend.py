@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument
+from lcm_lab.errors import OptionError
 
 
 def register(subparsers: Any) -> None:
@@ -26,6 +26,8 @@ def register(subparsers: Any) -> None:
     )
     add_db_argument(parser)
     parser.add_argument("sweep_id", help="a sweep id (lcm-lab sweeps lists them)")
+    parser.add_argument("--engine", default=None, metavar="VERSION",
+                        help="the lossless-claw version to recommend for (needed when the sweep varies engine)")
     parser.add_argument("--folds", type=int, default=5, metavar="K",
                         help="folds of conversations for the out-of-sample check (at most one per conversation; default 5)")
     add_json_argument(parser, "one object: openclaw_json, env, tradeoff, warnings, "
@@ -38,12 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.sweeps import recommend
 
     if args.folds < 2:
-        print("lcm-lab recommend: --folds must be at least 2", file=sys.stderr)
-        return 2
-    try:
-        rec = recommend(args.sweep_id, open_store(args.db), folds=args.folds)
-    except (KeyError, ValueError) as exc:
-        print(f"lcm-lab recommend: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
-        return 2
+        raise OptionError("--folds must be at least 2")
+    # unknown sweep id, no usable result: UserErrors
+    rec = recommend(args.sweep_id, open_store(args.db, reads_only=True), folds=args.folds, engine=args.engine)
     print(json.dumps(rec.as_json()) if args.json else rec.snippet())
     return 0

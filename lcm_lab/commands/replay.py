@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument, existing_file, positive_int, print_json
-from lcm_lab.errors import JsonTooDeepError, OptionError, UserError
+from lcm_lab.errors import InputError, JsonTooDeepError, MissingFileError, OptionError, SpecError
 
 if TYPE_CHECKING:
     from lcm_lab.engine.config.lcm_config import LcmConfig
@@ -65,18 +65,18 @@ def register(subparsers: Any) -> None:
 
 def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
     """The config file as LcmConfig plus the plugin keys it held (for the trace)."""
-    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
 
     if path is None:
         return LcmConfig(), {}
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise SystemExit(f"lcm-lab replay: config file not found: {path}") from None
+        raise MissingFileError(f"{path}: config file not found") from None
     except json.JSONDecodeError as exc:
-        raise SystemExit(f"lcm-lab replay: {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(doc, dict):
-        raise SystemExit(f"lcm-lab replay: {path}: expected a JSON object of plugin config keys")
+        raise InputError(f"{path}: expected a JSON object of plugin config keys")
     if doc.get("trace_format") == "lcref-trace-v1":
         # A reference trace: the run's plugin config, plus the compaction mode its harness forced
         # (earlier sets force inline; the deferred set leaves the plugin default).
@@ -87,24 +87,24 @@ def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
         doc = entry.get("config", {}) if isinstance(entry, dict) else {}
     try:
         return LcmConfig.from_plugin_config(doc), doc
-    except (TypeError, ValueError) as exc:
-        raise SystemExit(f"lcm-lab replay: {path}: {exc}") from None
+    except ConfigError as exc:
+        raise SpecError(f"{path}: {exc}") from None
 
 
 def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversation, int | None]]:
     """The conversations to replay, with their lab-store ids when they came through the store."""
-    from lcm_lab.io.transcripts import LCM_DB, TranscriptFormatError, detect_format, read_transcript
+    from lcm_lab.io.transcripts import LCM_DB, detect_format, read_transcript
     from lcm_lab.loading.dispatch import load_lcm_db
 
     path = Path(args.input)
     if not path.exists():
-        raise SystemExit(f"lcm-lab replay: no such file: {path}")
+        raise MissingFileError(f"{path}: no such file")
     plain = path.with_suffix("") if path.suffix == ".gz" else path
     is_db = path.suffix == ".gz" and plain.suffix in (".db", ".sqlite") or (path.suffix != ".gz" and detect_format(path) == LCM_DB)
     if is_db:
         result = load_lcm_db(path, store)
         if not result.ok:
-            raise SystemExit(f"lcm-lab replay: {path}: {result.error}")
+            raise InputError(f"{path}: {result.error}")
         from lcm_lab.store.sources import source_conversations
 
         rows = every = source_conversations(store, result.source_id)
@@ -114,12 +114,7 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
                 known = ", ".join(str(o) for o in sorted(r[1] for r in every))
                 raise OptionError(f"--conversation {args.conversation}: {path} has no such conversation_id (it has: {known or 'none'})")
         return [(store.conversation(int(r[0])), int(r[0])) for r in rows]
-    try:
-        read = read_transcript(path)
-    except UserError:
-        raise
-    except (TranscriptFormatError, ValueError) as exc:
-        raise SystemExit(f"lcm-lab replay: {exc}") from None
+    read = read_transcript(path)  # a file that is no transcript raises TranscriptFormatError (a UserError)
     for issue in read.issues:
         print(f"warning: {issue}", file=sys.stderr)
     conversations = [c.conversation for c in read.conversations]
@@ -129,7 +124,7 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
         except ValueError:
             raise OptionError(f"--conversation {args.conversation}: expected an index 0..{len(conversations) - 1} for {path}") from None
         if not 0 <= index < len(conversations):
-            raise SystemExit(f"lcm-lab replay: {path} has {len(conversations)} conversation(s); --conversation {index} is out of range")
+            raise OptionError(f"--conversation {index}: out of range; {path} has {len(conversations)} conversation(s)")
         conversations = [conversations[index]]
     return [(c, None) for c in conversations]
 
@@ -138,7 +133,6 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from lcm_lab.commands._summarizer_args import (
-        SummarizerConfigError,
         calls_so_far,
         failed_calls_warning,
         summarizer_from_args,
@@ -162,19 +156,16 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args.db)
     conversations = _conversations(args, store)
     if not conversations:
-        raise SystemExit(f"lcm-lab replay: {args.input} holds no conversation to replay")
+        raise InputError(f"{args.input} holds no conversation to replay")
     if (args.trace_out or args.check) and len(conversations) != 1:
-        raise SystemExit(
-            f"lcm-lab replay: {args.input} holds {len(conversations)} conversations; pick one with --conversation for --trace-out/--check"
+        raise OptionError(
+            f"{args.input} holds {len(conversations)} conversations; pick one with --conversation for --trace-out/--check"
         )
-    try:
-        summarizer = summarizer_from_args(args, store=store)
-    except SummarizerConfigError as exc:
-        raise SystemExit(f"lcm-lab replay: {exc}") from None
+    summarizer = summarizer_from_args(args, store=store)
 
     if args.strategy != "lcm" or args.strategy_config:
         if args.trace_out or args.check:
-            raise SystemExit("lcm-lab replay: --trace-out/--check apply to a plain LCM replay (no --strategy)")
+            raise OptionError("--trace-out/--check apply to a plain LCM replay (no --strategy)")
         from lcm_lab.commands._strategy import run_strategies
 
         return run_strategies(args, store, conversations, summarizer, plugin_config)
@@ -233,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
                 plugin_config=plugin_config,
             )
             if args.trace_out:
-                Path(args.trace_out).write_text(json.dumps(trace, ensure_ascii=False, indent=1), encoding="utf-8")
+                from lcm_lab.io.redaction import redact
+
+                Path(args.trace_out).write_text(redact(json.dumps(trace, ensure_ascii=False, indent=1)), encoding="utf-8")
                 say(f"trace written to {args.trace_out}")
             if args.check:
                 expected = json.loads(Path(args.check).read_text(encoding="utf-8"))

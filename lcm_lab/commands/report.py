@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument, positive_int, print_json
+from lcm_lab.errors import NotFoundError, UnknownNameError
 
 
 def register(subparsers: Any) -> None:
@@ -41,27 +42,24 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.store.replays import latest_run_id, load_replay
     from lcm_lab.store.scores import scores_df
 
-    with open_store(args.db) as store:
+    with open_store(args.db, reads_only=True) as store:
         runs = list(args.runs or [])
         sweep = None
         if args.sweep:
             from lcm_lab.report.sweep_section import sweep_section
 
-            try:
-                sweep = sweep_section(args.sweep, store)
-            except (KeyError, ValueError) as exc:
-                raise SystemExit(f"lcm-lab report: {exc.args[0] if isinstance(exc, KeyError) else exc}") from None
+            sweep = sweep_section(args.sweep, store)  # an unknown sweep id raises UnknownNameError
             if not runs and sweep["recommended_run"]:
                 runs = [sweep["recommended_run"]]
         if not runs:
             latest = latest_run_id(store)
             if latest is None:
-                raise SystemExit(f"the store {store.path} has no replays yet; run `lcm-lab replay FILE` first")
+                raise NotFoundError(f"the store {store.path} has no replays yet; run `lcm-lab replay FILE` first")
             runs = [latest]
         try:
             replays = [load_replay(store, run_id) for run_id in runs]
-        except KeyError as exc:
-            raise SystemExit(f"--run: {exc.args[0]}") from None
+        except UnknownNameError as exc:
+            raise UnknownNameError(f"--run: {exc}") from None
         scores = scores_df(store, run_ids=runs)  # saved scores of these runs (may be none)
     output = Path(args.output) if args.output else Path("reports") / f"{'-vs-'.join(runs)}.html"
     path = write_report(replays, output, title=args.title, max_summaries=args.max_summaries,

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_json_argument
+from lcm_lab.errors import DataError, OptionError
 
 
 def register(subparsers: Any) -> None:
@@ -42,23 +43,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(example_spec())
         return 0
     if not args.spec:
-        print("lcm-lab sweep: give a spec file (lcm-lab sweep --example > sweep.yaml prints one)", file=sys.stderr)
-        return 2
+        raise OptionError("give a spec file (lcm-lab sweep --example > sweep.yaml prints one)")
     from lcm_lab.store import open_store
-    from lcm_lab.sweeps import SweepSpecError, load_spec, recommend, sweep
+    from lcm_lab.sweeps import load_spec, recommend, sweep
 
-    try:
-        # a spec that cannot run is refused before the store is opened (and its file locked)
-        spec = load_spec(args.spec)
-    except (SweepSpecError, FileNotFoundError, ValueError) as exc:
-        print(f"lcm-lab sweep: {exc}", file=sys.stderr)
-        return 2
+    spec = load_spec(args.spec)  # a spec that cannot run is refused before the store is opened (and locked)
     store = open_store(args.db)
-    try:
-        result = sweep(spec, store=store, executor=args.executor, workers=args.workers, progress=not args.no_progress)
-    except (SweepSpecError, FileNotFoundError) as exc:
-        print(f"lcm-lab sweep: {exc}", file=sys.stderr)
-        return 2
+    result = sweep(spec, store=store, executor=args.executor, workers=args.workers, progress=not args.no_progress)
     if args.json:
         print(json.dumps(result._asdict()))
         return 0
@@ -68,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
           f"{result.cache_hits} served from the ledger")
     try:
         rec = recommend(result.sweep_id, store)
-    except ValueError as exc:
+    except (DataError, OptionError) as exc:
         print(f"no recommendation: {exc}")
         return 0
     from lcm_lab.io.tables import format_table

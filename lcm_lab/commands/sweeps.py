@@ -19,7 +19,7 @@ def run(args: Any) -> int:
     from lcm_lab.store import open_store
     from lcm_lab.store.sweeps import sweeps_df
 
-    frame = sweeps_df(open_store(args.db))
+    frame = sweeps_df(open_store(args.db, reads_only=True))
     rows = [{**row, "stats": json.loads(row["stats"])} for row in frame.to_dict("records")]
     if args.json:
         print_json_lines(rows)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_deprecated_alias, add_json_argument, positive_int
+from lcm_lab.errors import OptionError
 
 # the bundled data (lcm_lab.bundled.datasets_path) it runs on by default
 LOCOMO = "locomo/locomo10.json"
@@ -46,7 +47,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from lcm_lab.engine.config.lcm_config import LcmConfig
+    from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
     from lcm_lab.io.transcripts import read_transcript
     from lcm_lab.metrics.validity import (
         CONTROLS,
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     controls = tuple(args.controls.split(",")) if args.controls else CONTROLS
     unknown = [c for c in controls if c not in CONTROLS]
     if unknown:
-        raise SystemExit(f"unknown control(s) {', '.join(unknown)}; choose from {', '.join(CONTROLS)}")
+        raise OptionError(f"--controls: unknown control(s) {', '.join(unknown)}; choose from {', '.join(CONTROLS)}")
 
     config = DEFAULT_CONFIG
     if args.plugin_config:
@@ -67,11 +68,14 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             overrides = json.loads(args.plugin_config)
-            if not isinstance(overrides, dict):
-                raise ValueError("expected a JSON object of plugin settings")
+        except json.JSONDecodeError as exc:
+            raise OptionError(f"--plugin-config: not valid JSON ({exc.msg})") from None
+        if not isinstance(overrides, dict):
+            raise OptionError("--plugin-config: expected a JSON object of plugin settings")
+        try:
             changed = LcmConfig.from_plugin_config(overrides)
-        except (ValueError, TypeError) as exc:
-            raise SystemExit(f"--plugin-config: {exc}") from None
+        except ConfigError as exc:
+            raise OptionError(f"--plugin-config: {exc}") from None
         defaults = LcmConfig()
         config = dataclasses.replace(DEFAULT_CONFIG, **{f.name: getattr(changed, f.name) for f in dataclasses.fields(LcmConfig)
                                                         if getattr(changed, f.name) != getattr(defaults, f.name)})

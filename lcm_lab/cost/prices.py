@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lcm_lab.cost.cache import Provider
+from lcm_lab.errors import UnknownNameError
 
 LONG_CONTEXT_TOKENS = 200_000  # litellm's ``*_above_200k_tokens`` tier
 
 
-class UnknownModelError(KeyError):
+class UnknownModelError(UnknownNameError):
     """The main model has no entry (or no input price) in the cost map."""
 
     def __str__(self) -> str:

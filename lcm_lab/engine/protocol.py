@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from lcm_lab.errors import ModelError
+
 
 @dataclass(frozen=True)
 class SummaryRequest:
@@ -55,7 +57,7 @@ class Summarizer(Protocol):
     def summarize(self, request: SummaryRequest) -> SummaryResult | str: ...
 
 
-class SummarizerAuthError(RuntimeError):
+class SummarizerAuthError(ModelError):
     """Provider authentication failed: the plugin aborts the pass and writes nothing."""
 
 

@@ -34,6 +34,9 @@ class EngineState:
         self._max_seq = max(self.messages, default=0)
         # Bumped by every mutation below, so that derived values (the fresh tail) can be memoised.
         self.version = 0
+        # Bumped only when existing context positions change (a range replaced, a /new prune):
+        # between two values, the context only grew at its end.
+        self.rewrites = 0
         self.stable_event_keys: set[str] = {m.stable_event_key for m in self.messages.values() if m.stable_event_key}
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)
 
@@ -101,6 +104,7 @@ class EngineState:
         item = ContextItem.summary(summary_id)
         self.context[start : end + 1] = [item]
         self.version += 1
+        self.rewrites += 1
         self._stored += self.stored_item_tokens(item)
 
     def prune_for_new_session(self, retain_depth: int) -> None:
@@ -115,4 +119,5 @@ class EngineState:
             ]
         self.context = kept
         self.version += 1
+        self.rewrites += 1
         self._stored = sum(self.stored_item_tokens(item) for item in self.context)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 Role = Literal["system", "user", "assistant", "tool"]
 SummaryKind = Literal["leaf", "condensed"]
 ItemKind = Literal["message", "summary"]
-Level = Literal["normal", "aggressive", "capped", "fallback"]
+Level = Literal["normal", "aggressive", "capped", "fallback", "pending"]  # pending: 1.0's one-call pending pipeline
 
 
 @dataclass(frozen=True)

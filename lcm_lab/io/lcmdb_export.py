@@ -40,7 +40,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, NamedTuple
 
+from lcm_lab.errors import EnvironmentFaultError, OutputError
 from lcm_lab.io import lcmdb_schema, lcmdb_schema_v1
+from lcm_lab.io.redaction import redact, secret_values
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import Replay
@@ -66,8 +68,9 @@ class ExportResult(NamedTuple):
     schema: str  # the lossless-claw version whose schema the file has
 
 
-class ExportExistsError(FileExistsError):
-    """The export target exists; the lab never overwrites a file."""
+class ExportExistsError(OutputError, FileExistsError):
+    """The export target exists (or is a symbolic link, dangling or not); the lab never
+    overwrites a file or writes through a link."""
 
 
 def _sqlite_accepts(sql: str) -> bool:
@@ -148,12 +151,14 @@ def _write(con: sqlite3.Connection, run: Replay, schema: ModuleType) -> ExportRe
         if fts:
             con.execute("INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", (index, m.content))
     names = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    secrets = secret_values()
     for s in run.summaries:
+        content = redact(s.content, secrets)  # a summary is derived text: no secrets leave in it
         con.execute(
             "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at,"
             " descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (s.summary_id, CONVERSATION_ID, s.kind, s.depth, s.content, s.token_count, s.earliest_at, s.latest_at,
+            (s.summary_id, CONVERSATION_ID, s.kind, s.depth, content, s.token_count, s.earliest_at, s.latest_at,
              s.descendant_count, s.descendant_token_count, s.source_message_token_count, s.created_at or now,
              _json_list(s.file_ids), s.model or "unknown"),
         )  # fmt: skip
@@ -167,7 +172,7 @@ def _write(con: sqlite3.Connection, run: Replay, schema: ModuleType) -> ExportRe
         )
         for table in ("summaries_fts", "summaries_fts_cjk"):
             if table in names:
-                con.execute(f"INSERT INTO {table} (summary_id, content) VALUES (?, ?)", (s.summary_id, s.content))
+                con.execute(f"INSERT INTO {table} (summary_id, content) VALUES (?, ?)", (s.summary_id, content))
     context = run.final_context
     for ordinal, item in enumerate(context):
         message_id = ids[int(item.ref)] if item.kind == "message" else None
@@ -204,6 +209,8 @@ def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
     ``path`` exists; see module docstring)."""
     schema = schema_for(run.engine)
     target = Path(path).expanduser()
+    if target.is_symlink():
+        raise ExportExistsError(f"{target} is a symbolic link; the lab never writes through links — choose another -o path")
     if target.exists():
         raise ExportExistsError(f"{target} exists; the lab never overwrites files — choose another -o path or remove it yourself")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -214,15 +221,23 @@ def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
         tmp.unlink()  # sqlite creates its own file; the name is ours
         con = sqlite3.connect(tmp)
         try:
-            with con:
-                result = _write(con, run, schema)
+            try:
+                with con:
+                    result = _write(con, run, schema)
+            except sqlite3.OperationalError as exc:
+                if "disk is full" not in str(exc) and "disk I/O error" not in str(exc):
+                    raise
+                raise EnvironmentFaultError(f"{target}: disk full while exporting ({exc}); nothing was written") from None
             check = con.execute("PRAGMA integrity_check").fetchone()[0]
             if check != "ok":
                 raise RuntimeError(f"exported database failed PRAGMA integrity_check: {check}")
         finally:
             con.close()
         # os.link fails if the target appeared meanwhile: never overwrite, even in a race.
-        os.link(tmp, target)
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise ExportExistsError(f"{target} appeared while exporting; the lab never overwrites files") from None
     finally:
         tmp.unlink(missing_ok=True)
     return result._replace(path=target)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from lcm_lab.errors import DataError
 from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_snapshot
 
 
@@ -130,23 +131,37 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _select(conn: sqlite3.Connection, table: str, wanted: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+def _select(conn: sqlite3.Connection, where: list[str], table: str, wanted: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+    """The ``wanted`` columns of ``table`` (NULL for absent ones); ``where`` records the table,
+    so a value of the wrong type can be reported with it."""
     present = _columns(conn, table)
     exprs = ", ".join(col if col in present else "NULL" for col in wanted)
-    yield from conn.execute(f"SELECT {exprs} FROM {table}")
+    where.append(table)
+    return iter(conn.execute(f"SELECT {exprs} FROM {table}"))
 
 
 def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
-    """All doctor-relevant rows from an open lcm.db connection."""
+    """All doctor-relevant rows from an open lcm.db connection (:class:`DataError` naming the table
+    when a column holds a value of the wrong type, e.g. text in ``summaries.token_count``)."""
+    where: list[str] = []
+    try:
+        return _read_rows(conn, path, where)
+    except ValueError as exc:  # int('lots'): a bug elsewhere is a TypeError and keeps its traceback
+        table = where[-1] if where else "?"
+        raise DataError(f"{path}: table {table} holds a value of the wrong type ({exc}); "
+                        f"lossless-claw does not write such rows, so the file was changed by something else") from None
+
+
+def _read_rows(conn: sqlite3.Connection, path: str, where: list[str]) -> LcmDbRows:
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     missing = [t for t in _REQUIRED if t not in tables]
     if missing:
         raise SqliteReadError(f"{path}: not an lcm.db (missing tables: {', '.join(missing)})")
-    conversations = {int(cid): str(sid) for cid, sid in _select(conn, "conversations", ("conversation_id", "session_id"))}
+    conversations = {int(cid): str(sid) for cid, sid in _select(conn, where, "conversations", ("conversation_id", "session_id"))}
     messages = tuple(
         MessageRow(int(mid), int(cid), int(seq), str(role), content or "", int(tok or 0))
         for mid, cid, seq, role, content, tok in _select(
-            conn, "messages", ("message_id", "conversation_id", "seq", "role", "content", "token_count")
+            conn, where, "messages", ("message_id", "conversation_id", "seq", "role", "content", "token_count")
         )
     )
     summaries = tuple(
@@ -162,26 +177,27 @@ def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
         )
         for sid, cid, kind, depth, content, tok, model, smt in _select(
             conn,
+            where,
             "summaries",
             ("summary_id", "conversation_id", "kind", "depth", "content", "token_count", "model", "source_message_token_count"),
         )
     )
     summary_messages = tuple(
         EdgeRow(str(sid), int(mid), int(ordinal or 0))
-        for sid, mid, ordinal in _select(conn, "summary_messages", ("summary_id", "message_id", "ordinal"))
+        for sid, mid, ordinal in _select(conn, where, "summary_messages", ("summary_id", "message_id", "ordinal"))
     )
     summary_parents = tuple(
         EdgeRow(str(sid), str(pid), int(ordinal or 0))
-        for sid, pid, ordinal in _select(conn, "summary_parents", ("summary_id", "parent_summary_id", "ordinal"))
+        for sid, pid, ordinal in _select(conn, where, "summary_parents", ("summary_id", "parent_summary_id", "ordinal"))
     )
     context_items = tuple(
         ContextRow(int(cid), int(ordinal), str(kind), None if mid is None else int(mid), None if sid is None else str(sid))
         for cid, ordinal, kind, mid, sid in _select(
-            conn, "context_items", ("conversation_id", "ordinal", "item_type", "message_id", "summary_id")
+            conn, where, "context_items", ("conversation_id", "ordinal", "item_type", "message_id", "summary_id")
         )
     )
     def rows_of(table: str, wanted: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
-        return _select(conn, table, wanted) if table in tables else iter(())
+        return _select(conn, where, table, wanted) if table in tables else iter(())
 
     batches = tuple(
         BatchRow(str(bid), int(cid), str(status))

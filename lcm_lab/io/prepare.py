@@ -11,16 +11,26 @@ readers, the engine and pyarrow.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import tempfile
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
-from lcm_lab.io.rows import Start, WriteCounts, build_rows
+from lcm_lab.io.model import LoadedConversation
+from lcm_lab.io.rows import Sink, Start, WriteCounts, build_rows
+
+# A conversation is split across workers from this many entries on (below, a worker's start-up
+# costs more than it saves).
+SPLIT_MIN_ENTRIES = 5_000
 
 
 class Prepared(NamedTuple):
@@ -60,10 +70,20 @@ def read_and_build(path: Path, read: Callable[[], Any] | None = None, *, spool: 
     if read is None:
         from lcm_lab.io.transcripts import read_transcript
 
-        result = read_transcript(path)
+        result = read_transcript(path, reread=True)
     else:
         result = read()
     files: list[tuple[str, str]] = []
+    starts = [Start(cid=index) for index in range(len(result.conversations))]
+    counts = build_rows(result.conversations, starts, _spool_sink(spool, files), kind=result.kind, source_id=0)
+    if not unchanged_since(fp, path):
+        raise RuntimeError(f"{path}: changed while it was read")  # the parent reads it again
+    issues = tuple(str(issue) for issue in result.issues)
+    return Prepared(fp, result.kind, issues, result.skipped_lines, counts, files=tuple(files))
+
+
+def _spool_sink(spool: str | os.PathLike[str], files: list[tuple[str, str]]) -> Sink:
+    """A sink writing each table as an Arrow IPC file under ``spool``, listed in ``files``."""
     stem = os.path.join(spool, uuid.uuid4().hex)
 
     def write(table: str, arrow: pa.Table) -> None:
@@ -72,9 +92,79 @@ def read_and_build(path: Path, read: Callable[[], Any] | None = None, *, spool: 
             writer.write_table(arrow)
         files.append((table, name))
 
-    starts = [Start(cid=index) for index in range(len(result.conversations))]
-    counts = build_rows(result.conversations, starts, write, kind=result.kind, source_id=0)
-    if not unchanged_since(fp, path):
-        raise RuntimeError(f"{path}: changed while it was read")  # the parent reads it again
-    issues = tuple(str(issue) for issue in result.issues)
-    return Prepared(fp, result.kind, issues, result.skipped_lines, counts, files=tuple(files))
+    return write
+
+
+# What forked split workers project: set just before the pool forks, so nothing is pickled.
+_SPLIT: tuple[LoadedConversation, Start, str, int, list[int], str] | None = None
+_SHIFTED = {"messages": ("seq",), "message_parts": ("seq",), "entries": ("seq", "position")}
+
+
+def _build_part(index: int) -> tuple[tuple[tuple[str, str], ...], WriteCounts]:
+    assert _SPLIT is not None
+    item, start, kind, source_id, bounds, spool = _SPLIT
+    conversation = replace(item.conversation, entries=item.conversation.entries[bounds[index] : bounds[index + 1]])
+    if index == 0:  # the conversation row, its events, DAG and QA items come with the first part
+        part, part_start = replace(item, conversation=conversation), start
+    else:  # later parts: entries and messages only, numbered from 0 (the parent shifts them)
+        part = LoadedConversation(conversation=conversation)
+        part_start = Start(cid=start.cid, appended=True)
+    files: list[tuple[str, str]] = []
+    counts = build_rows([part], [part_start], _spool_sink(spool, files), kind=kind, source_id=source_id)
+    return tuple(files), counts
+
+
+def _shifted(table: str, arrow: pa.Table, shifts: dict[str, int]) -> pa.Table:
+    for column in _SHIFTED.get(table, ()):
+        if shifts[column] and column in arrow.column_names:
+            index = arrow.column_names.index(column)
+            arrow = arrow.set_column(index, column, pc.add(arrow.column(index).cast(pa.int64()), shifts[column]))
+    return arrow
+
+
+def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind: str, source_id: int,
+                     workers: int) -> WriteCounts:  # fmt: skip
+    """:func:`~lcm_lab.io.rows.build_rows` of one new conversation, its entries projected in parts
+    by ``workers`` forked processes while this one hands finished parts to ``sink`` in order.
+
+    Rows come out exactly as one process builds them: a part's message seqs and entry positions
+    are numbered from 0 and shifted here by what the parts before it held (the projection of a
+    message does not depend on its seq). Falls back to one process where fork is unavailable.
+    """
+    global _SPLIT
+    entries = item.conversation.entries
+    if start.appended or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return build_rows([item], [start], sink, kind=kind, source_id=source_id)
+    parts = workers * 3  # small parts: the parent inserts one while the workers project the next
+    bounds = [len(entries) * k // parts for k in range(parts + 1)]
+    total = WriteCounts()
+    with tempfile.TemporaryDirectory(prefix="lcm-lab-split-", ignore_cleanup_errors=True) as spool:
+        _SPLIT = (item, start, kind, source_id, bounds, spool)
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                futures = [pool.submit(_build_part, k) for k in range(parts)]
+                _SPLIT = None  # the workers are forked on the first submit and keep their copy
+                seq = 0
+                for k, future in enumerate(futures):
+                    files, counts = future.result()
+                    shifts = {"seq": seq if k else 0, "position": bounds[k] if k else 0}
+                    for table, name in files:
+                        with pa.memory_map(name) as source:
+                            arrow = pa.ipc.open_file(source).read_all()
+                        os.unlink(name)
+                        sink(table, _shifted(table, arrow, shifts))
+                    seq += counts.messages if k else counts.messages + start.seq
+                    _merge(total, counts, first=k == 0)
+        finally:
+            _SPLIT = None
+    return total
+
+
+def _merge(total: WriteCounts, part: WriteCounts, *, first: bool) -> None:
+    for name in ("conversations", "messages", "entries", "summaries", "context_items", "qa_items", "events"):
+        setattr(total, name, getattr(total, name) + getattr(part, name))
+    if first:
+        total.appended_conversations += part.appended_conversations
+    for reason, count in part.not_stored.items():
+        total.not_stored[reason] = total.not_stored.get(reason, 0) + count
+    total.warnings.extend(part.warnings)

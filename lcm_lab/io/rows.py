@@ -27,6 +27,9 @@ from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
 
 FLUSH_ROWS = 20_000
+# ...or after about this much text, whichever comes first: rows of big messages would otherwise
+# hold hundreds of MB before 20,000 of them are buffered.
+FLUSH_BYTES = 32 << 20
 Sink = Callable[[str, pa.Table], None]
 # Columns of JSON type in the lab schema that hold ``dumps`` output. They are typed as Arrow's
 # JSON extension (pyarrow >= 19), which DuckDB takes as JSON without parsing every value again
@@ -95,16 +98,20 @@ class Start:
 class _Buffers:
     """Rows per table, handed to the sink as Arrow tables."""
 
-    def __init__(self, sink: Sink, flush_rows: int) -> None:
+    def __init__(self, sink: Sink, flush_rows: int, flush_bytes: int = FLUSH_BYTES) -> None:
         self.sink = sink
         self.flush_rows = flush_rows
+        self.flush_bytes = flush_bytes
         self.rows: dict[str, list[dict[str, Any]]] = {}
         self.pending = 0
+        self.pending_bytes = 0
 
-    def add(self, table: str, row: dict[str, Any]) -> None:
+    def add(self, table: str, row: dict[str, Any], size: int = 0) -> None:
+        """Buffer ``row`` (``size``: about how many bytes of text it holds)."""
         self.rows.setdefault(table, []).append(row)
         self.pending += 1
-        if self.pending >= self.flush_rows:
+        self.pending_bytes += size
+        if self.pending >= self.flush_rows or self.pending_bytes >= self.flush_bytes:
             self.flush()
 
     def flush(self) -> None:
@@ -117,6 +124,7 @@ class _Buffers:
             self.sink(table, _typed_json(table, pa.table(columns)))
         self.rows.clear()
         self.pending = 0
+        self.pending_bytes = 0
 
 
 def _typed_json(table: str, arrow: pa.Table) -> pa.Table:
@@ -161,9 +169,10 @@ def build_rows(
                 if stored is not None:
                     seq += 1
                     entry_seq = seq
-                    buffers.add("messages", _entry_message_row(cid, seq, entry, stored))
+                    row = _entry_message_row(cid, seq, entry, stored)
+                    buffers.add("messages", row, len(row["content"] or "") + len(row["raw"] or ""))
                     for part in stored.parts:
-                        buffers.add("message_parts", _part_row(cid, seq, part))
+                        buffers.add("message_parts", _part_row(cid, seq, part), _part_size(part))
                     counts.messages += 1
                 else:
                     # Not stored by lossless-claw (pi-only role, or a skip rule): kept with the entry.
@@ -260,6 +269,10 @@ def _add_stored_message(buffers: _Buffers, cid: int, stored: StoredMessage) -> N
     )
     for part in stored.parts:
         buffers.add("message_parts", _part_row(cid, stored.seq, part))
+
+
+def _part_size(part: StoredPart) -> int:
+    return sum(len(text) for text in (part.text_content, part.tool_input, part.tool_output, part.metadata) if text)
 
 
 def _part_row(cid: int, seq: int, part: StoredPart) -> dict[str, Any]:

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from lcm_lab.errors import UserError
+from lcm_lab.errors import InputError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
 _COPY_ATTEMPTS = 5
 
 
-class SqliteReadError(UserError):
+class SqliteReadError(InputError):
     """A SQLite source could not be read; the message names the file and what to do."""
 
 

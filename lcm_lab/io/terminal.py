@@ -39,7 +39,9 @@ def _pattern(keep: str) -> re.Pattern[str]:
 _HUMAN = _pattern("\n\t")
 _HUMAN_PROGRESS = _pattern("\n\t\r")
 _CELL = _pattern("")
-_JSON = _pattern("\n\t\r")  # json.dumps already escapes C0 inside strings; newlines separate records
+# json.dumps escapes C0 inside strings and indents with spaces, so on a JSON stdout only newlines
+# (between records and from indent=) are kept; anything else raw came from elsewhere: escaped.
+_JSON = _pattern("\n")
 
 
 def _python_escape(match: re.Match[str]) -> str:
@@ -107,6 +109,10 @@ class TerminalStreams:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         assert self._saved is not None
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        sys.stdout, sys.stderr = self._saved
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe (| head) or stream: nothing left to show
+            pass
+        finally:
+            sys.stdout, sys.stderr = self._saved

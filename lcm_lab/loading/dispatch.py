@@ -53,8 +53,21 @@ from lcm_lab.store import LabStore
 from lcm_lab.store.core import BIG_COMMIT_CHECKPOINT_THRESHOLD
 from lcm_lab.store.lcmdb_backends import DEFAULT_BACKEND
 from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed, import_lcm_db
-from lcm_lab.store.sources import add_source, find_loaded, finish_source
-from lcm_lab.store.write_loaded import WriteCounts, insert_loaded, insert_prepared, loaded_before
+from lcm_lab.store.sources import (
+    UNFINISHED,
+    add_source,
+    find_loaded,
+    finish_source,
+    mark_loaded,
+    purge_unfinished,
+)
+from lcm_lab.store.write_loaded import (
+    COMMIT_BYTES,
+    WriteCounts,
+    insert_loaded,
+    insert_prepared,
+    loaded_before,
+)
 
 # Files a directory walk considers (with or without .gz); everything else is ignored silently.
 LOADABLE_SUFFIXES = (".jsonl", ".json", ".db", ".sqlite", ".sqlite3")
@@ -115,17 +128,32 @@ class SourceResult:
 
 @contextmanager
 def _store_for(store: LabStore | None) -> Iterator[LabStore]:
-    """The given store (or the default one, opened for the load) with load-time memory bounds."""
+    """The given store (or the default one, opened for the load) with load-time memory bounds;
+    rows an unfinished earlier load left behind are removed first."""
     if store is not None:
         with store.bulk_load():
+            purge_unfinished(store)
             yield store
         return
     opened = LabStore()
     try:
         with opened.bulk_load():
+            purge_unfinished(opened)
             yield opened
     finally:
         opened.close()
+
+
+@contextmanager
+def _undone_on_failure(lab: LabStore) -> Iterator[None]:
+    """A load that commits in steps is undone by hand when it fails after a commit point (the
+    rollback covers only the last step); a store DuckDB invalidated is cleaned by the next load."""
+    try:
+        yield
+    except BaseException:
+        if not lab.invalidated:
+            purge_unfinished(lab)
+        raise
 
 
 def _failed(store: LabStore, path: Path, kind: str | None, message: str, status: str = "failed") -> SourceResult:
@@ -326,14 +354,15 @@ def _load_transcript(
         batch.add(key, target, fp, rows)
         return None
     try:
-        result = read() if read is not None else _transcripts_module().read_transcript(target)
+        result = read() if read is not None else _transcripts_module().read_transcript(target, reread=True)
     except (OSError, ValueError) as exc:
         return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
     issues = [str(issue) for issue in result.issues]
-    with lab.transaction():
-        source_id = add_source(lab, path=str(target), kind=result.kind, status="loaded",
+    with _undone_on_failure(lab), lab.transaction():
+        source_id = add_source(lab, path=str(target), kind=result.kind, status=UNFINISHED,
                                loader_version=loader_version(), fp=fp)
-        counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind)
+        counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind, commit_bytes=COMMIT_BYTES,
+                               workers=split_workers() if batch is None else 1)  # fmt: skip
         warnings = issues + counts.warnings
         status = "appended" if counts.appended_conversations and not counts.conversations else "loaded"
         finish_source(lab, source_id, status=status, warnings=warnings, skipped_lines=result.skipped_lines)
@@ -400,13 +429,15 @@ class _RowBatch:
             self.deliver(item.key, result)
 
     def _store(self, queued: Sequence[_Queued]) -> list[SourceResult]:
-        with self.lab.transaction():
+        with _undone_on_failure(self.lab), self.lab.transaction():
             ids = [
-                add_source(self.lab, path=str(q.target), kind=q.rows.kind, status="loaded", loader_version=loader_version(),
+                add_source(self.lab, path=str(q.target), kind=q.rows.kind, status=UNFINISHED, loader_version=loader_version(),
                            fp=q.fp, warnings=[*q.rows.issues, *q.rows.counts.warnings], skipped_lines=q.rows.skipped_lines)
                 for q in queued
             ]  # fmt: skip
-            insert_prepared(self.lab, [(source_id, q.rows) for source_id, q in zip(ids, queued, strict=True)])
+            insert_prepared(self.lab, [(source_id, q.rows) for source_id, q in zip(ids, queued, strict=True)],
+                            commit_bytes=COMMIT_BYTES)  # fmt: skip
+            mark_loaded(self.lab, ids)
         return [
             _transcript_result(q.target, q.rows.kind, "loaded", source_id, q.rows.counts, q.rows.skipped_lines,
                                [*q.rows.issues, *q.rows.counts.warnings])
@@ -522,7 +553,7 @@ def _jobs_for(argument: str | os.PathLike[str], store: LabStore) -> tuple[list[_
         if item.kind == transcripts.LCM_DB:
             jobs.append(_Job(item.path, str(argument), True, kind="lcm_db"))
         else:
-            jobs.append(_Job(item.path, str(argument), True, read=partial(transcripts.read_state_dir_item, item)))
+            jobs.append(_Job(item.path, str(argument), True, read=partial(transcripts.read_state_dir_item, item, reread=True)))
     return jobs, failed
 
 
@@ -599,12 +630,23 @@ def load_workers(jobs: int) -> int:
             return max(1, int(configured))
         except ValueError:
             return 1
+    return _idle_workers() if jobs >= 2 else 1
+
+
+def split_workers() -> int:
+    """Worker processes that project one big session in parts (:func:`load_workers`' rule, for a
+    single file: ``LCM_LAB_LOAD_WORKERS``, else one per idle CPU up to 2)."""
+    configured = os.environ.get(WORKERS_ENV, "").strip()
+    return load_workers(2) if configured else _idle_workers()
+
+
+def _idle_workers() -> int:
     cpus = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0] >= cpus
     except (AttributeError, OSError):  # no load average on this platform
         busy = False
-    return min(2, cpus) if jobs >= 2 and cpus > 1 and not busy else 1
+    return min(2, cpus) if cpus > 1 and not busy else 1
 
 
 def _worker_context() -> multiprocessing.context.BaseContext | None:

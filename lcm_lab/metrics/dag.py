@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from lcm_lab.engine.types import ContextItem, Conversation, StoredMessage, Summary
+from lcm_lab.errors import DagCycleError
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Dag:
     def covered_seqs(self, summary_id: str) -> tuple[int, ...]:
         """Raw message seqs under a summary (leaf: its sources; condensed: its inputs' seqs).
 
-        Missing inputs are skipped (the doctor reports them); a cycle raises ``ValueError``.
+        Missing inputs are skipped (the doctor reports them); a cycle raises :class:`~lcm_lab.errors.DagCycleError` (a ``ValueError``).
         """
         return self._covered(summary_id, frozenset())
 
@@ -68,7 +69,7 @@ class Dag:
         if summary_id in memo:
             return memo[summary_id]
         if summary_id in visiting:
-            raise ValueError(f"summary DAG has a cycle through {summary_id}")
+            raise DagCycleError(summary_id)
         summary = self.summary_by_id.get(summary_id)
         if summary is None:
             return ()

@@ -98,9 +98,18 @@ def _term_present(term: str, text: str) -> bool:
 
 def retained(decision: Decision, text: str) -> bool:
     """At least two thirds of the key terms occur in ``text`` (normalised)."""
-    norm = normalize(text)
+    return _retained_normalised(decision, normalize(text))
+
+
+def _retained_normalised(decision: Decision, norm: str) -> bool:
     hits = sum(_term_present(t, norm) for t in decision.terms)
     return hits >= RETAINED_SHARE * len(decision.terms)
+
+
+def retained_all(decisions: Sequence[Decision], text: str) -> np.ndarray:
+    """:func:`retained` of every decision in one text (normalised once): 1.0 per retained one."""
+    norm = normalize(text)
+    return np.array([_retained_normalised(d, norm) for d in decisions], dtype=float)
 
 
 def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None, seed: int = 0,

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from lcm_lab.errors import InputError
 from lcm_lab.metrics.base import Score, mean
 
 WEIGHTS: dict[str, float] = {"precision": 0.30, "recall": 0.35, "keyword_preservation": 0.20, "type_accuracy": 0.15}
@@ -52,7 +53,7 @@ _STOP = frozenset(
 )
 
 
-class FixtureError(ValueError):
+class FixtureError(InputError):
     """A fixture file is malformed; the message names file and line."""
 
 

@@ -35,6 +35,7 @@ tokens (years, dates) the others cannot have.
 
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 import string
@@ -164,6 +165,19 @@ def query_terms(text: str) -> list[str]:
     return [w for w in _words(text) if w not in FUNCTION_WORDS]
 
 
+# Probes read many contexts that share most of their messages (one per probe point and setting):
+# a message's passages and a passage's terms are computed once (pure functions of the text).
+@functools.lru_cache(maxsize=200_000)
+def _text_passages(text: str) -> tuple[str, ...]:
+    return tuple(passages(text))
+
+
+@functools.lru_cache(maxsize=400_000)
+def _passage_terms(text: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """A passage's indexed words (function words dropped, repeats kept) and its stemmed answer tokens."""
+    return tuple(w for w in _words(text) if w not in FUNCTION_WORDS), frozenset(map(stem, answer_tokens(text)))
+
+
 @dataclass(frozen=True)
 class Bm25Index:
     """BM25 over a list of passages, scored for many questions at once (sparse matrix product)."""
@@ -179,11 +193,11 @@ class Bm25Index:
         vocab: dict[str, int] = {}
         rows: list[int] = []
         cols: list[int] = []
-        for i, text in enumerate(texts):
-            for word in _words(text):
-                if word not in FUNCTION_WORDS:
-                    rows.append(i)
-                    cols.append(vocab.setdefault(word, len(vocab)))
+        terms = [_passage_terms(text) for text in texts]
+        for i, (words, _) in enumerate(terms):
+            for word in words:
+                rows.append(i)
+                cols.append(vocab.setdefault(word, len(vocab)))
         n = len(texts)
         tf = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, max(len(vocab), 1)))
         tf.sum_duplicates()
@@ -194,13 +208,13 @@ class Bm25Index:
         norm = K1 * (1 - B + B * lengths / avg)
         data = tf.data * (K1 + 1) / (tf.data + np.repeat(norm, np.diff(tf.indptr)))
         weights = sparse.csr_matrix((data * idf[tf.indices], tf.indices, tf.indptr), shape=tf.shape)
-        normalised = tuple(frozenset(map(stem, answer_tokens(t))) for t in texts)
+        normalised = tuple(answer for _, answer in terms)
         return Bm25Index(tuple(texts), vocab, weights, normalised)
 
     @staticmethod
     def of_texts(texts: Sequence[str]) -> Bm25Index:
         """Index the passages of several context texts (one per message or summary)."""
-        return Bm25Index.build([p for text in texts for p in passages(text)])
+        return Bm25Index.build([p for text in texts for p in _text_passages(text)])
 
     def top_k(self, questions: Sequence[str], k: int = TOP_K) -> list[list[int]]:
         """Indices of the ``k`` best passages per question, best first; only passages sharing at

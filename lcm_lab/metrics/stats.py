@@ -223,6 +223,7 @@ def cluster_bootstrap_difference(
     clusters: Sequence[object] | np.ndarray,
     *,
     scale: float = 1.0,
+    weights: Sequence[float] | np.ndarray | None = None,
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
@@ -232,7 +233,9 @@ def cluster_bootstrap_difference(
     ``a`` and ``b`` hold two settings' values on the *same* rows (probes); ``clusters`` their unit
     (items within one conversation, or conversations across several). ``scale`` divides
     (``ceiling − floor`` turns a raw difference into a difference of normalised headlines, both
-    settings sharing floor and ceiling). NaN bounds with fewer than two clusters.
+    settings sharing floor and ceiling). ``weights`` weigh rows (fact types): the mean is then
+    ``Σ w·(b − a) / Σ w`` and each resample's the same over its clusters. NaN bounds with fewer
+    than two clusters.
 
     >>> d, lo, hi = cluster_bootstrap_difference([0, 0, 1, 0], [1, 1, 1, 0], ["x", "x", "y", "z"])
     >>> round(d, 2), lo <= d <= hi
@@ -243,7 +246,11 @@ def cluster_bootstrap_difference(
         raise ValueError("a paired difference needs equally many values on both sides")
     if xa.size == 0:
         return NAN, NAN, NAN
-    (sd,), counts = _cluster_sums([xb - xa], clusters)
+    if weights is None:
+        (sd,), counts = _cluster_sums([xb - xa], clusters)
+    else:
+        w = np.asarray(weights, dtype=float)
+        (sd, counts), _ = _cluster_sums([(xb - xa) * w, w], clusters)
     diff = float(sd.sum() / counts.sum()) / scale
     if sd.size < 2:
         return diff, NAN, NAN

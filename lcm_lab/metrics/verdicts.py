@@ -12,7 +12,7 @@ headline pools probes — one item asked at one probe point — instead of readi
 | headline | items | probe points | method | floor | ceiling | chance | cluster |
 |---|---|---|---|---|---|---|---|
 | ``qa_retention`` | LoCoMo QA items (BM25 answer recall@10, offline proxy) | the start of every session after the item's last evidence | ``run.ask(question, after_turn=k)`` | ``truncate``'s ``ask`` at k | the item's gold evidence turns alone, each stated with its day and relative times resolved (:func:`qa_ceiling`) | another conversation truncated to the budget | QA item |
-| ``fact_retention`` | hard facts of the history up to k, type-weighted | session boundaries (LoCoMo) or user-turn starts at a stride | ``run.ask(PROBE_PROMPT, after_turn=k)`` usable (raw, or stated in a summary) | ``truncate``'s ``ask`` at k | 1 (every fact was extracted from the history) | a window of another conversation of the method's size | fact |
+| ``fact_retention`` | hard facts of the history up to k, type-weighted | session boundaries (LoCoMo) or user-turn starts at a stride | ``run.ask(PROBE_PROMPT, after_turn=k)`` usable (raw, or stated in a summary) | ``truncate``'s ``ask`` at k | 1 (every fact was extracted from the history) | a window of another conversation of the budget's size | fact |
 | ``decision_retention``, ``todo_retention`` | decisions and TODOs said up to k | as facts | as facts | as facts | 1 | as facts | decision |
 
 Value = ``(Σ method − Σ floor) / (Σ ceiling − Σ floor)`` over all probes (weighted by fact type for
@@ -37,7 +37,7 @@ The end-of-run reading (``run.sent()`` after the last turn) stays as a diagnosti
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -45,16 +45,15 @@ import numpy as np
 
 from lcm_lab.engine.types import Conversation, SentContext
 from lcm_lab.io.model import QAItem
-from lcm_lab.metrics.base import Score, per_conversation
-from lcm_lab.metrics.decisions import decision_scores, retained, tag_decisions
+from lcm_lab.metrics.base import Score, per_conversation, runtime_text
+from lcm_lab.metrics.decisions import decision_scores, retained_all, tag_decisions
 from lcm_lab.metrics.fact_headline import (
-    context_view,
     conversation_texts,
     fact_headline_scores,
     facts_present,
     text_window,
 )
-from lcm_lab.metrics.facts import FACT_WEIGHTS, facts_from_texts
+from lcm_lab.metrics.facts import FACT_WEIGHTS, TextIndex, facts_from_texts
 from lcm_lab.metrics.headline import headline
 from lcm_lab.metrics.locomo import context_recall, qa_retention_scores, truncated_history, usable_items
 from lcm_lab.metrics.probe_schedule import (
@@ -66,6 +65,7 @@ from lcm_lab.metrics.probe_schedule import (
     session_end_turns,
 )
 from lcm_lab.metrics.qa_reader import TOP_K, Bm25Index, reader_text
+from lcm_lab.metrics.statements import split_statements
 from lcm_lab.metrics.stats import cluster_bootstrap_normalised
 
 PROBED: tuple[str, ...] = ("qa_retention", "fact_retention", "decision_retention", "todo_retention")
@@ -255,11 +255,13 @@ def qa_verdict_scores(run: Any, qa_items: Sequence[QAItem], run_id: str, *, budg
         extra["chance_donor"] = chance_conversation.title or chance_conversation.session_id
     scores = [probe_headline(run_id, "qa_retention", rows, unit="qa_item", protocol=QA_PROTOCOL, seed=seed, extra=extra)]
     cluster = run.conversation.session_id
-    for qa_id in dict.fromkeys(rows.cluster.tolist()):
-        mask = rows.cluster == qa_id
-        scores.append(Score(run_id, "qa", str(qa_id), "qa_probe_recall", float(rows.method[mask].mean()),
-                            {"probes": int(mask.sum()), "floor": float(rows.floor[mask].mean()),
-                             "ceiling": float(rows.ceiling[mask].mean()), "cluster": cluster}))  # fmt: skip
+    ids, codes = np.unique(rows.cluster.astype(str), return_inverse=True)
+    counts = np.bincount(codes, minlength=ids.size)
+    method, floor, ceiling = (np.bincount(codes, weights=v, minlength=ids.size) / np.maximum(counts, 1)
+                              for v in (rows.method, rows.floor, rows.ceiling))  # fmt: skip
+    for j, qa_id in enumerate(ids):
+        scores.append(Score(run_id, "qa", str(qa_id), "qa_probe_recall", float(method[j]),
+                            {"probes": int(counts[j]), "floor": float(floor[j]), "ceiling": float(ceiling[j]), "cluster": cluster}))
     return scores
 
 
@@ -278,70 +280,129 @@ def _cutoffs(run: Any) -> list[int]:
 
 
 class _HistoryProbe(NamedTuple):
+    """One fact/decision probe point: the method's context and every item's credit in the three contexts."""
+
     turn: int
     cutoff: int
     sent: SentContext
-    usable: str  # raw text + stated summary text of the method's context
-    floor: str
-    chance: str | None
+    facts: tuple[np.ndarray, np.ndarray, np.ndarray | None]  # method, floor, chance over all facts
+    decisions: tuple[np.ndarray, np.ndarray, np.ndarray | None]  # the same over all decisions
 
 
-def _history_probes(run: Any, budget: int, donor_text: str | None) -> tuple[list[_HistoryProbe], str]:
+def _usable_texts(sent: SentContext) -> list[str]:
+    """What the model can use in ``sent``, one text per item: a raw message whole, a summary's stated sentences."""
+    out = []
+    for item in sent.items:
+        text = runtime_text(item.message)
+        out.append(split_statements(text).stated if item.kind == "summary" else text)
+    return out
+
+
+def _facts_in(facts: Sequence[Any], texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Which facts each of ``texts`` holds, found with one index over all of them."""
+    index = TextIndex(enumerate(texts))
+    found = np.zeros((len(texts), len(facts)))
+    for j, fact in enumerate(facts):
+        for i in index.containing(fact):
+            found[int(str(i)), j] = 1.0
+    return dict(zip(texts, found, strict=True))
+
+
+def _facts_usable(conversation: Conversation, facts: Sequence[Any], texts: Sequence[str]) -> np.ndarray:
+    """1.0 per fact usable in one of ``texts``. Contexts at different points and settings share most
+    of their messages, so each text's facts are found once per conversation (the texts a context
+    brings that were not seen before, all in one index)."""
+    cache: dict[str, np.ndarray] = per_conversation(conversation, "facts_in_text", dict)
+    missing = [t for t in dict.fromkeys(texts) if t not in cache]
+    if missing:
+        cache.update(_facts_in(facts, missing))
+    out = np.zeros(len(facts))
+    for text in texts:
+        np.maximum(out, cache[text], out=out)
+    return out
+
+
+def _history_probes(run: Any, budget: int, facts: Sequence[Any], decisions: Sequence[Any], donor_text: str | None
+                    ) -> tuple[list[_HistoryProbe], str]:
+    conversation = run.conversation
     turns, schedule = history_probe_turns(run, budget)
     cutoffs = _cutoffs(run)
+    # floor and chance depend on conversation x budget x point only: computed once for every run of a sweep
+    floors: dict[int, tuple[np.ndarray, np.ndarray]] = per_conversation(conversation, f"history_floor:{budget}", dict)
+    chances: dict[int, tuple[np.ndarray, np.ndarray]] = per_conversation(
+        conversation, f"history_chance:{budget}:{hash(donor_text)}", dict)  # fmt: skip
     out = []
     for turn in turns:
         sent = run.ask(PROBE_PROMPT, turn, budget=budget)
-        view = context_view(sent.items)
-        floor = context_view(floor_context(run.conversation, turn, budget).items)
-        chance = text_window(donor_text, max(1, sent.estimated_tokens), f"{run.conversation.session_id}:{turn}") if donor_text else None
-        out.append(_HistoryProbe(turn, cutoffs[turn], sent, view.raw + "\n" + view.stated, floor.raw + "\n" + floor.stated, chance))
+        texts = _usable_texts(sent)
+        if turn not in floors:
+            floor_texts = _usable_texts(floor_context(conversation, turn, budget))
+            floors[turn] = (_facts_usable(conversation, facts, floor_texts), retained_all(decisions, "\n".join(floor_texts)))
+        chance: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        if donor_text:
+            if turn not in chances:
+                window = text_window(donor_text, budget, f"{conversation.session_id}:{turn}")
+                chances[turn] = (facts_present(facts, window), retained_all(decisions, window))
+            chance = chances[turn]
+        out.append(_HistoryProbe(turn, cutoffs[turn], sent, (_facts_usable(conversation, facts, texts), floors[turn][0], chance[0]),
+                                 (retained_all(decisions, "\n".join(texts)), floors[turn][1], chance[1])))  # fmt: skip
     return out, HISTORY_PROTOCOL.format(schedule=schedule)
 
 
-def _history_rows(probes: Sequence[_HistoryProbe], items: Sequence[Any], weights: np.ndarray, hit: Callable[[Sequence[Any], str], np.ndarray],
-                  with_chance: bool) -> ProbeRows:
+def _history_rows(probes: Sequence[_HistoryProbe], items: Sequence[Any], chosen: np.ndarray, weights: np.ndarray, kind: str) -> ProbeRows:
+    """Rows of the ``chosen`` items (indexes into the probes' arrays) said up to each point."""
     parts = []
-    at = np.array([getattr(i, "seq", 0) or 0 for i in items])
+    said_at = np.array([getattr(items[j], "seq", 0) or 0 for j in chosen], dtype=int)
+    with_chance = bool(probes) and all(getattr(p, kind)[2] is not None for p in probes)
     for probe in probes:
-        idx = np.flatnonzero(at <= probe.cutoff)
+        idx = chosen[said_at <= probe.cutoff]
         if not idx.size:
             continue
-        said = [items[j] for j in idx]
+        method, floor, chance = getattr(probe, kind)
         parts.append({"cluster": idx.astype(object), "turn": np.full(idx.size, probe.turn), "weight": weights[idx],
-                      "method": hit(said, probe.usable), "floor": hit(said, probe.floor), "ceiling": np.ones(idx.size),
-                      "chance": hit(said, probe.chance) if probe.chance is not None else np.zeros(idx.size),
+                      "method": method[idx], "floor": floor[idx], "ceiling": np.ones(idx.size),
+                      "chance": chance[idx] if chance is not None else np.zeros(idx.size),
                       "degraded": np.full(idx.size, _degraded(probe.sent)), "tokens": np.full(idx.size, probe.sent.estimated_tokens)})  # fmt: skip
     return _rows(parts, with_chance)
 
 
-def _decisions_retained(decisions: Sequence[Any], text: str) -> np.ndarray:
-    return np.array([retained(d, text) for d in decisions], dtype=float)
+HISTORY_HEADLINES: dict[str, tuple[str, ...]] = {"decision_retention": ("decision", "todo"), "todo_retention": ("todo",)}
+"""The decision headlines and the decision kinds each one reads."""
 
 
-def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None,
-                           donor_label: str | None = None, seed: int = 0) -> list[Score]:
-    """``fact_retention``, ``decision_retention`` and ``todo_retention`` over probes."""
+def history_probe_rows(run: Any, budget: int | None = None, donor_text: str | None = None) -> tuple[dict[str, ProbeRows], str]:
+    """The probes of ``fact_retention``, ``decision_retention`` and ``todo_retention`` (one
+    :class:`ProbeRows` each; runs of one conversation at one budget share clusters, turns, floor
+    and ceiling, so they pair row by row) and the protocol they follow."""
     budget = run.token_budget if budget is None else budget
     conversation = run.conversation
     texts = per_conversation(conversation, "texts", lambda: conversation_texts(conversation))
     facts = per_conversation(conversation, "facts", lambda: tuple(facts_from_texts(texts)))
     decisions = per_conversation(conversation, "decisions",
                                  lambda: tag_decisions(conversation_texts(conversation, roles=("user", "assistant"))))
-    probes, protocol = _history_probes(run, budget, donor_text)
+    probes, protocol = _history_probes(run, budget, facts, decisions, donor_text)
+    fact_weights = np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float)
+    rows = {"fact_retention": _history_rows(probes, facts, np.arange(len(facts)), fact_weights, "facts")}
+    for metric, kinds in HISTORY_HEADLINES.items():
+        chosen = np.array([j for j, d in enumerate(decisions) if d.kind in kinds], dtype=int)
+        rows[metric] = _history_rows(probes, decisions, chosen, np.ones(len(decisions)), "decisions")
+    return rows, protocol
+
+
+def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None,
+                           donor_label: str | None = None, seed: int = 0) -> list[Score]:
+    """``fact_retention``, ``decision_retention`` and ``todo_retention`` over probes."""
+    budget = run.token_budget if budget is None else budget
+    rows, protocol = history_probe_rows(run, budget, donor_text)
     extra: dict[str, Any] = {"budget": budget}
     if donor_text is None:
         extra["chance_withheld"] = "no donor conversation given (pass donor_text)"
     elif donor_label:
         extra["chance_donor"] = donor_label
-    fact_rows = _history_rows(probes, facts, np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float), facts_present,
-                              donor_text is not None)
-    scores = [probe_headline(run_id, "fact_retention", fact_rows, unit="fact", protocol=protocol, seed=seed,
+    scores = [probe_headline(run_id, "fact_retention", rows["fact_retention"], unit="fact", protocol=protocol, seed=seed,
                              extra={**extra, "weighted_by": "fact type"})]
-    for metric, kinds in (("decision_retention", ("decision", "todo")), ("todo_retention", ("todo",))):
-        chosen = [d for d in decisions if d.kind in kinds]
-        rows = _history_rows(probes, chosen, np.ones(len(chosen)), _decisions_retained, donor_text is not None)
-        scores.append(probe_headline(run_id, metric, rows, unit="decision", protocol=protocol, seed=seed, extra=extra))
+    for metric in HISTORY_HEADLINES:
+        scores.append(probe_headline(run_id, metric, rows[metric], unit="decision", protocol=protocol, seed=seed, extra=extra))
     return scores
 
 

@@ -22,8 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lcm_lab.errors import SpecError
 
-class TemplateError(ValueError):
+
+class TemplateError(SpecError):
     """A template that cannot be parsed or executed; the message names template and line."""
 
 

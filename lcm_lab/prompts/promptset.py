@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
+from lcm_lab.errors import MissingFileError, UnknownNameError
 from lcm_lab.prompts.gotemplate import Template, TemplateError
 
 TEMPLATE_NAMES: tuple[str, ...] = (
@@ -74,7 +75,7 @@ def normalize_template_name(name: str) -> str:
     if base in ("d1", "d2", "d3"):
         base = f"condensed-{base}"
     if base not in TEMPLATE_NAMES:
-        raise KeyError(f"unknown prompt template {name!r}; known: {', '.join(TEMPLATE_NAMES)}")
+        raise UnknownNameError(f"unknown prompt template {name!r}; known: {', '.join(TEMPLATE_NAMES)}")
     return base
 
 
@@ -155,7 +156,7 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
     """
     path = Path(directory).expanduser()
     if not path.is_dir():
-        raise FileNotFoundError(f"prompt directory not found: {path}")
+        raise MissingFileError(f"prompt directory not found: {path}")
     found: dict[str, PromptTemplate] = {}
     for file in sorted(path.glob("*.tmpl")):
         try:
@@ -171,7 +172,7 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
         template.compiled  # noqa: B018 -- parse now so errors point at the file immediately
         found[name] = template
     if not found:
-        raise FileNotFoundError(f"no *.tmpl prompt templates in {path} (expected {', '.join(LCM_TUI_TEMPLATE_NAMES)})")
+        raise MissingFileError(f"no *.tmpl prompt templates in {path} (expected {', '.join(LCM_TUI_TEMPLATE_NAMES)})")
     defaults = default_prompt_set()
     templates = {name: found.get(name, defaults[name]) for name in TEMPLATE_NAMES}
     if "leaf" in found and "leaf-aggressive" not in found:

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from lcm_lab.errors import require_extra
+from lcm_lab.errors import OptionError, UnknownNameError, require_extra
 from lcm_lab.recall_tools.answer import Answerer, Passage, get_answerer
 from lcm_lab.recall_tools.query import parse_full_text, terms_of
 from lcm_lab.store import recall_index as ix
@@ -244,17 +244,17 @@ class Recall:
         """
         pattern = (pattern or "").strip()
         if not pattern:
-            raise ValueError("grep needs a non-empty pattern")
+            raise OptionError("grep needs a non-empty pattern")
         if mode not in ("regex", "full_text"):
-            raise ValueError(f"mode must be 'regex' or 'full_text', not {mode!r}")
+            raise OptionError(f"mode must be 'regex' or 'full_text', not {mode!r}")
         if scope not in _SCOPES:
-            raise ValueError(f"scope must be one of {', '.join(_SCOPES)}, not {scope!r}")
+            raise OptionError(f"scope must be one of {', '.join(_SCOPES)}, not {scope!r}")
         if sort not in ("recency", "relevance", "hybrid"):
-            raise ValueError(f"sort must be 'recency', 'relevance' or 'hybrid', not {sort!r}")
+            raise OptionError(f"sort must be 'recency', 'relevance' or 'hybrid', not {sort!r}")
         if not 1 <= int(limit) <= MAX_LIMIT:
-            raise ValueError(f"limit must be between 1 and {MAX_LIMIT} (got {limit})")
+            raise OptionError(f"limit must be between 1 and {MAX_LIMIT} (got {limit})")
         if since and before and ix._timestamp(since) >= ix._timestamp(before):  # type: ignore[operator]
-            raise ValueError("`since` must be earlier than `before`")
+            raise OptionError("`since` must be earlier than `before`")
         targets = self.targets(conversation_id, all_conversations)
         terms: Sequence[str] = ()
         if mode == "regex":
@@ -273,7 +273,7 @@ class Recall:
         notes = []
         if scope == "files":
             refused = ix.refused_payloads(self.store, targets)
-            missing = ix.files_without_payload(self.store, targets) - len(refused)
+            missing = max(0, ix.files_without_payload(self.store, targets) - len(refused))
             if missing:
                 notes.append(f"{missing} large file(s) have no payload on disk (storage_uri unreadable) and were not searched")
             notes.extend(f"large file {file_id} not read: its storage_uri {uri!r} is {problem}" for file_id, uri, problem in refused)
@@ -309,8 +309,8 @@ class Recall:
         if found.empty:
             for file_id, uri, problem in ix.refused_payloads(self.store, targets):
                 if file_id == id:
-                    raise KeyError(f"{id}: not read, its storage_uri {uri!r} is {problem}")
-            raise KeyError(f"{id!r} is not a summary or file id in {', '.join(targets)}; grep for it first")
+                    raise UnknownNameError(f"{id}: not read, its storage_uri {uri!r} is {problem}")
+            raise UnknownNameError(f"{id!r} is not a summary or file id in {', '.join(targets)}; grep for it first")
         row = found.iloc[0].to_dict()
         meta = json.loads(row["meta"]) if row.get("meta") else {}
         if row["doc_type"] == "file":
@@ -352,9 +352,9 @@ class Recall:
         ``max_expand_tokens``, and answer within ``max_tokens`` through ``answerer``
         (default: the offline deterministic answerer, which quotes passages and says so)."""
         if not prompt or not prompt.strip():
-            raise ValueError("expand_query needs a prompt (the question to answer)")
+            raise OptionError("expand_query needs a prompt (the question to answer)")
         if (query is None) == (summary_ids is None):
-            raise ValueError("expand_query takes exactly one of query= or summary_ids=")
+            raise OptionError("expand_query takes exactly one of query= or summary_ids=")
         targets = self.targets(conversation_id, all_conversations)
         diagnostics: dict[str, Any] = {}
         if summary_ids is None:
@@ -371,7 +371,7 @@ class Recall:
             for sid in summary_ids:
                 found = ix.documents(self.store, targets, sid, ("summary",))
                 if found.empty:
-                    raise KeyError(f"summary {sid!r} not found in {', '.join(targets)}")
+                    raise UnknownNameError(f"summary {sid!r} not found in {', '.join(targets)}")
                 seed_refs.append((str(found.iloc[0]["target"]), sid))
         passages, expanded = self._walk(seed_refs)
         wanted = set(terms_of(prompt)) | set(terms_of(query or ""))
@@ -478,13 +478,13 @@ def recall(source: Replay | str | int, store: LabStore | None = None, *, refresh
         raise TypeError("recall() takes a Replay, a run id or a conversation id")
     if isinstance(source, int):
         if store is None:
-            raise ValueError("recall(conversation_id) needs the lab store the conversation was loaded into")
+            raise OptionError("recall(conversation_id) needs the lab store the conversation was loaded into")
         for member in ix.family_conversation_ids(store, source):  # the default scope is the whole family
             ix.index_conversation(store, member, refresh=refresh)
         return Recall(store, ix.index_conversation(store, source))
     if isinstance(source, str):
         if store is None:
-            raise ValueError("recall(run_id) needs the lab store the run was saved in")
+            raise OptionError("recall(run_id) needs the lab store the run was saved in")
         from lcm_lab.store.replays import load_replay
 
         target = f"run:{source}"

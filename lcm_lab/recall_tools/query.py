@@ -17,12 +17,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from lcm_lab.errors import OptionError
+
 _WORD = re.compile(r"[^\W_]+")
 _QUOTED = re.compile(r'"([^"]*)"')
 _REFUSED = re.compile(r"(\bOR\b|\bNOT\b|\bNEAR\b|[*^{}:()+-])")
 
 
-class FullTextQueryError(ValueError):
+class FullTextQueryError(OptionError):
     """A full-text query uses FTS5 syntax the lab does not reproduce."""
 
 

@@ -99,7 +99,7 @@ PAGE = """<!DOCTYPE html>
 {% endif %}
 
 {% if sweep %}
-<details class="section" id="sweep" open><summary>Sweep {{ sweep.name }} <span class="note">({{ sweep.sweep_id }}, {{ sweep.status }})</span></summary>
+<details class="section" id="sweep" open><summary>Sweep {{ sweep.name }} ({{ sweep.sweep_id }}, {{ sweep.status }})</summary>
   <p class="note">{{ sweep.stats.get("runs_ok", 0) }} runs ok, {{ sweep.stats.get("runs_failed", 0) }} failed;
   summarizer requests: {{ sweep.stats.get("calls_made", 0) }} sent to a model of {{ sweep.stats.get("naive_calls", 0) }} a naive sweep sends.
   Recommended: {{ sweep.chosen }}.</p>
@@ -111,6 +111,23 @@ PAGE = """<!DOCTYPE html>
   </table></div>
   {% if sweep.figure %}{{ sweep.figure }}{% endif %}
   <pre>{{ sweep.snippet }}</pre>
+</details>
+{% endif %}
+
+{% if upgrade %}
+<details class="section" id="upgrade" open><summary>Upgrading lossless-claw: {{ upgrade.versions }} <span class="note">({{ upgrade.title }})</span></summary>
+  <p class="note">The same conversation and settings replayed under each version (summarizer {{ upgrade.summarizer }}).
+  Headlines are probes over the conversation's life (0 = truncation floor, 1 = ceiling); the difference is paired over the same probes.</p>
+  {% for line in upgrade.verdict %}<p>{{ line }}</p>{% endfor %}
+  <div class="scroll"><table>
+    <thead><tr><th></th>{% for e in upgrade.engines %}<th>{{ e }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in upgrade.totals %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table></div>
+  <div class="scroll"><table>
+    <thead><tr>{% for c in upgrade.headline_columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+    <tbody>{% for row in upgrade.headlines %}<tr>{% for v in row %}<td class="num">{{ v }}</td>{% endfor %}</tr>{% endfor %}</tbody>
+  </table></div>
+  {{ upgrade.figure }}
 </details>
 {% endif %}
 

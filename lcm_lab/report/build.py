@@ -19,8 +19,9 @@ from markupsafe import Markup
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
+from lcm_lab.io.redaction import redact
 from lcm_lab.report._template import PAGE
-from lcm_lab.report.verdict_text import Verdict, interval_text, meaning_lines
+from lcm_lab.report.verdict_text import MIN_ITEMS, VERDICT_METRICS, Verdict, interval_text, meaning_lines
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
 from lcm_lab.viz.counts import ReplayStats, replay_stats
@@ -237,23 +238,33 @@ HEADLINE_COLUMNS = ("run", "metric", "value", "95% CI", "raw", "ceiling", "floor
 
 
 def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
-    """Run-scope scores built by ``metrics.headline`` (their details carry ceiling/floor/chance)."""
+    """Run-scope scores built by ``metrics.headline`` (their details carry ceiling/floor/chance); the
+    probed verdicts (:mod:`lcm_lab.metrics.verdicts`) say how many probes they pooled."""
     import json
 
     rows: list[list[str]] = []
     if not {"scope", "details", "metric"} <= set(frame.columns):
         return rows
-    for rec in frame[frame["scope"] == "run"].to_dict("records"):
+    order = {m: i for i, m in enumerate(VERDICT_METRICS)}
+    # the headlines only (diagnostics such as *_end_of_run are in the folded table of every score)
+    records = [r for r in frame[frame["scope"] == "run"].to_dict("records") if str(r["metric"]) in order]
+    for rec in sorted(records, key=lambda r: order[str(r["metric"])]):
         details = rec["details"]
         details = json.loads(details) if isinstance(details, str) else (details or {})
         if not isinstance(details, dict) or "unit" not in details or "chance" not in details:
             continue
-        ci = interval_text(rec.get("value"), details)
+        few = int(details.get("n") or 0) < MIN_ITEMS
+        ci = "" if few else interval_text(rec.get("value"), details)
         note = details.get("withheld") or ("offline proxy" if details.get("proxy") else "")
+        if few and not details.get("withheld"):
+            note = "; ".join(n for n in (f"n too small for an interval (fewer than {MIN_ITEMS})", note) if n)
         if details.get("chance_donor") and not details.get("withheld"):
             note = "; ".join(n for n in (note, f"chance donor: {details['chance_donor']}") if n)
         elif details.get("chance_withheld") and not details.get("withheld"):
             note = "; ".join(n for n in (note, "chance withheld: no donor") if n)
+        if details.get("probes"):  # a verdict probed over the conversation's life (metrics.verdicts)
+            note = "; ".join(n for n in (note, f"{details['probes']} probes at {len(details.get('probe_turns') or [])} points, "
+                                         f"{details.get('probes_degraded', 0)} on degraded paths") if n)
         rows.append([str(rec.get("run_id", "")), str(rec["metric"]), _format_cell(rec.get("value")), ci,
                      *(_format_cell(details.get(k)) for k in ("raw", "ceiling", "floor", "chance", "n", "unit")), str(note)])
     return rows
@@ -287,10 +298,12 @@ def report(
     sweep: dict[str, Any] | None = None,
     run_labels: Mapping[str, str] | None = None,
     verdicts: Sequence[tuple[str, Sequence[Verdict]]] | None = None,
+    upgrade: Any = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
-    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`).
+    ``sweep`` adds a sweep section (see :func:`lcm_lab.report.sweep_section.sweep_section`);
+    ``upgrade`` (a :func:`lcm_lab.compare_versions` result) adds what an upgrade of lossless-claw changes.
 
     ``scores`` is an optional table such as ``scores_df()`` (columns ``run_id``, ``scope``,
     ``metric``, ``value``, ...); run-level metrics are also charted. ``max_summaries`` caps the
@@ -321,11 +334,11 @@ def report(
     by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id} | dict(run_labels or {})
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     page = env.from_string(PAGE)
-    return page.render(
+    html = page.render(
         title=title or (f"lcm_lab report: {all_names[0]}" if len(everything) == 1 else f"lcm_lab report: {len(everything)} runs compared"),
         version=_version(),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        plotly_js_gzip=plotly_js_gzip_base64(),
+        plotly_js_gzip=_PLOTLY_MARK,
         loader=Markup(LOADER),
         runs=sections,
         comparison=_comparison(runs, names, sections) if len(runs) > 1 else None,
@@ -337,7 +350,22 @@ def report(
         verdicts=[(group, list(found)) for group, found in verdicts or ()],
         meanings=meaning_lines(verdicts or ()),
         glossary=GLOSSARY,
+        upgrade=_upgrade(upgrade),
     )
+    # Everything on the page but plotly's own code is text the lab derived from transcripts:
+    # secrets are redacted there (lcm_lab.io.redaction); the library is inserted afterwards.
+    return redact(html).replace(_PLOTLY_MARK, plotly_js_gzip_base64(), 1)
+
+
+_PLOTLY_MARK = "lcm_lab-plotly-js-goes-here"
+
+
+def _upgrade(comparison: Any) -> dict[str, Any] | None:
+    if comparison is None:
+        return None
+    from lcm_lab.report.upgrade_section import upgrade_section
+
+    return upgrade_section(comparison)
 
 
 def _version() -> str:
@@ -357,15 +385,14 @@ def write_report(
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
     ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``,
-    ``recoverability``).
+    ``recoverability``, ``sweep``, ``upgrade``).
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)
     replays = _resolve(items, store)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report(replays, **options), encoding="utf-8")
-    return out
+    from lcm_lab.io.atomic import write_text_atomic
+
+    return write_text_atomic(path, report(replays, **options))  # a full disk leaves no half page
 
 
 def _resolve(items: list[Any], store: LabStore | None) -> list[Replay]:

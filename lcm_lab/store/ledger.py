@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
 import threading
 import uuid
 import weakref
@@ -40,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from lcm_lab.errors import require_extra
+from lcm_lab.io.redaction import redact, secret_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,9 +49,6 @@ if TYPE_CHECKING:
 CacheMode = Literal["off", "read", "write", "readwrite"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 
-_SECRET_ENV = re.compile(r"(?:API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
-_KEY_SHAPED = re.compile(r"\b(?:sk|pk|rk|ak)-[A-Za-z0-9_\-]{8,}|\bAIza[0-9A-Za-z_\-]{20,}|\bBearer\s+[A-Za-z0-9._\-]{8,}")
-REDACTED = "[redacted]"
 
 
 def cache_key(
@@ -239,7 +235,7 @@ class Ledger:
         values = asdict(entry)
         values["cacheable"] = bool(entry.cacheable and self.writes_cache and entry.error_class is None and entry.response_text)
         values["api_base"] = public_api_base(entry.api_base)
-        secrets = _secret_values()
+        secrets = secret_values()
         for name in ("response_text", "error_message"):
             if values[name] is not None:
                 values[name] = redact(values[name], secrets)
@@ -292,14 +288,3 @@ class Ledger:
         with self._lock, self._cursor() as cur:
             require_extra("polars", "polars", "polars frames (the *_pl readers)")
             return cur.execute(f"SELECT * FROM llm_calls {where} ORDER BY created_at, call_id", params).pl()
-
-
-def _secret_values() -> list[str]:
-    return [v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= 6]
-
-
-def redact(text: str, secrets: list[str] | None = None) -> str:
-    """Replace secret values and key-shaped strings (``sk-…``, ``Bearer …``) by ``[redacted]``."""
-    for secret in secrets if secrets is not None else _secret_values():
-        text = text.replace(secret, REDACTED)
-    return _KEY_SHAPED.sub(REDACTED, text)

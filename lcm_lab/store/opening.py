@@ -144,6 +144,23 @@ def _store_error(path: str, exc: duckdb.Error) -> Exception:
     )
 
 
+def fault_while_open(path: str, exc: Exception, *, read_only: bool) -> BaseException | None:
+    """The user-facing error for a DuckDB error raised while the store is in use, when the
+    machine is at fault (disk full, a write to a read-only store, Ctrl-C); ``None`` for the rest."""
+    if isinstance(exc, duckdb.InterruptException) or (type(exc) is RuntimeError and str(exc) == "Query interrupted"):
+        return KeyboardInterrupt()  # Ctrl-C reached DuckDB mid-statement; the transaction rolls back
+    text = str(exc)
+    lowered = text.lower()
+    if "no space left" in lowered or "disk is full" in lowered:
+        return EnvironmentFaultError(f"{path}: disk full (no space left on device); free space and run the command again")
+    if read_only and "read-only mode" in lowered:
+        return ReadOnlyStoreError(
+            f"{path}: the store is open read-only (its file system is not writable) and this step must write "
+            f"to it; run it once where the store is writable"
+        )
+    return None
+
+
 class _UnreplayableWal(Exception):
     """DuckDB failed to replay the store's write-ahead log."""
 

@@ -15,6 +15,7 @@ from lcm_lab.engine.types import (
     StoredPart,
     Summary,
 )
+from lcm_lab.errors import UnknownNameError
 
 _PART_COLUMNS = "part_type, ordinal, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata, part_id"
 
@@ -31,7 +32,7 @@ def rebuild_conversation(con: Any, conversation_id: int) -> Conversation:
         [conversation_id],
     ).fetchone()
     if row is None:
-        raise KeyError(f"no conversation {conversation_id} in the lab store")
+        raise UnknownNameError(f"no conversation {conversation_id} in the lab store")
     session_id, session_key, title, kind, meta_json, source_id, origin_id, path, source_kind = row
     meta = dict(_json(meta_json) or {})
     meta.update(

@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from lcm_lab.errors import UnknownNameError
 from lcm_lab.io.data_paths import NOT_ON_DISK, payload_dir, resolve_data_path
 from lcm_lab.store.core import LabStore, extension_path
 
@@ -73,7 +74,7 @@ def conversation_family(store: LabStore, conversation_id: int) -> str:
         [conversation_id],
     )
     if not row:
-        raise KeyError(f"no conversation {conversation_id} in the lab store; see `lcm-lab load` and store.conversations_df()")
+        raise UnknownNameError(f"no conversation {conversation_id} in the lab store; see `lcm-lab load` and store.conversations_df()")
     return f"{row[0][0]}:{row[0][1]}"
 
 
@@ -99,6 +100,9 @@ def index_conversations(store: LabStore, conversation_ids: Sequence[int], *, ref
     ids = [int(c) for c in conversation_ids]
     targets = [f"conversation:{c}" for c in ids]
     todo = [c for c, t in zip(ids, targets, strict=True) if refresh or not is_indexed(store, t)]
+    for c, t in zip(ids, targets, strict=True):
+        if c not in todo:
+            _forget_refused_files(store, t, c)
     if not todo:
         return targets
     store.con.register("_recall_todo", pd.DataFrame({"conversation_id": pd.Series(todo, dtype="int64")}))
@@ -190,6 +194,20 @@ def _read_payload(uri: str | None, root: Path | None) -> str | None:
             return handle.read(FILE_SCAN_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
+
+
+def _forget_refused_files(store: LabStore, target: str, conversation_id: int) -> None:
+    """Drop file documents an earlier index copied from a path the resolver now refuses (a store
+    indexed before paths were confined must not keep serving what it read)."""
+    root = _payload_root(store, conversation_id)
+    rows = store.fetch_all("SELECT doc_key, meta FROM recall_docs WHERE target = ? AND doc_type = 'file'", [target])
+    stale = [key for key, meta in rows
+             if root is None or resolve_data_path(str(json.loads(meta or "{}").get("storage_uri") or ""), root).path is None]  # fmt: skip
+    if stale:
+        with store.transaction():
+            store.execute(f"DELETE FROM recall_docs WHERE doc_key IN ({', '.join('?' * len(stale))})", stale)
+            store.execute("UPDATE recall_targets SET files_without_payload = files_without_payload + ?, docs = docs - ?"
+                          " WHERE target = ?", [len(stale), len(stale), target])  # fmt: skip
 
 
 def refused_payloads(store: LabStore, targets: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -439,7 +457,7 @@ def all_targets(store: LabStore) -> list[str]:
 def target_info(store: LabStore, target: str) -> dict[str, Any]:
     rows = store.fetch_df("SELECT * FROM recall_targets WHERE target = ?", [target])
     if rows.empty:
-        raise KeyError(f"{target!r} is not indexed for recall")
+        raise UnknownNameError(f"{target!r} is not indexed for recall")
     return rows.iloc[0].to_dict()
 
 

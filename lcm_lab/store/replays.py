@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
+from lcm_lab.errors import UnknownNameError
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -38,6 +40,7 @@ from lcm_lab.engine.types import (
     SweepRecord,
     TurnRecord,
 )
+from lcm_lab.io.redaction import redact, redact_rows
 from lcm_lab.store.core import LabStore
 from lcm_lab.strategies.base import MemoryItem, ModelCall, StrategyRun, StrategyTurn
 
@@ -102,7 +105,10 @@ def _decode(value: Any) -> Any:
 
 
 def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
-    return zlib.compress(json.dumps(_encode(replay), ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 6)
+    """The stored payload: the replay as JSON, secrets redacted (:mod:`lcm_lab.io.redaction`;
+    the conversation's own messages stay in the messages table as loaded), compressed."""
+    text = json.dumps(_encode(replay), ensure_ascii=False, separators=(",", ":"))
+    return zlib.compress(redact(text).encode("utf-8"), 6)
 
 
 def replay_from_bytes(payload: bytes) -> Replay | StrategyRun:
@@ -250,7 +256,7 @@ def _strategy_turn_rows(run_id: str, run: StrategyRun) -> list[dict[str, Any]]:
 def _insert_frame(store: LabStore, table: str, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(redact_rows(rows))  # summaries and call texts are derived text: no secrets
     store.con.register("_lcm_lab_rows", frame)
     try:
         columns = ", ".join(frame.columns)
@@ -376,7 +382,7 @@ def load_replay(store: LabStore, run_id: str) -> Replay | StrategyRun:
     rows = store.fetch_all("SELECT payload FROM replays WHERE run_id = ?", [run_id])
     if not rows:
         known = ", ".join(r[0] for r in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at DESC LIMIT 5"))
-        raise KeyError(f"no replay {run_id!r} in {store.path}" + (f" (recent: {known})" if known else " (the store has no replays yet)"))
+        raise UnknownNameError(f"no replay {run_id!r} in {store.path}" + (f" (recent: {known})" if known else " (the store has no replays yet)"))
     return replay_from_bytes(bytes(rows[0][0]))
 
 

@@ -11,9 +11,15 @@ if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
 
 LOADED_STATUSES = ("loaded", "appended")
+# A load that commits in steps (a big file) keeps its source at this status until its last
+# commit; rows of a source still "loading" when the next load starts are left over by a crash.
+UNFINISHED = "loading"
+# The tables a load writes rows to, keyed by conversation (see lcm_lab.io.rows).
+_LOADED_TABLES = ("messages", "message_parts", "entries", "recorded_events", "qa_items", "summaries",
+                  "summary_messages", "summary_sources", "context_items")  # fmt: skip
 # SQL list of the statuses whose rows are in the store (a failed load left nothing).
 LOADED_SQL = "(" + ", ".join(f"'{status}'" for status in LOADED_STATUSES) + ")"
-__all__ = ["FileFingerprint", "add_source", "find_loaded", "fingerprint", "finish_source"]
+__all__ = ["FileFingerprint", "add_source", "find_loaded", "fingerprint", "finish_source", "mark_loaded", "purge_unfinished"]
 
 
 def find_loaded(store: LabStore, sha256: str) -> tuple[int, str] | None:
@@ -65,6 +71,34 @@ def finish_source(store: LabStore, source_id: int, *, status: str, warnings: lis
         "UPDATE sources SET status = ?, warnings = ?, skipped_lines = ? WHERE source_id = ?",
         [status, list(warnings), skipped_lines, source_id],
     )
+
+
+def mark_loaded(store: LabStore, source_ids: list[int]) -> None:
+    """Sources whose rows are all written (the last step of a load that committed in steps)."""
+    marks = ", ".join("?" for _ in source_ids)
+    store.execute(f"UPDATE sources SET status = 'loaded' WHERE source_id IN ({marks})", source_ids)
+
+
+def purge_unfinished(store: LabStore) -> int:
+    """Remove the rows of loads that never reached their last commit (an error after a commit
+    point, or a process killed mid-load) and mark those sources failed; returns how many.
+
+    A load holds the store's file for its whole run, so a source found unfinished when another
+    load starts belongs to a load that is over."""
+    ids = [int(r[0]) for r in store.fetch_all("SELECT source_id FROM sources WHERE status = ?", [UNFINISHED])]
+    if not ids:
+        return 0
+    marks = ", ".join("?" for _ in ids)
+    owned = f"SELECT conversation_id FROM conversations WHERE source_id IN ({marks})"
+    with store.transaction():
+        for table in _LOADED_TABLES:
+            store.execute(f"DELETE FROM {table} WHERE conversation_id IN ({owned})", ids)
+        store.execute(f"DELETE FROM conversations WHERE source_id IN ({marks})", ids)
+        store.execute(
+            f"UPDATE sources SET status = 'failed', warnings = list_append(warnings, ?) WHERE source_id IN ({marks})",
+            ["the load did not finish (interrupted or failed); its rows were removed", *ids],
+        )
+    return len(ids)
 
 
 def conversation_ids(store: LabStore) -> list[int]:

@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.errors import UnknownNameError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -96,7 +98,7 @@ def sweep_row(store: LabStore, sweep_id: str) -> dict[str, Any]:
     if rows.empty:
         known = [r[0] for r in store.fetch_all("SELECT sweep_id FROM sweeps ORDER BY created_at DESC LIMIT 10")]
         hint = f"; known: {', '.join(known)}" if known else "; no sweeps in this store yet (run lcm-lab sweep SPEC.yaml)"
-        raise KeyError(f"unknown sweep id {sweep_id!r}{hint}")
+        raise UnknownNameError(f"unknown sweep id {sweep_id!r}{hint}")
     row = rows.iloc[0].to_dict()
     row["spec"] = json.loads(row["spec"])
     row["stats"] = json.loads(row["stats"])
@@ -128,7 +130,7 @@ def config_params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, A
     """The varied parameters of one configuration (a ``KeyError`` names an unknown one)."""
     rows = store.fetch_all("SELECT params FROM sweep_configs WHERE sweep_id = ? AND config_id = ?", [sweep_id, config_id])
     if not rows:
-        raise KeyError(f"sweep {sweep_id} has no configuration {config_id!r}")
+        raise UnknownNameError(f"sweep {sweep_id} has no configuration {config_id!r}")
     return dict(json.loads(rows[0][0]))
 
 

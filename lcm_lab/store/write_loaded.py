@@ -17,14 +17,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lcm_lab.io.model import LoadedConversation
-from lcm_lab.io.prepare import Prepared
+from lcm_lab.io.prepare import SPLIT_MIN_ENTRIES, Prepared, build_rows_split
 from lcm_lab.io.rows import Start, WriteCounts, build_rows
 from lcm_lab.store.sources import LOADED_SQL
 
 if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
 
-__all__ = ["WriteCounts", "insert_loaded", "insert_prepared", "loaded_before"]
+__all__ = ["COMMIT_BYTES", "WriteCounts", "insert_loaded", "insert_prepared", "loaded_before"]
+
+
+# A load commits (and checkpoints) after about this much Arrow data, so DuckDB never holds more
+# than that of one file in memory (see LabStore.commit_point). Measured on a 200 MB Claude Code
+# file under the 256 MB load cap: DuckDB's own use stays near 100 MB.
+COMMIT_BYTES = 48 << 20
 
 
 def _insert(store: LabStore, table: str, arrow: pa.Table) -> None:
@@ -34,6 +40,27 @@ def _insert(store: LabStore, table: str, arrow: pa.Table) -> None:
         store.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")
     finally:
         store.con.unregister(name)
+
+
+class _CommittingSink:
+    """Inserts Arrow tables, reaching a commit point after every ``commit_bytes`` of them."""
+
+    def __init__(self, store: LabStore, commit_bytes: int) -> None:
+        self.store = store
+        self.commit_bytes = commit_bytes
+        self.pending = 0
+
+    def __call__(self, table: str, arrow: pa.Table) -> None:
+        step = arrow.num_rows
+        if arrow.nbytes > self.commit_bytes and arrow.num_rows > 1:  # one batch bigger than a step: split it
+            step = max(1, arrow.num_rows * self.commit_bytes // arrow.nbytes)
+        for start in range(0, arrow.num_rows, max(1, step)):
+            piece = arrow if step >= arrow.num_rows else arrow.slice(start, step)
+            _insert(self.store, table, piece)
+            self.pending += piece.nbytes
+            if self.pending >= self.commit_bytes:
+                self.store.commit_point()
+                self.pending = 0
 
 
 def loaded_before(store: LabStore, path: str) -> bool:
@@ -102,19 +129,34 @@ def _starts(store: LabStore, path: str, loaded: Sequence[LoadedConversation]) ->
 
 
 def insert_loaded(
-    store: LabStore, source_id: int, path: str, loaded: Sequence[LoadedConversation], *, kind: str
+    store: LabStore, source_id: int, path: str, loaded: Sequence[LoadedConversation], *, kind: str,
+    commit_bytes: int | None = None, workers: int = 1,
 ) -> WriteCounts:
-    """Insert conversations read from ``path`` (caller holds the transaction)."""
+    """Insert conversations read from ``path`` (caller holds the transaction).
+
+    With ``commit_bytes``, rows of new conversations are committed in steps of about that size
+    (the caller's source row must be ``UNFINISHED`` until its last commit, so a failure can be
+    undone by :func:`lcm_lab.store.sources.purge_unfinished`). Rows appended to conversations
+    loaded before go in one transaction (undoing part of an append is not supported). With
+    ``workers`` > 1, one big new conversation is projected in parts across that many processes
+    (:func:`lcm_lab.io.prepare.build_rows_split`).
+    """
     starts, warnings = _starts(store, path, loaded)
-    counts = build_rows(loaded, starts, partial(_insert, store), kind=kind, source_id=source_id)
+    stepped = commit_bytes is not None and not any(start.appended for start in starts)
+    sink = _CommittingSink(store, commit_bytes) if stepped and commit_bytes else partial(_insert, store)
+    if workers > 1 and len(loaded) == 1 and len(loaded[0].conversation.entries) >= SPLIT_MIN_ENTRIES:
+        counts = build_rows_split(loaded[0], starts[0], sink, kind=kind, source_id=source_id, workers=workers)
+    else:
+        counts = build_rows(loaded, starts, sink, kind=kind, source_id=source_id)
     counts.warnings[:0] = warnings
     return counts
 
 
-def insert_prepared(store: LabStore, files: Sequence[tuple[int, Prepared]]) -> None:
+def insert_prepared(store: LabStore, files: Sequence[tuple[int, Prepared]], *, commit_bytes: int | None = None) -> None:
     """Insert the rows load workers built for several files, one statement per table (caller holds
     the transaction and checked that nothing was loaded from these paths before: the rows hold
-    every conversation as new). ``files`` pairs each file's ``sources`` id with its rows."""
+    every conversation as new). ``files`` pairs each file's ``sources`` id with its rows. With
+    ``commit_bytes`` the rows are committed in steps, as :func:`insert_loaded` does."""
     offset = store.next_id("conversations", "conversation_id")
     pending: dict[str, list[pa.Table]] = {}
     for source_id, prepared in files:
@@ -129,5 +171,6 @@ def insert_prepared(store: LabStore, files: Sequence[tuple[int, Prepared]]) -> N
                 )
             pending.setdefault(table, []).append(shifted)
         offset += prepared.counts.conversations
+    sink = _CommittingSink(store, commit_bytes) if commit_bytes else partial(_insert, store)
     for table, parts in pending.items():
-        _insert(store, table, pa.concat_tables(parts, promote_options="default") if len(parts) > 1 else parts[0])
+        sink(table, pa.concat_tables(parts, promote_options="default") if len(parts) > 1 else parts[0])

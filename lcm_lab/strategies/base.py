@@ -25,6 +25,7 @@ from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext, StoredMessage
+from lcm_lab.errors import SpecError
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.question import Question
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 UNBOUNDED = 2**62  # a budget no conversation reaches: ingest without ever compacting
 
 
-class StrategyError(ValueError):
+class StrategyError(SpecError):
     """A strategy was asked for with unknown parameters, or cannot run as configured."""
 
 

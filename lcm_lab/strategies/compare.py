@@ -20,6 +20,7 @@ from typing import Any
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem, RecordedEvent
 from lcm_lab.metrics.base import Score
+from lcm_lab.metrics.verdicts import END_OF_RUN
 from lcm_lab.strategies import get_strategy
 from lcm_lab.strategies.base import StrategyError, StrategyRun
 
@@ -109,16 +110,19 @@ def comparison_table(comparison: Comparison) -> list[dict[str, Any]]:
     for (name, budget, label), scores in comparison.scores.items():
         run_scores = {s.metric: s for s in scores if s.scope == "run"}
         row: dict[str, Any] = {"input": name, "budget": budget, "strategy": label}
-        for metric in ("qa_retention", "fact_retention"):
+        for metric in ("qa_retention", "fact_retention", "decision_retention"):
             score = run_scores.get(metric)
             if score is None:
                 continue
             d = score.details
+            end = run_scores.get(END_OF_RUN[metric])
             row.update({
                 f"{metric}": score.value, f"{metric}_ci": (d.get("ci_low"), d.get("ci_high")),
                 f"{metric}_raw": d.get("raw"), f"{metric}_raw_ci": tuple(d["raw_ci"]) if d.get("raw_ci") else None,
                 f"{metric}_floor": d.get("floor"), f"{metric}_ceiling": d.get("ceiling"),
                 f"{metric}_chance": d.get("chance"), f"{metric}_n": d.get("n"),
+                f"{metric}_probes": d.get("probes"), f"{metric}_degraded": d.get("probes_degraded"),
+                f"{metric}_end_of_run": end.value if end is not None else None,
             })  # fmt: skip
         for metric in (
             "peak_context_tokens",
@@ -167,22 +171,26 @@ def _headline_cell(row: Mapping[str, Any], metric: str) -> str:
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The closing table: each headline (``qa_retention``, ``fact_retention``: 0 = floor,
     1 = ceiling) with its 95% interval, its raw value with the floor, ceiling and chance controls
-    on the raw scale, what the model receives per turn (mean tokens), the end-of-run context, and
-    model calls per turn."""
+    on the raw scale, the probes it pooled (and how many fell on degraded paths) and the old
+    end-of-run reading, what the model receives per turn (mean tokens), the end-of-run context,
+    and model calls per turn."""
     head = ("| input | budget | strategy | QA retention [95% CI] | QA raw · floor · ceiling · chance "
-            "| fact retention [95% CI] | fact raw · floor · ceiling · chance | tokens/turn (mean) | final tokens "
-            "| model calls/turn |")  # fmt: skip
-    lines = [head, "|" + "---|" * 10]
+            "| fact retention [95% CI] | fact raw · floor · ceiling · chance | probes (degraded) | end of run "
+            "| tokens/turn (mean) | final tokens | model calls/turn |")  # fmt: skip
+    lines = [head, "|" + "---|" * 12]
     for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['input']} | {r['budget']} | {r['strategy']} | skipped: {r['skipped']} |||||||")
+            lines.append(f"| {r['input']} | {r['budget']} | {r['strategy']} | skipped: {r['skipped']} |||||||||")
             continue
+        probed = "qa_retention" if "qa_retention_raw" in r else "fact_retention"
+        probes, degraded, end = (r.get(f"{probed}_{part}") for part in ("probes", "degraded", "end_of_run"))
         over = " (over budget)" if r.get("final_context_over_budget") else ""
         mean_tokens = r.get("mean_context_tokens")
         per_turn = r.get("model_calls_per_turn")
         lines.append(
             f"| {r['input']} | {r['budget']:,} | {r['strategy']} | {_headline_cell(r, 'qa_retention')} "
             f"| {_controls(r, 'qa_retention')} | {_headline_cell(r, 'fact_retention')} | {_controls(r, 'fact_retention')} "
+            f"| {'—' if not probes else f'{probes:,} ({degraded or 0:,})'} | {_num(end)} "
             f"| {'—' if mean_tokens is None else f'{mean_tokens:,.0f}'} | {r['final_context_tokens']:,}{over} "
             f"| {'—' if per_turn is None else f'{per_turn:.2f}'} |"
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.errors import UserError
+from lcm_lab.errors import OptionError
 
 if TYPE_CHECKING:
     from lcm_lab.engine.protocol import Summarizer
@@ -30,7 +30,7 @@ SUMMARIZER_NAMES: tuple[str, ...] = ("offline", "stub-v1", "legacy-golden-10.1",
 DEFAULT_SUMMARIZER = "offline"
 
 
-class SummarizerConfigError(UserError, ValueError):
+class SummarizerConfigError(OptionError):
     """A summarizer was asked for with options that do not apply or are missing."""
 
 

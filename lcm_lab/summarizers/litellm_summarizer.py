@@ -32,8 +32,9 @@ from typing import Any
 
 from lcm_lab.engine.protocol import SummarizerAuthError, SummarizerError, SummaryRequest, SummaryResult
 from lcm_lab.errors import MissingCredentialsError
+from lcm_lab.io.redaction import redact, register_secret
 from lcm_lab.prompts import PromptSet, RenderedPrompt, render_request, resolve_prompt_set
-from lcm_lab.store.ledger import Ledger, LedgerEntry, cache_key, redact
+from lcm_lab.store.ledger import Ledger, LedgerEntry, cache_key
 from lcm_lab.summarizers.pool import CallPool
 from lcm_lab.summarizers.provider import (
     RETRYABLE,
@@ -157,6 +158,7 @@ class LiteLLMSummarizer:
         self.provider = model.split("/", 1)[0] if "/" in model else None
         self.api_base = api_base
         self._api_key = api_key
+        register_secret(api_key)  # a key given in code is a secret wherever text leaves the lab
         self.prompts = resolve_prompt_set(prompts)
         self.ledger = ledger
         self.run_id = run_id
@@ -386,7 +388,7 @@ class LiteLLMSummarizer:
             )
 
     def with_options(self, **changes: Any) -> LiteLLMSummarizer:
-        """A copy with other settings (shares pool and ledger unless replaced)."""
+        """A copy with other settings (shares pool and ledger unless replaced, and the call tally)."""
         return replace_summarizer(self, **changes)
 
 
@@ -414,7 +416,9 @@ def replace_summarizer(summarizer: LiteLLMSummarizer, **changes: Any) -> LiteLLM
     }
     settings.update(changes)
     model = settings.pop("model", summarizer.model)
-    return LiteLLMSummarizer(model, **settings)
+    copy = LiteLLMSummarizer(model, **settings)
+    copy.tally = summarizer.tally  # a copy's calls count as the original's (the shell reads one tally)
+    return copy
 
 
 __all__ = ["LiteLLMSummarizer", "classify_error", "import_litellm", "replace_summarizer"]

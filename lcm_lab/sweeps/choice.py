@@ -32,6 +32,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from lcm_lab.errors import DataError, OptionError
 from lcm_lab.sweeps.run import BASELINE_ID
 
 if TYPE_CHECKING:
@@ -66,13 +67,13 @@ def choose(frame: pd.DataFrame, objectives: Mapping[str, str], constraints: Sequ
     complete = table[(table.conversations == total) & (table.failed == 0)]
     feasible = complete[[_meets(row, constraints) for row in complete.to_dict("records")]]
     if feasible.empty:
-        raise ValueError("no configuration ran on every conversation within the constraints; "
+        raise DataError("no configuration ran on every conversation within the constraints; "
                          "relax the constraints or look at sweep_df() for the errors")
     front = pareto_front(feasible, objectives)
     first, direction = next(iter(objectives.items()))
     pool = feasible[feasible.config_id.isin(front)].dropna(subset=[first])
     if pool.empty:
-        raise ValueError(f"no configuration has a value for {first}")
+        raise DataError(f"no configuration has a value for {first}")
     ranked = pool.sort_values(first, ascending=direction == "minimize", kind="stable")
     best = str(ranked.iloc[0].config_id)
     base = feasible[feasible.config_id == BASELINE_ID].dropna(subset=[first])
@@ -173,7 +174,7 @@ def cross_validate(frame: pd.DataFrame, objectives: Mapping[str, str], constrain
     from lcm_lab.metrics.stats import cluster_paired_interval
 
     if folds < 2:
-        raise ValueError("cross-validation needs at least 2 folds")
+        raise OptionError("cross-validation needs at least 2 folds")
     conversations = list(dict.fromkeys(frame.conversation))
     if len(conversations) < MIN_CONVERSATIONS:
         return None

@@ -33,6 +33,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any
 
 from lcm_lab.errors import MAIN_GUARD_FIX, MainGuardError
@@ -167,16 +168,25 @@ class Runner:
                     max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
                     initargs=(self._inputs,),
                 )
-            futures = [self._pool.submit(_work_in_process, chunk) for chunk in chunk_units(units, job.data, self.workers)]
+            with _workers_ignore_ctrl_c():  # the submits start the workers
+                futures = [self._pool.submit(_work_in_process, chunk) for chunk in chunk_units(units, job.data, self.workers)]
             for batch in _as_completed(futures):
                 self._delivered += 1
                 yield batch
         except BrokenProcessPool as exc:
             raise _broken_pool_error(self._delivered) from exc
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Shut the pools down; ``abort`` (an interrupted sweep: Ctrl-C, SIGTERM) terminates the
+        worker processes at once instead of waiting for the chunks they are running."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            if abort and isinstance(self._pool, ProcessPoolExecutor):
+                # Not cancel_futures here: the pool, finding its workers gone, fails the pending futures
+                # itself, and on Python 3.11 failing one already cancelled raises in its thread.
+                _terminate_workers(self._pool)
+                self._pool.shutdown(wait=True)
+            else:
+                self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         if self._inputs is not None:
             try:
@@ -203,7 +213,51 @@ def _write_inputs(job: Job) -> str:
     return path
 
 
+@contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored: Ctrl-C reaches the whole process group, and a
+    worker still importing would print a KeyboardInterrupt traceback. A spawned child keeps an
+    ignored SIGINT, and Python then installs no KeyboardInterrupt handler in it; the sweep's own
+    process handles Ctrl-C and stops the workers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _terminate_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGTERM every worker of ``pool`` and reap it (CPython keeps them in ``_processes``; Python
+    3.14's ``terminate_workers`` does the same)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    # Futures the sweep already cancelled must leave the pool's books first: finding its workers
+    # gone, Python 3.11's pool fails every pending future and raises (in its own thread, printing
+    # a traceback) on one that is cancelled.
+    pending = getattr(pool, "_pending_work_items", None)
+    if isinstance(pending, dict):
+        for key, item in list(pending.items()):
+            if item.future.cancelled():
+                pending.pop(key, None)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5)
+
+
 def _init_worker(inputs: str) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # also for workers the pool starts later (see _workers_ignore_ctrl_c)
     with open(inputs, "rb") as source:
         data, recipe, score_qa, fault, score_cost, metrics = pickle.load(source)
     install_metrics(metrics)

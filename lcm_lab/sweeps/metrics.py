@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from lcm_lab.errors import UserError
+from lcm_lab.errors import SpecError
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.verdicts import COST, END_OF_RUN, HEADLINES
 
@@ -46,7 +46,7 @@ def register_metric(name: str) -> Callable[[MetricFunction], MetricFunction]:
     return add
 
 
-class MetricTransportError(UserError, RuntimeError):
+class MetricTransportError(SpecError, RuntimeError):
     """A custom metric cannot be sent to the sweep's worker processes or Ray tasks."""
 
 

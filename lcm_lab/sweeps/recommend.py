@@ -31,11 +31,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import FIELDS, LcmConfig
+from lcm_lab.engine.versions import DEFAULT_ENGINE
+from lcm_lab.errors import DataError, OptionError
 from lcm_lab.sweeps.choice import DEFAULT_FOLDS, MIN_CONVERSATIONS, choose, cross_validate
 from lcm_lab.sweeps.cost import cost_verdict, stored_cost_rows, verdict_lines
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
 from lcm_lab.sweeps.results import sweep_df
-from lcm_lab.sweeps.run import BASELINE_ID
+from lcm_lab.sweeps.run import BASELINE_ID, baseline_id
+from lcm_lab.sweeps.spec import ENGINE_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,6 +67,7 @@ class Recommendation(NamedTuple):
     lcm_openclaw_json: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None  # the paired saving against the defaults (sweeps.cost.cost_verdict)
     out_of_sample: dict[str, Any] | None = None  # sweeps.choice.OutOfSample.as_json(); None: in-sample only
+    engine: str = DEFAULT_ENGINE  # the lossless-claw version the LCM settings were tuned on
 
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` object: ``strategy``, ``openclaw_json`` (null unless LCM), ``env``,
@@ -73,13 +77,20 @@ class Recommendation(NamedTuple):
             "openclaw_json": self.openclaw_json, "env": self.env, "tradeoff": self.tradeoff,
             "warnings": self.warnings, "pareto": self.pareto, "best_lcm": self.best_lcm,
             "lcm_openclaw_json": self.lcm_openclaw_json, "cost": self.cost, "out_of_sample": self.out_of_sample,
+            "engine": self.engine,
             "tradeoff_sample": "in-sample",
         }
 
     def snippet(self) -> str:
         """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings
         (for a non-LCM winner: no plugin settings, and which LCM configuration came best)."""
-        lines = [f"# sweep {self.sweep_id}: recommended configuration {self.config_id} {json.dumps(self.params)}"]
+        # beside "within noise" or "does not transfer" the winner of the sweep is not a recommendation
+        doubt = next((w for w in self.warnings if "within noise" in w or "does not transfer" in w), None)
+        what = "recommended configuration" if doubt is None else "best configuration of this sweep (not a recommendation: see the warnings)"
+        lines = [f"# sweep {self.sweep_id}: {what} {self.config_id} {json.dumps(self.params)}",
+                 f"# tuned on lossless-claw {self.engine}: settings tuned on one version are not another's"]
+        if any(isinstance(v, float) and v != _rounded(v) for v in self.params.values()):
+            lines += ["# (its settings below are rounded to 3 significant digits for pasting)"]
         if self.openclaw_json is None:
             lines += [f"# the best configuration is strategy {self.strategy!r}, not LCM: no openclaw.json or LCM_* "
                       "setting of lossless-claw reproduces it"]
@@ -97,7 +108,9 @@ class Recommendation(NamedTuple):
         for t in self.tradeoff:
             interval = "no interval" if t["ci_low"] is None else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
             diff = "n/a" if t["difference"] is None else f"{t['difference']:+.4g}"
-            chance = f"  chance {_fmt(t['chance'])}" if "chance" in t else ""
+            # the chance control on the headline's own scale: below 0 it scores under plain truncation
+            below = " (below plain truncation)" if isinstance(t.get("chance"), float) and t["chance"] < 0 else ""
+            chance = f"  chance {_fmt(t['chance'])}{below}" if "chance" in t else ""
             lines.append(f"{t['metric']:<24} {t['direction']:<9} chosen {_fmt(t['chosen'])}  defaults {_fmt(t['defaults'])}"
                          f"  diff {diff} {interval}  n={t['n']}{chance}")
         lines += verdict_lines(self.cost)
@@ -127,10 +140,16 @@ def env_lines(plugin_config: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFAULT_FOLDS) -> Recommendation:
+def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFAULT_FOLDS, engine: str | None = None) -> Recommendation:
     """The recommended settings of a finished (or partly finished) sweep; with at least
     :data:`~lcm_lab.sweeps.choice.MIN_CONVERSATIONS` conversations the choice is also
-    cross-validated over ``folds`` folds of conversations (``out_of_sample``)."""
+    cross-validated over ``folds`` folds of conversations (``out_of_sample``).
+
+    A sweep that varies ``engine`` (lossless-claw versions) is recommended for one version at a
+    time: ``engine`` picks it (configurations of other versions are left out, and the trade-off
+    and the out-of-sample check are taken against the plugin defaults under that version);
+    without it such a sweep is an :class:`~lcm_lab.errors.OptionError`, never a choice across versions.
+    """
     from lcm_lab.store.sweeps import sweep_row
 
     if store is None:
@@ -141,16 +160,21 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
     objectives = {o["metric"]: o["direction"] for o in spec["objectives"]}
     constraints = list(spec.get("constraints", []))
     metrics = list(dict.fromkeys([*objectives, *(c["metric"] for c in constraints)]))
-    frame = sweep_df(sweep_id, store)
+    frame, engine = _one_engine(sweep_df(sweep_id, store), sweep_id, engine)
     try:
         choice = choose(frame, objectives, constraints)
-    except ValueError as exc:
-        raise ValueError(f"sweep {sweep_id}: {exc}") from None
+    except ValueError as exc:  # choose() found no usable configuration
+        raise DataError(f"sweep {sweep_id}: {exc}") from None
     table, feasible, front = choice.table, choice.feasible, choice.front
     first, direction = next(iter(objectives.items()))
     config_id = choice.config_id
     best = table[table.config_id == config_id].iloc[0]
-    params = _params(store, sweep_id, config_id)
+    # the frame names this engine's defaults BASELINE_ID (choice and cross-validation compare with it);
+    # the store and the user know them by their own id
+    stored_id = baseline_id(engine) if config_id == BASELINE_ID else config_id
+    table = table.assign(config_id=table.config_id.replace(BASELINE_ID, baseline_id(engine)))
+    front = [baseline_id(engine) if c == BASELINE_ID else c for c in front]
+    params = _params(store, sweep_id, stored_id)
     strategy = str(params.get("strategy", "lcm"))
     tradeoff, warnings = _tradeoff(frame, config_id, metrics, objectives)
     warnings += _chance_warnings(frame, config_id, objectives, tradeoff)
@@ -163,14 +187,14 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
         warnings.insert(0, f"{first}: {oos.verdict()}")
     if config_id == BASELINE_ID:
         warnings.insert(0, "the plugin defaults scored best: no change recommended")
-    cost = cost_verdict(stored_cost_rows(sweep_id, store), config_id, BASELINE_ID) if config_id != BASELINE_ID else None
+    cost = cost_verdict(stored_cost_rows(sweep_id, store), stored_id, baseline_id(engine)) if config_id != BASELINE_ID else None
     if cost is not None and cost["within_noise"]:
         warnings.append(f"cost_usd: the saving against the defaults is within noise (90% paired interval "
                         f"${cost['saving_low']:,.2f} .. ${cost['saving_high']:,.2f} per 1,000 turns includes 0)")
     if strategy == "lcm":
-        plugin = _plugin_config(spec, config_id, params)
-        return Recommendation(sweep_id, config_id, params, _openclaw(plugin), env_lines(plugin), tradeoff, warnings,
-                              front, table, cost=cost, out_of_sample=out_of_sample)
+        plugin = _plugin_config(spec, stored_id, params)
+        return Recommendation(sweep_id, stored_id, params, _openclaw(plugin), env_lines(plugin), tradeoff, warnings,
+                              front, table, cost=cost, out_of_sample=out_of_sample, engine=engine)
     # Another strategy won: lossless-claw has no setting for it. Say so, and name the best LCM
     # configuration (the feasible one best on the first objective, Pareto-optimal or not).
     lcm_rows = feasible[feasible.strategy == "lcm"].dropna(subset=[first]) if "strategy" in feasible else feasible[:0]
@@ -184,8 +208,23 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
         gap = float(lcm_rows.iloc[0][first]) - float(best[first])
         note += f"; the best LCM configuration is {best_lcm} ({first} {float(lcm_rows.iloc[0][first]):.4g}, {gap:+.4g} from the best)"
     warnings.insert(0, note)
-    return Recommendation(sweep_id, config_id, params, None, {}, tradeoff, warnings, front, table, strategy, best_lcm,
-                          lcm_json, cost, out_of_sample)
+    return Recommendation(sweep_id, stored_id, params, None, {}, tradeoff, warnings, front, table, strategy, best_lcm,
+                          lcm_json, cost, out_of_sample, engine)
+
+
+def _one_engine(frame: pd.DataFrame, sweep_id: str, engine: str | None) -> tuple[pd.DataFrame, str]:
+    """The rows of one lossless-claw version (other strategies' rows, which have none, stay), with
+    that version's plugin defaults named :data:`BASELINE_ID`, and the version."""
+    engines = sorted({str(e) for e in frame[ENGINE_KEY].dropna()}) if ENGINE_KEY in frame else []
+    if engine is None:
+        if len(engines) > 1:
+            raise OptionError(f"sweep {sweep_id} replays several lossless-claw versions ({', '.join(engines)}); settings "
+                              "tuned on one are not the other's: pass engine= (lcm-lab recommend --engine VERSION)")
+        return frame, engines[0] if engines else DEFAULT_ENGINE
+    if engine not in engines:
+        raise OptionError(f"engine {engine}: sweep {sweep_id} replays lossless-claw {', '.join(engines) or DEFAULT_ENGINE} only")
+    mine = frame[(frame[ENGINE_KEY] == engine) | frame[ENGINE_KEY].isna()]
+    return mine.assign(config_id=mine.config_id.replace(baseline_id(engine), BASELINE_ID)), engine
 
 
 def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
@@ -197,9 +236,18 @@ def _params(store: LabStore, sweep_id: str, config_id: str) -> dict[str, Any]:
 
 
 def _plugin_config(spec: Mapping[str, Any], config_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    base = {} if config_id == BASELINE_ID else dict(spec.get("base", {}))
-    knobs = {k: v for k, v in params.items() if k != "strategy"}
-    return LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
+    defaults = config_id == BASELINE_ID or config_id.startswith(f"{BASELINE_ID}@")
+    base = {} if defaults else dict(spec.get("base", {}))
+    knobs = {k: v for k, v in params.items() if k not in ("strategy", ENGINE_KEY)}
+    plugin = LcmConfig.from_plugin_config({**base, **knobs}).to_plugin_config(minimal=True)
+    # a value a user pastes: 0.599 where a sampler proposed 0.5993780416989186 (a difference of
+    # well under a token at any budget for a threshold)
+    return {k: _rounded(v) if isinstance(v, float) else v for k, v in plugin.items()}
+
+
+def _rounded(value: float) -> float:
+    """``value`` to 3 significant digits."""
+    return float(f"{value:.3g}")
 
 
 def _openclaw(plugin: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,10 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.engine.versions import DEFAULT_ENGINE
 from lcm_lab.sweeps.cost import COST_COLUMNS
 from lcm_lab.sweeps.metrics import CONTROL_COLUMNS, METRICS
+from lcm_lab.sweeps.spec import ENGINE_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +35,8 @@ def _store(store: LabStore | None) -> LabStore:
 
 def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
     """One row per (configuration, conversation): ``config_id``, ``trial``, ``baseline``,
-    ``strategy`` (``lcm`` for the plugin defaults and every plugin-knob configuration), the varied
+    ``strategy`` (``lcm`` for the plugin defaults and every plugin-knob configuration), ``engine``
+    (the lossless-claw version an LCM configuration replayed; ``None`` for other strategies), the varied
     parameters (plugin knobs, then other strategies' own; ``None`` where a parameter is not the
     row's strategy's), ``conversation``, ``run_id``, ``status``, ``error``, ``seconds``, every
     registered metric (see :data:`lcm_lab.sweeps.metrics.METRICS`), and the chance controls:
@@ -52,7 +55,7 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
     row = sweep_row(store, sweep_id)
     runs = sweep_runs_df(store, sweep_id)
     spec = row["spec"]
-    space = [k for k in spec["space"] if k != "strategy"]
+    space = [k for k in spec["space"] if k not in ("strategy", ENGINE_KEY)]
     for params in (spec.get("strategy_config") or {}).values():
         space += [k for k, v in params.items() if isinstance(v, list | dict) and k not in space]
     records = []
@@ -65,6 +68,8 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
             "sweep_id": sweep_id, "config_id": r["config_id"], "trial": None if pd.isna(r["trial"]) else int(r["trial"]),
             "baseline": bool(r["baseline"]), "strategy": params.get("strategy", "lcm"),
         }
+        # the lossless-claw version an LCM configuration replayed (none for another strategy)
+        record[ENGINE_KEY] = params.get(ENGINE_KEY, DEFAULT_ENGINE) if record["strategy"] == "lcm" else None
         record.update({key: params.get(key) for key in space})
         record.update({
             "conversation": r["conversation_key"], "run_id": r["run_id"], "status": r["status"], "error": r["error"],
@@ -74,7 +79,7 @@ def sweep_df(sweep_id: str, store: LabStore | None = None) -> pd.DataFrame:
         record.update(_controls(metrics, r["status"]))
         record.update(cost)
         records.append(record)
-    columns = ["sweep_id", "config_id", "trial", "baseline", "strategy", *space, "conversation", "run_id", "status", "error",
+    columns = ["sweep_id", "config_id", "trial", "baseline", "strategy", ENGINE_KEY, *space, "conversation", "run_id", "status", "error",
                "seconds", "model_calls", *sorted(METRICS), *CONTROL_COLUMNS, *COST_COLUMNS]
     return pd.DataFrame.from_records(records, columns=columns)
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.versions import DEFAULT_ENGINE
+from lcm_lab.errors import MissingFileError
 from lcm_lab.sweeps.executors import (
     Job,
     Runner,
@@ -25,9 +27,11 @@ from lcm_lab.sweeps.executors import (
 )
 from lcm_lab.sweeps.metrics import COST_METRICS, custom_metrics, pack_metrics
 from lcm_lab.sweeps.spec import (
+    ENGINE_KEY,
     Point,
     Range,
     SweepSpec,
+    SweepSpecError,
     dimensions,
     grid_points,
     parse_spec,
@@ -38,6 +42,21 @@ from lcm_lab.sweeps.strategy_space import STRATEGY_KEY
 from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult
 
 BASELINE_ID = "defaults"
+
+
+def baseline_id(engine: str = DEFAULT_ENGINE) -> str:
+    """The config id of the plugin defaults replayed under ``engine`` (``defaults`` for the default engine).
+
+    >>> baseline_id(), baseline_id("1.0")
+    ('defaults', 'defaults@1.0')
+    """
+    return BASELINE_ID if engine == DEFAULT_ENGINE else f"{BASELINE_ID}@{engine}"
+
+
+def engine_baseline(engine: str) -> Point:
+    """The plugin defaults under ``engine``: the reference a configuration of that engine is compared with."""
+    params = {} if engine == DEFAULT_ENGINE else {ENGINE_KEY: engine}
+    return Point(baseline_id(engine), params, LcmConfig(), engine=engine)
 
 
 class SweepResult(NamedTuple):
@@ -63,10 +82,13 @@ def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
 
         path = Path(spec)
         if not path.is_file():
-            raise FileNotFoundError(f"sweep spec {path} not found (lcm-lab sweep --example prints one)")
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            raise MissingFileError(f"sweep spec {path} not found (lcm-lab sweep --example prints one)")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise SweepSpecError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a YAML mapping at the top level")
+            raise SweepSpecError(f"{path}: expected a YAML mapping at the top level")
         return parse_spec(data)
     return parse_spec(spec)
 
@@ -81,7 +103,7 @@ def read_conversations(spec: SweepSpec) -> Conversations:
     for source in spec.conversations:
         path = source.file()
         if not path.exists():
-            raise FileNotFoundError(f"conversations.path: {path} not found")
+            raise MissingFileError(f"conversations.path: {path} not found")
         read = read_transcript(path).conversations
         stop = None if source.limit is None else source.skip + source.limit
         for index, item in list(enumerate(read))[source.skip : stop]:
@@ -330,6 +352,12 @@ def sweep(
     try:
         baseline = Point(BASELINE_ID, {}, LcmConfig())
         session.register(baseline, trial=None, baseline=True)
+        # the plugin defaults under every other engine the sweep varies: each version's own reference
+        others = [engine_baseline(e) for e in spec.engines() if e != DEFAULT_ENGINE]
+        for p in others:
+            session.register(p, trial=None, baseline=True)
+        if others:
+            session.run(session.units(others))
         if spec.search.method == "optuna":
             from lcm_lab.sweeps.study import run_study
 
@@ -343,7 +371,7 @@ def sweep(
     finally:
         if session.bar is not None:
             session.bar.close()
-        session.runner.close()
+        session.runner.close(abort=not completed)
         session.flush()
         calls, hits = session.counts()
         stats = _stats(store, sweep_id, before, calls, hits, time.perf_counter() - started)

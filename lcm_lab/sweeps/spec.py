@@ -39,16 +39,20 @@ from pydantic import (
 )
 
 from lcm_lab.engine.config.lcm_config import FIELDS, ConfigError, LcmConfig
-from lcm_lab.engine.versions import DEFAULT_ENGINE
+from lcm_lab.engine.versions import DEFAULT_ENGINE, ENGINE_VERSIONS
+from lcm_lab.errors import SpecError
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
 from lcm_lab.sweeps.metrics import METRICS
 from lcm_lab.sweeps.strategy_space import LCM, STRATEGY_KEY, parameter_kinds, strategy_problems
 
 # Plugin keys a sweep may vary: the scalar knobs (numbers, integers, booleans, choices).
 KNOBS: dict[str, Any] = {f.keys[0]: f for f in FIELDS if f.kind in ("int", "number", "bool", "choice")}
+# The lossless-claw version an LCM configuration replays: one more LCM dimension (not a plugin
+# key), so a sweep can re-tune the plugin for another engine version (lcm_lab.engine.versions).
+ENGINE_KEY = "engine"
 
 
-class SweepSpecError(ValueError):
+class SweepSpecError(SpecError):
     """A sweep spec that cannot run; the message lists every problem with its key."""
 
 
@@ -217,8 +221,18 @@ class SweepSpec(_Strict):
                 if not isinstance(values, list):
                     raise ValueError("strategy: a list of strategies (e.g. [lcm, observer_regex, truncate])")
                 continue
+            if key == ENGINE_KEY:
+                known = ", ".join(ENGINE_VERSIONS)
+                if not isinstance(values, list) or not values:
+                    raise ValueError(f"engine: a list of lossless-claw versions (e.g. [{known}])")
+                unknown = [str(v) for v in values if str(v) not in ENGINE_VERSIONS]
+                if unknown:
+                    raise ValueError(f"engine: unknown lossless-claw version {', '.join(unknown)}; known: {known}")
+                if len({str(v) for v in values}) != len(values):
+                    raise ValueError("engine: a version is listed twice")
+                continue
             if key not in KNOBS:
-                allowed = ", ".join([STRATEGY_KEY, *sorted(KNOBS)])
+                allowed = ", ".join([STRATEGY_KEY, ENGINE_KEY, *sorted(KNOBS)])
                 raise ValueError(f"{key}: not a plugin knob a sweep can vary; allowed: {allowed}")
             if isinstance(values, list) and not values:
                 raise ValueError(f"{key}: empty list of values")
@@ -230,6 +244,12 @@ class SweepSpec(_Strict):
         if value in EXECUTORS or value.startswith("ray://"):
             return value
         raise ValueError(f"unknown executor {value!r}; allowed: {', '.join(EXECUTORS)} or ray://HOST:PORT")
+
+    def engines(self) -> list[str]:
+        """The lossless-claw versions the spec's LCM configurations replay (the default one when
+        ``space`` has no ``engine`` dimension)."""
+        values = self.space.get(ENGINE_KEY)
+        return [DEFAULT_ENGINE] if values is None else [str(v) for v in values]  # type: ignore[union-attr]
 
     def strategies(self) -> list[str] | None:
         """The strategies the spec varies (``None``: no strategy dimension, LCM only)."""
@@ -267,7 +287,8 @@ EXECUTORS = ("auto", "serial", "processes", "threads", "ray")
 
 class Point(NamedTuple):
     """One configuration of a sweep: the varied values (``params``, with ``strategy`` when the
-    spec varies it), the resolved plugin config (LCM) or the strategy's own parameters (others)."""
+    spec varies it), the resolved plugin config (LCM) or the strategy's own parameters (others),
+    and the lossless-claw version an LCM configuration replays (``engine``)."""
 
     config_id: str
     params: dict[str, Any]
@@ -306,7 +327,7 @@ def sweep_id_for(spec: SweepSpec) -> str:
 
 def build_config(spec: SweepSpec, params: Mapping[str, Any]) -> LcmConfig:
     """``base`` plus ``params`` resolved as the plugin would (errors name the plugin key)."""
-    knobs = {k: v for k, v in params.items() if k != STRATEGY_KEY}
+    knobs = {k: v for k, v in params.items() if k not in (STRATEGY_KEY, ENGINE_KEY)}
     return LcmConfig.from_plugin_config({**spec.base, **knobs})
 
 
@@ -319,7 +340,7 @@ def dimensions(spec: SweepSpec) -> list[tuple[str | None, list[Dimension]]]:
     """What varies, per strategy: ``[(None, plugin knobs)]`` for a spec without a strategy
     dimension, else one entry per listed strategy (LCM: the plugin knobs of ``space``; others:
     the lists and ranges of their ``strategy_config``)."""
-    knobs = [Dimension(k, KNOBS[k].kind, v) for k, v in spec.space.items() if k != STRATEGY_KEY]
+    knobs = [Dimension(k, "choice" if k == ENGINE_KEY else KNOBS[k].kind, v) for k, v in spec.space.items() if k != STRATEGY_KEY]
     strategies = spec.strategies()
     if strategies is None:
         return [(None, knobs)]
@@ -340,7 +361,7 @@ def point(spec: SweepSpec, params: Mapping[str, Any]) -> Point:
     clean = {k: _plain(v) for k, v in params.items()}
     strategy = str(clean.get(STRATEGY_KEY, LCM))
     if strategy == LCM:
-        return Point(config_id(clean), clean, build_config(spec, clean))
+        return Point(config_id(clean), clean, build_config(spec, clean), engine=str(clean.get(ENGINE_KEY, DEFAULT_ENGINE)))
     own = {**fixed_params(spec, strategy), **{k: v for k, v in clean.items() if k != STRATEGY_KEY}}
     return Point(config_id(clean), clean, None, strategy, own)
 

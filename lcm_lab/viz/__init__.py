@@ -53,8 +53,11 @@ from lcm_lab.viz.strategies import (
     plot_quality_vs_tokens,
     plot_tokens_per_turn,
 )
+from lcm_lab.viz.versions import plot_version_turns, version_turns_info
 
 __all__ = [
+    "plot_version_turns",
+    "version_turns_info",
     "plot_recoverability",
     "recoverability_info",
     "budget_comparison_info",

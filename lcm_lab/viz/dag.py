@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import networkx as nx
 
 from lcm_lab.engine.types import StoredMessage, Summary
+from lcm_lab.errors import DagCycleError
 from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz._style import (
     CONTINUOUS_SCALE,
@@ -224,7 +225,7 @@ def _coverage(summaries: Sequence[Summary], by_id: Mapping[str, Summary]) -> dic
             s = by_id[sid]
             if not expanded:
                 if sid in ancestors:
-                    raise ValueError(f"summary DAG has a cycle through {sid}")
+                    raise DagCycleError(sid)
                 ancestors.add(sid)
                 stack.append((sid, True))
                 stack.extend((src, False) for src in s.source_summary_ids if src in by_id and src not in memo)

@@ -10,6 +10,7 @@ import html
 from typing import Any, NamedTuple
 
 from lcm_lab.engine.types import StoredMessage, SummarizerCall, Summary
+from lcm_lab.errors import UnknownNameError
 from lcm_lab.viz._source import dag_source
 from lcm_lab.viz.dag import _coverage
 
@@ -29,7 +30,7 @@ def summary_detail_info(obj: Any, summary_id: str, max_messages: int = 40) -> Su
     source = dag_source(obj)
     by_id = {s.summary_id: s for s in source.summaries}
     if summary_id not in by_id:
-        raise KeyError(f"no summary {summary_id!r} in {source.label}")
+        raise UnknownNameError(f"no summary {summary_id!r} in {source.label}")
     s = by_id[summary_id]
     span = _coverage(source.summaries, by_id).get(summary_id)
     covered = [q for q in range(span[0], span[1] + 1) if q in source.messages] if span else []

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import ipywidgets as widgets
 import plotly.graph_objects as go
+
+
+def full_width() -> widgets.Layout:
+    """The layout of every widget: the cell's whole width, so its figures lay out at that width from the start."""
+    return widgets.Layout(width="100%")
 
 
 def figure_widget(fig: go.Figure) -> go.FigureWidget:

@@ -9,7 +9,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from lcm_lab.viz.cost import cache_breaks, plot_cost_breakdown
-from lcm_lab.widgets._figure import figure_widget, replace_figure
+from lcm_lab.widgets._figure import figure_widget, full_width, replace_figure
 
 
 def _breaks_html(rows: list[dict[str, Any]]) -> str:
@@ -40,7 +40,7 @@ class CostExplorer(widgets.VBox):
         self.figure = figure_widget(plot_cost_breakdown(self.costs[self.pick.value]))
         self.pick.observe(self._show, names="value")
         self._show()
-        super().__init__([self.pick, self.summary, self.figure, self.table])
+        super().__init__([self.pick, self.summary, self.figure, self.table], layout=full_width())
 
     @property
     def selected(self) -> str:

@@ -9,7 +9,7 @@ import ipywidgets as widgets
 from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz.dag import plot_dag
 from lcm_lab.viz.detail import summary_detail_html, summary_detail_info
-from lcm_lab.widgets._figure import figure_widget
+from lcm_lab.widgets._figure import figure_widget, full_width
 
 
 class DagExplorer(widgets.VBox):
@@ -36,7 +36,7 @@ class DagExplorer(widgets.VBox):
             if trace.customdata is not None:
                 trace.on_click(self._on_click)
         self.selector.observe(self._show, names="value")
-        super().__init__([self.figure, self.selector, self.detail])
+        super().__init__([self.figure, self.selector, self.detail], layout=full_width())
         self._show()
 
     def _on_click(self, trace: Any, points: Any, _state: Any) -> None:

@@ -16,7 +16,7 @@ from lcm_lab.errors import OptionError
 from lcm_lab.viz.budget import plot_budget_timeline
 from lcm_lab.viz.counts import replay_stats, stats_line
 from lcm_lab.viz.dag import plot_dag
-from lcm_lab.widgets._figure import figure_widget, replace_figure
+from lcm_lab.widgets._figure import figure_widget, full_width, replace_figure
 
 
 class Knob(NamedTuple):
@@ -97,7 +97,7 @@ class ParameterPlayground(widgets.VBox):
         controls = widgets.GridBox(list(self.sliders.values()),
                                    layout=widgets.Layout(grid_template_columns="repeat(2, minmax(320px, 1fr))", width="100%"))
         super().__init__([self.picker, controls, widgets.HTML(f"<small>{HELP}</small>"), self.stats, self.budget, self.dag],
-                         layout=widgets.Layout(width="100%"))
+                         layout=full_width())
 
     def settings(self) -> dict[str, Any]:
         """Current slider values by ``LcmConfig`` field name (plus ``token_budget``)."""

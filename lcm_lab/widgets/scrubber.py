@@ -9,7 +9,7 @@ import ipywidgets as widgets
 from lcm_lab.viz.budget import plot_budget_timeline
 from lcm_lab.viz.context import plot_context_at, turn_caption
 from lcm_lab.viz.dag import plot_dag
-from lcm_lab.widgets._figure import figure_widget, replace_figure
+from lcm_lab.widgets._figure import figure_widget, full_width, replace_figure
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import Replay
@@ -39,7 +39,7 @@ class ReplayScrubber(widgets.VBox):
         self.budget = figure_widget(plot_budget_timeline(replay, marker_turn=replay.turns[last].turn))
         self.context = figure_widget(plot_context_at(replay, last, source=context_source))
         self.slider.observe(self._update, names="value")
-        super().__init__([widgets.HBox([self.play, self.slider]), self.caption, self.budget, self.dag, self.context])
+        super().__init__([widgets.HBox([self.play, self.slider]), self.caption, self.budget, self.dag, self.context], layout=full_width())
         self._update()
 
     def _update(self, _change: Any = None) -> None:

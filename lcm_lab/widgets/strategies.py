@@ -7,7 +7,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from lcm_lab.viz.strategies import plot_quality_vs_tokens, plot_tokens_per_turn
-from lcm_lab.widgets._figure import figure_widget, replace_figure
+from lcm_lab.widgets._figure import figure_widget, full_width, replace_figure
 
 
 class StrategyComparison(widgets.VBox):
@@ -26,7 +26,7 @@ class StrategyComparison(widgets.VBox):
         self.tokens = figure_widget(self._tokens())
         for control in (self.input, self.budget, self.metric):
             control.observe(self._update, names="value")
-        super().__init__([widgets.HBox([self.input, self.budget, self.metric]), self.quality, self.tokens])
+        super().__init__([widgets.HBox([self.input, self.budget, self.metric]), self.quality, self.tokens], layout=full_width())
 
     def _quality(self) -> Any:
         return plot_quality_vs_tokens(self.comparison, self.metric.value, self.input.value)

@@ -10,6 +10,7 @@ import ipywidgets as widgets
 
 from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz.diff import diff_html, match_summaries, summary_diff_info
+from lcm_lab.widgets._figure import full_width
 
 
 class SummaryDiff(widgets.VBox):
@@ -48,7 +49,7 @@ class SummaryDiff(widgets.VBox):
         self.left_pane = widgets.HTML(layout=widgets.Layout(width="50%"))
         self.right_pane = widgets.HTML(layout=widgets.Layout(width="50%"))
         self.selector.observe(self._show, names="value")
-        super().__init__([self.selector, self.similarity, widgets.HBox([self.left_pane, self.right_pane])])
+        super().__init__([self.selector, self.similarity, widgets.HBox([self.left_pane, self.right_pane])], layout=full_width())
         self._show()
 
     def _show(self, _change: Any = None) -> None:

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lcm_lab.errors import UserError
+from lcm_lab.errors import SpecError
 
 MIN_FALLBACK_MAX_TOKENS = 64
 
 
-class ConfigError(UserError, ValueError):
+class ConfigError(SpecError):
     """A configuration value the plugin could not use (names key, value and what is allowed)."""
 
 

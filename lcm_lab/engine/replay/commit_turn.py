@@ -100,7 +100,7 @@ def run_commit_turn(
     debt_after_background = _snapshot(engine)
     maintain = engine.begin("host_maintain")
     changed, reason = engine.maintain(token_budget)
-    engine.begin(None)
+    engine.phase = compactor.phase = None
     records = [r for r in (emergency_record, commit, background, maintain) if r is not None]
     batches, nodes = engine.store.counts()
     return TurnRecord(
@@ -146,18 +146,31 @@ def run_commit_turn(
 
 def rebuild_engine(replay: Any, through_turn: int, summarizer: Any) -> PendingEngine:
     """The 1.0 engine state of ``replay`` after ``through_turn``, rebuilt by replaying its turns
-    0..``through_turn`` again with ``summarizer`` (for branches such as a question turn)."""
+    0..``through_turn`` again with ``summarizer`` (for branches such as a question turn).
+
+    The replay keeps the furthest state it rebuilt (``Replay._v1_checkpoint``), so questions asked
+    turn after turn continue from it instead of starting over; callers get a private copy.
+    """
+    import copy
+
     from lcm_lab.engine.compaction.sweep import Compactor, SimulatedClock
     from lcm_lab.engine.replay.driver import _TranscriptClock
     from lcm_lab.engine.state import EngineState
 
-    state = EngineState()
-    state.include_sender_tokens = False
-    compactor = Compactor(state, replay.config, summarizer, session_id=replay.conversation.session_id,
-                          fidelity=replay.fidelity, clock=SimulatedClock())  # fmt: skip
-    overrides = {key: int(replay.meta[key]) for key in ("fresh_tail_count", "leaf_chunk_tokens") if key in replay.meta}
-    engine = PendingEngine(compactor, overrides)
-    clock = _TranscriptClock()
-    for index, turn_input in enumerate(replay._turn_inputs[: through_turn + 1]):
-        run_commit_turn(engine, turn_input, replay.token_budget, True, clock, index > 0)
-    return engine
+    checkpoint = replay._v1_checkpoint
+    found = checkpoint.get("engine")
+    if found is not None and checkpoint["turn"] <= through_turn and checkpoint["summarizer"] is summarizer:
+        engine, clock, done = found, checkpoint["clock"], checkpoint["turn"] + 1
+    else:
+        state = EngineState()
+        state.include_sender_tokens = False
+        compactor = Compactor(state, replay.config, summarizer, session_id=replay.conversation.session_id,
+                              fidelity=replay.fidelity, clock=SimulatedClock())  # fmt: skip
+        overrides = {key: int(replay.meta[key]) for key in ("fresh_tail_count", "leaf_chunk_tokens") if key in replay.meta}
+        engine, clock, done = PendingEngine(compactor, overrides), _TranscriptClock(), 0
+    for index in range(done, through_turn + 1):
+        run_commit_turn(engine, replay._turn_inputs[index], replay.token_budget, True, clock, index > 0)
+    checkpoint.update(engine=engine, clock=clock, turn=through_turn, summarizer=summarizer)
+    # The summarizer is shared, never copied (it may hold a client).
+    private: PendingEngine = copy.deepcopy(engine, memo={id(summarizer): summarizer})
+    return private

@@ -17,6 +17,7 @@ Three starting points:
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -27,8 +28,8 @@ from lcm_lab.engine.assembly.bare import ResolveCache
 from lcm_lab.engine.assembly.bare import assemble as assemble_context
 from lcm_lab.engine.assembly.sent import engine_assemble, memoized_cost, prompt_text
 from lcm_lab.engine.compaction.deferred import FORCED_EMERGENCY_ATTEMPTS, DeferredCompaction
-from lcm_lab.engine.compaction.sweep import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.compaction.pending.maintenance import PendingEngine
+from lcm_lab.engine.compaction.sweep import Compactor, Fidelity, SimulatedClock
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.config.surface import check_engine_config
 from lcm_lab.engine.ingest.message import is_persistable, to_stored_message
@@ -53,9 +54,13 @@ from lcm_lab.engine.types import (
     TurnRecord,
 )
 from lcm_lab.engine.versions import DEFAULT_ENGINE, EngineVersion
+from lcm_lab.errors import OptionError
 
 DEFAULT_TOKEN_BUDGET = 128_000  # what the plugin assumes when the host reports no window
 
+
+_HOST_VIEWS: dict[tuple[int, bool, bool, bool], tuple[Conversation, HostView]] = {}
+_HOST_VIEW_LIMIT = 64
 
 @dataclass(frozen=True)
 class Replay:
@@ -157,9 +162,20 @@ class Replay:
 
     @cached_property
     def _host_view(self) -> HostView:
+        # The host's view depends only on the conversation and how it splits into turns, so every
+        # replay of one conversation (a sweep's settings, their probes) shares one.
+        key = (id(self.conversation), bool(self.meta.get("single_turn")), bool(self.meta.get("from_recorded")), self.is_v1)
+        hit = _HOST_VIEWS.get(key)
+        if hit is not None and hit[0] is self.conversation:
+            return hit[1]
         if self.conversation.entries:
-            return host_view_of_entries([t.entries for t in self._turn_inputs], v1=self.is_v1)
-        return host_view_of_stored([t.stored for t in self._turn_inputs], v1=self.is_v1)
+            view = host_view_of_entries([t.entries for t in self._turn_inputs], v1=self.is_v1)
+        else:
+            view = host_view_of_stored([t.stored for t in self._turn_inputs], v1=self.is_v1)
+        if len(_HOST_VIEWS) >= _HOST_VIEW_LIMIT:
+            _HOST_VIEWS.pop(next(iter(_HOST_VIEWS)))
+        _HOST_VIEWS[key] = (self.conversation, view)  # holds the conversation: its id is not reused while cached
+        return view
 
     def turn_times(self, turn: int) -> tuple[int | None, int | None]:
         """Epoch ms of the first and last message of ``turn`` (``None`` where the input has none)."""
@@ -218,6 +234,11 @@ class Replay:
 
     @cached_property
     def _sent_cache(self) -> dict[tuple[int | None, int], SentContext]:
+        return {}
+
+    @cached_property
+    def _v1_checkpoint(self) -> dict[str, Any]:
+        # commit_turn.rebuild_engine: the furthest 1.0 engine state rebuilt for a branch
         return {}
 
     @cached_property
@@ -366,7 +387,9 @@ def replay(
     ([False, True], ['leaf'])
     """
     if summarizer is None:
-        raise ValueError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
+        raise OptionError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
+    if isinstance(token_budget, bool) or not isinstance(token_budget, numbers.Integral) or token_budget < 1:
+        raise OptionError(f"token_budget={token_budget!r}: expected a whole number of tokens >= 1, e.g. 8000")
     check_stored_depth(conversation.stored_messages, conversation.session_id)  # transcripts are checked as read
     config = config or LcmConfig()
     check_engine_config(engine, config)

@@ -33,10 +33,10 @@ from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import ContextItem, SummarizerCall, Summary
-from lcm_lab.errors import UserError
+from lcm_lab.errors import SpecError
 
 
-class EditError(UserError, ValueError):
+class EditError(SpecError):
     """An edit that does not apply to this run (unknown summary, not in the context, ...)."""
 
 
@@ -130,6 +130,10 @@ def rewrite(run: Replay, summary_ids: Collection[str], summarizer: Summarizer) -
     for original in run.summaries:
         if original.summary_id not in wanted:
             continue
+        if original.level == "pending":
+            current[original.summary_id] = _rewrite_pending(run, original, current, compactor)
+            order.append(original.summary_id)
+            continue
         if original.kind == "leaf":
             messages = [run.messages_by_seq[seq] for seq in original.source_message_seqs if seq in run.messages_by_seq]
             contents = [leaf_message_content(m, fixed=fixed) for m in messages]
@@ -164,6 +168,28 @@ def rewrite(run: Replay, summary_ids: Collection[str], summarizer: Summarizer) -
     summaries = tuple(current[s.summary_id] for s in run.summaries)
     edited = with_final_state(run, run.final_context, summaries)
     return Rewritten(edited, tuple(order), tuple(compactor.calls))
+
+
+def _rewrite_pending(run: Replay, original: Summary, current: Mapping[str, Summary], compactor: Compactor) -> Summary:
+    """A 1.0 pending-pipeline summary written again as ``prepareOne`` writes it: the 1.0 source
+    format, one call, no previous summary, no escalation, no fallback, no cap."""
+    from lcm_lab.engine.compaction.pending.coordinator import leaf_source_block
+    from lcm_lab.engine.js.strings import js_trim
+
+    if original.kind == "leaf":
+        messages = [run.messages_by_seq[seq] for seq in original.source_message_seqs if seq in run.messages_by_seq]
+        blocks = (leaf_source_block(m, tuple(run.config.strip_injected_context_tags)) for m in messages)
+        source = js_trim("\n\n".join(b for b in blocks if b))
+    else:
+        source = js_trim("\n\n".join(current[s].content for s in original.source_summary_ids if s in current and current[s].content))
+    if not source:
+        raise EditError(f"summary {original.summary_id!r} has no source text in this run to rewrite it from")
+    calls_before = len(compactor.calls)
+    content = compactor._call(source, original.kind, original.depth if original.kind == "condensed" else 0, False, None)
+    if content is None:
+        raise SummarizerError(f"the summarizer returned nothing while rewriting {original.summary_id}; nothing was changed")
+    return replace(original, content=content, token_count=estimate_tokens(content),
+                   model=compactor.calls[-1].model if len(compactor.calls) > calls_before else "unknown", summarizer_calls=1)  # fmt: skip
 
 
 def _previous_by_source(run: Replay) -> dict[tuple[str, int, str], str | None]:

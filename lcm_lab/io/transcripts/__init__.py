@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from lcm_lab.errors import MissingFileError
 from lcm_lab.io.transcripts.base import (
     CLAUDE_CODE_JSONL,
     LCM_DB,
@@ -45,8 +46,11 @@ READERS: dict[str, Callable[[str | Path], TranscriptRead]] = {
 }
 
 
-def read_transcript(path: str | Path, *, kind: str | None = None) -> TranscriptRead:
+def read_transcript(path: str | Path, *, kind: str | None = None, reread: bool = False) -> TranscriptRead:
     """Read one transcript file, detecting its format from content unless ``kind`` is given.
+
+    ``reread``: a pi session's messages are not held but read again from the file when used
+    (see :func:`read_pi_jsonl`); the loader asks for this, so big sessions load in bounded memory.
 
     Raises :class:`TranscriptFormatError` (a ``ValueError``) when the file is no supported
     transcript, saying what it looks like; an lcm.db or a state directory is named as such so
@@ -54,7 +58,7 @@ def read_transcript(path: str | Path, *, kind: str | None = None) -> TranscriptR
     """
     file_path = Path(path)
     if not file_path.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
+        raise MissingFileError(f"{path}: no such file or directory")
     if kind is None:
         kind = detect_format(file_path)
     if kind is None:
@@ -67,6 +71,8 @@ def read_transcript(path: str | Path, *, kind: str | None = None) -> TranscriptR
     if reader is None:
         raise TranscriptFormatError(f"{path}: unknown transcript kind {kind!r}; {SUPPORTED_FORMATS_TEXT}")
     with paused_gc():
+        if kind == PI_JSONL:
+            return read_pi_jsonl(file_path, reread=reread)
         return reader(file_path)
 
 

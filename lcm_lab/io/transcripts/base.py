@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lcm_lab.errors import UserError
+from lcm_lab.errors import InputError
 from lcm_lab.io.model import LoadedConversation, LoadIssue
 
 PI_JSONL = "pi-jsonl"
@@ -24,7 +24,7 @@ SUPPORTED_FORMATS_TEXT = (
 )
 
 
-class TranscriptFormatError(UserError, ValueError):
+class TranscriptFormatError(InputError):
     """The file cannot be read as any supported transcript (says what it looks like instead)."""
 
 

@@ -15,14 +15,21 @@ from lcm_lab.io.transcripts.base import (
     OPENCLAW_STATE_DIR,
     PI_JSONL,
 )
-from lcm_lab.io.transcripts.jsonl import UTF8_BOM, is_gzip, open_bytes, parse_json_bytes, read_all_bytes
+from lcm_lab.io.transcripts.jsonl import (
+    UTF8_BOM,
+    is_gzip,
+    iter_raw_lines,
+    max_line_bytes,
+    open_bytes,
+    parse_json_bytes,
+    read_all_bytes,
+)
 from lcm_lab.io.transcripts.locomo import looks_like_locomo
 from lcm_lab.io.transcripts.openclaw_sqlite import SQLITE_MAGIC
 from lcm_lab.io.transcripts.pi import is_runtime_message
 
 _HEAD_BYTES = 64 * 1024
 _SNIFF_LINES = 50
-_WHOLE_DOCUMENT_LIMIT = 256 * 1024 * 1024
 _PI_ENTRY_TYPES = frozenset(
     {
         "message",
@@ -85,10 +92,12 @@ def _sqlite_kind(path: Path) -> str | None:
 
 def _sniff_lines(path: Path) -> str | None:
     with open_bytes(path) as handle:
-        for number, raw in enumerate(handle):
-            if number >= _SNIFF_LINES:
+        for line in iter_raw_lines(handle, max_line_bytes()):
+            if line.number > _SNIFF_LINES:
                 break
-            data = raw.strip().removeprefix(UTF8_BOM).strip()
+            if line.data is None:
+                continue  # over the line cap: the reader reports it
+            data = line.data.strip().removeprefix(UTF8_BOM).strip()
             if not data:
                 continue
             try:
@@ -103,11 +112,9 @@ def _sniff_lines(path: Path) -> str | None:
 
 
 def _whole_document(path: Path) -> Any:
-    if path.stat().st_size > _WHOLE_DOCUMENT_LIMIT:
-        return None
-    try:
+    try:  # bounded by the line cap in decompressed bytes (a small .gz may expand without bound)
         return parse_json_bytes(read_all_bytes(path))
-    except ValueError:
+    except ValueError:  # InputFileError (too long) included
         return None
 
 

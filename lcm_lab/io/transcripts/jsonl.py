@@ -4,6 +4,11 @@ Transcripts are append-only logs written by live processes: a line may be half w
 crash may leave garbage in the middle, someone may point us at a binary file. The reader
 yields every line that parses, records every line that does not as a :class:`LoadIssue`
 naming file and line, and never holds more than one line in memory.
+
+A line is read only up to a cap (``LCM_LAB_MAX_LINE_MB``, default 64 MB): a longer line is
+passed over in 1 MB pieces without being held, and reported as skipped with its size. The same
+cap bounds whole-file JSON documents (LoCoMo, a pi JSON array), so no input of any size (a
+``.gz`` that expands to one 4 GB line included) makes a reader hold more than about the cap.
 """
 
 from __future__ import annotations
@@ -13,21 +18,85 @@ import gc
 import gzip
 import io
 import json
+import os
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, NamedTuple, cast
 
 import orjson
 
 from lcm_lab.engine.js.depth import MAX_JSON_DEPTH, may_exceed, value_depth
-from lcm_lab.errors import BrokenGzipError, InputFileError, JsonTooDeepError
+from lcm_lab.errors import BrokenGzipError, InputFileError, JsonTooDeepError, OptionError
 from lcm_lab.io.model import LoadIssue
 
 UTF8_BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
 _SNIPPET_CHARS = 60
+MAX_LINE_ENV = "LCM_LAB_MAX_LINE_MB"
+DEFAULT_MAX_LINE_MB = 64
+_SKIP_PIECE = 1 << 20
+
+
+def max_line_bytes() -> int:
+    """The longest line (or whole-file JSON document) a reader takes: ``LCM_LAB_MAX_LINE_MB``
+    megabytes, default 64.
+
+    >>> max_line_bytes() == DEFAULT_MAX_LINE_MB << 20 or bool(os.environ.get(MAX_LINE_ENV))
+    True
+    """
+    raw = os.environ.get(MAX_LINE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_LINE_MB << 20
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        megabytes = -1.0
+    if not megabytes > 0:
+        raise OptionError(f"{MAX_LINE_ENV}={raw!r}: expected a positive number of megabytes (default {DEFAULT_MAX_LINE_MB})")
+    return max(1, int(megabytes * (1 << 20)))
+
+
+def describe_cap(cap: int) -> str:
+    """The line cap in words, naming the variable that raises it."""
+    megabytes = cap / (1 << 20)
+    amount = f"{megabytes:g} MB" if megabytes >= 1 else f"{cap:,} bytes"
+    return f"the {amount} line cap ({MAX_LINE_ENV})"
+
+
+class RawLine(NamedTuple):
+    """One line of a stream: ``data`` is ``None`` when the line was longer than the cap (its
+    bytes were passed over, not kept); ``offset`` is where it starts in the (decompressed) stream."""
+
+    number: int
+    data: bytes | None
+    size: int
+    offset: int
+    terminated: bool
+
+
+def iter_raw_lines(handle: IO[bytes], cap: int) -> Iterator[RawLine]:
+    """The lines of ``handle`` (1-based), none read past ``cap`` bytes."""
+    number, offset = 0, 0
+    while True:
+        raw = handle.readline(cap + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) <= cap or raw.endswith(b"\n"):
+            yield RawLine(number, raw, len(raw), offset, raw.endswith(b"\n"))
+            offset += len(raw)
+            continue
+        size, terminated = len(raw), False
+        del raw
+        while piece := handle.readline(_SKIP_PIECE):
+            size += len(piece)
+            if piece.endswith(b"\n"):
+                terminated = True
+                break
+        yield RawLine(number, None, size, offset, terminated)
+        offset += size
 
 
 @contextmanager
@@ -119,10 +188,20 @@ def open_bytes(path: str | Path) -> IO[bytes]:
     return cast(IO[bytes], codecs.EncodedFile(handle, "utf-8", encoding))
 
 
-def read_all_bytes(path: str | Path) -> bytes:
-    """The whole (decompressed) content of a file: only for one-document formats."""
+def read_all_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
+    """The whole (decompressed) content of a file: only for one-document formats.
+
+    More than ``limit`` bytes (default: the line cap, :func:`max_line_bytes`) raises
+    :class:`InputFileError` instead of being read: a small ``.gz`` may expand without bound.
+    """
+    cap = max_line_bytes() if limit is None else limit
     with open_bytes(path) as handle:
-        return handle.read()
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise InputFileError(
+            path, f"one JSON document longer than {describe_cap(cap)}; not read (raise the cap to load it)"
+        )
+    return data
 
 
 def _reject_constant(name: str) -> Any:
@@ -189,19 +268,26 @@ class JsonlReader:
     >>> for line, value in reader: ...  # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path, *, display_path: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, display_path: str | None = None, max_line: int | None = None) -> None:
         self.path = Path(path)
         self.display_path = display_path if display_path is not None else str(path)
+        self.max_line = max_line_bytes() if max_line is None else max_line
         self.issues: list[LoadIssue] = []
         self.skipped_lines = 0
         self.last_line = 0
         self.nonblank_lines = 0
+        self.current: RawLine | None = None  # the line of the value last yielded
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
         with open_bytes(self.path) as handle:
-            for number, raw in enumerate(handle, start=1):
+            for line in iter_raw_lines(handle, self.max_line):
+                number = line.number
                 self.last_line = number
-                data = raw.strip()
+                if line.data is None:
+                    self.nonblank_lines += 1
+                    self._too_long(line)
+                    continue
+                data = line.data.strip()
                 if number == 1 and data.startswith(UTF8_BOM):
                     data = data[len(UTF8_BOM) :].strip()
                 if not data:
@@ -210,9 +296,15 @@ class JsonlReader:
                 try:
                     value = parse_json_bytes(data)
                 except ValueError as error:
-                    self._skip(number, data, error, unterminated=not raw.endswith(b"\n"))
+                    self._skip(number, data, error, unterminated=not line.terminated)
                     continue
+                self.current = line
                 yield number, value
+
+    def _too_long(self, line: RawLine) -> None:
+        self.skipped_lines += 1
+        message = f"line of {line.size:,} bytes is longer than {describe_cap(self.max_line)}; skipped without reading it"
+        self.issues.append(LoadIssue(self.display_path, line.number, message, skipped=True))
 
     def _skip(self, number: int, data: bytes, reason: str | ValueError, *, unterminated: bool) -> None:
         self.skipped_lines += 1

@@ -20,18 +20,27 @@ listed in ``meta["off_path_lines"]``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
 from lcm_lab.io.transcripts.base import PI_JSONL, TranscriptFormatError, TranscriptRead
-from lcm_lab.io.transcripts.jsonl import JsonlReader, first_nonblank_byte, parse_json_bytes, read_all_bytes
+from lcm_lab.io.transcripts.jsonl import (
+    JsonlReader,
+    RawLine,
+    first_nonblank_byte,
+    parse_json_bytes,
+    read_all_bytes,
+)
+from lcm_lab.io.transcripts.reread import KeptLine, LineSource, ReReadEntries
 from lcm_lab.io.transcripts.tree import select_leaf_path
 
 EVENT_TYPES = frozenset({"compaction", "branch_summary"})
+_NO_RAW: dict[str, Any] = {}  # the raw value of a kept entry (read again with its line; never mutated)
 
 
 def clean_id(value: object) -> str | None:
@@ -61,6 +70,11 @@ class PiEntry:
     timestamp: str | None
     message: dict[str, Any] | None
     raw: dict[str, Any]
+    kept: KeptLine | None = None  # the message is read again from the file (raw and message dropped)
+
+    @property
+    def has_message(self) -> bool:
+        return self.message is not None or self.kept is not None
 
 
 _ENVELOPE_KEYS = frozenset({"type", "id", "parentId", "timestamp", "message"})
@@ -68,6 +82,8 @@ _ENVELOPE_KEYS = frozenset({"type", "id", "parentId", "timestamp", "message"})
 
 def _not_fully_represented(entry: PiEntry) -> bool:
     """True when an :class:`InputEntry` would drop part of this entry's JSON (kept raw)."""
+    if entry.kept is not None:
+        return False  # only fully represented message entries are read again
     if entry.message is None:
         return True
     return entry.message is not entry.raw and not _ENVELOPE_KEYS.issuperset(entry.raw)
@@ -109,6 +125,7 @@ class PiSessionParser:
         self.header_line: int | None = None
         self.entries: list[PiEntry] = []
         self.last_line = 0
+        self.source: LineSource | None = None
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -162,6 +179,26 @@ class PiSessionParser:
                 raw=value,
             )
         )
+
+    def keep_last(self, line: RawLine, source: LineSource) -> None:
+        """Drop the message just fed (from ``line``) and read it again from ``source`` when used,
+        if it is an entry the conversation holds whole (a fully represented message entry)."""
+        if not self.entries or self.entries[-1].line != line.number:
+            return
+        entry = self.entries[-1]
+        if entry.message is None or _not_fully_represented(entry):
+            return
+        offset, size = source.keep(line)
+        entry.kept = KeptLine(offset, size, entry.message is entry.raw)
+        entry.message = None
+        entry.raw = _NO_RAW
+        entry.type = "message"  # one shared string; the timestamp comes back with the line
+        entry.timestamp = None
+        if entry.entry_id is not None:  # a child's parent_id then shares its parent's string
+            entry.entry_id = sys.intern(entry.entry_id)
+        if entry.parent_id is not None:
+            entry.parent_id = sys.intern(entry.parent_id)
+        self.source = source
 
     # -- building -----------------------------------------------------------------------
 
@@ -239,8 +276,8 @@ class PiSessionParser:
         """Select the leaf path and return the conversation with its recorded events."""
         upgraded = self._upgrade_v1_ids()
         # lossless-claw only places entries that have an id or carry a message in its tree.
-        records = [e for e in self.entries if e.entry_id is not None or e.message is not None]
-        loose = [e for e in self.entries if e.entry_id is None and e.message is None]
+        records = [e for e in self.entries if e.entry_id is not None or e.has_message]
+        loose = [e for e in self.entries if e.entry_id is None and not e.has_message]
         selection = select_leaf_path(records)
         if selection.mode == "file-order":
             path: list[PiEntry] = list(self.entries)
@@ -259,19 +296,27 @@ class PiSessionParser:
                 f"duplicate entry id {entry_id!r} (also on line {earlier}); the later occurrence wins",
                 skipped=False,
             )
-        id_lines = {e.entry_id: e.line for e in self.entries if e.entry_id is not None}
-        events = tuple(self._event(e, id_lines) for e in path if e.type in EVENT_TYPES)
-        entries = tuple(
+        on_path = [e for e in path if e.type in EVENT_TYPES]
+        id_lines = {e.entry_id: e.line for e in self.entries if e.entry_id is not None} if on_path else {}
+        events = tuple(self._event(e, id_lines) for e in on_path)
+        del id_lines
+        # Kept lines get their ids only now (v1 files receive theirs in _upgrade_v1_ids).
+        items = (
             InputEntry(line=e.line, type=e.type, message=e.message, entry_id=e.entry_id, timestamp=e.timestamp)
+            if e.kept is None else (e.line, e.entry_id, e.kept)
             for e in path
-        )
+        )  # fmt: skip
+        entries: Sequence[InputEntry] = (
+            ReReadEntries(self.source, items) if self.source is not None
+            else cast(tuple[InputEntry, ...], tuple(items))
+        )  # fmt: skip
         title = None
         for entry in path:
             if entry.type == "session_info" and isinstance(entry.raw.get("name"), str):
                 title = entry.raw["name"]
         conversation = Conversation(
             session_id=self.session_id,
-            entries=entries,
+            entries=entries,  # type: ignore[arg-type]
             title=title,
             source=self.path,
             meta={
@@ -290,10 +335,17 @@ class PiSessionParser:
                 "upgraded_from_v1": upgraded,
                 "entries_in_file": len(self.entries),
                 "off_path_entries": len(self.entries) - len(path),
-                "off_path_lines": tuple(sorted({e.line for e in self.entries} - {e.line for e in path})),
+                "off_path_lines": _off_path_lines(self.entries, path),
                 "raw_entries": {e.line: e.raw for e in path if _not_fully_represented(e)},
             },
         )
+
+
+def _off_path_lines(entries: Sequence[PiEntry], path: Sequence[PiEntry]) -> tuple[int, ...]:
+    if len(path) == len(entries):  # the usual case, one branch: nothing is off the path
+        return ()
+    on_path = {e.line for e in path}
+    return tuple(sorted({e.line for e in entries if e.line not in on_path}))
 
 
 def read_pi_records(
@@ -319,8 +371,12 @@ def _read_json_array(path: Path, display: str) -> tuple[list[Any], int]:
     return value, data.count(b"\n") + 1
 
 
-def read_pi_jsonl(path: str | Path) -> TranscriptRead:
+def read_pi_jsonl(path: str | Path, *, reread: bool = False) -> TranscriptRead:
     """Read an OpenClaw/pi session file (JSONL v1-v3, or a whole-file JSON array).
+
+    With ``reread``, message lines are not held: the conversation's entries are a
+    :class:`~lcm_lab.io.transcripts.reread.ReReadEntries` that parses each message again from the
+    file when it is used (the loader streams big sessions this way, in bounded memory).
 
     >>> read = read_pi_jsonl("session.jsonl")  # doctest: +SKIP
     >>> read.conversations[0].conversation.entries[0].message["role"]  # doctest: +SKIP
@@ -337,7 +393,15 @@ def read_pi_jsonl(path: str | Path) -> TranscriptRead:
         layout = "json-array"
     else:
         reader = JsonlReader(file_path, display_path=display)
-        parser = read_pi_records(reader, display, stem)
+        if reread:
+            parser = PiSessionParser(display, stem)
+            source = LineSource(file_path)
+            for line, value in reader:
+                parser.feed(line, value)
+                assert reader.current is not None
+                parser.keep_last(reader.current, source)
+        else:
+            parser = read_pi_records(reader, display, stem)
         parser.last_line = max(parser.last_line, reader.last_line)
         issues, skipped = reader.issues, reader.skipped_lines
         layout = "jsonl"

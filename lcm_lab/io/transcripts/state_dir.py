@@ -162,13 +162,14 @@ def scan_state_dir(root: str | Path, *, include_checkpoints: bool = False) -> St
     return StateDirScan(root_path, tuple(items), tuple(issues))
 
 
-def read_state_dir_item(item: StateDirItem) -> TranscriptRead:
-    """Read one transcript item of a scan, stamping session key, agent and archive flag."""
+def read_state_dir_item(item: StateDirItem, *, reread: bool = False) -> TranscriptRead:
+    """Read one transcript item of a scan, stamping session key, agent and archive flag
+    (``reread``: as :func:`~lcm_lab.io.transcripts.read_transcript`)."""
     from lcm_lab.io.transcripts import read_transcript  # late: the package imports this module
 
     if item.kind == LCM_DB:
         raise TranscriptFormatError(f"{item.path}: an lcm.db is loaded by the store's lcm.db loader, not as a transcript")
-    read = read_transcript(item.path, kind=item.kind)
+    read = read_transcript(item.path, kind=item.kind, reread=reread)
     stamped: list[LoadedConversation] = []
     for loaded in read.conversations:
         conversation = loaded.conversation

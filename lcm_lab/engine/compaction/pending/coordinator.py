@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.engine.compaction.pending.planner import (
+    Fingerprint,
     PlannerItem,
     PlannerNode,
     coverage_target,
@@ -27,7 +28,11 @@ from lcm_lab.engine.compaction.pending.planner import (
     publish_frontier,
 )
 from lcm_lab.engine.compaction.pending.store import PendingBatch, PendingNode, PendingStore
-from lcm_lab.engine.compaction.source_text import leaf_message_content, meaningful_message_text, strip_injected_context
+from lcm_lab.engine.compaction.source_text import (
+    leaf_message_content,
+    meaningful_message_text,
+    strip_injected_context,
+)
 from lcm_lab.engine.js.strings import js_trim
 from lcm_lab.engine.protocol import SummarizerAuthError
 from lcm_lab.engine.tail import NO_TAIL
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["Coordinator", "Policy", "leaf_source_block"]
 
 Policy = str  # "prepare-only" | "publish-if-ready" | "publish-ready-only"
+Selection = tuple[list["PlannerNode"], list["PlannerNode"]]  # (frontier, its pending nodes)
 Result = dict[str, Any]
 
 
@@ -80,14 +86,53 @@ def leaf_source_block(message: StoredMessage, strip_tags: tuple[str, ...]) -> st
 
 @dataclass
 class Snapshot:
+    """``buildProjectionSnapshot``: the context items (ordinal = position), where the fresh tail
+    starts, and the compactable range before it."""
+
     items: list[PlannerItem]
+    fingerprints: list[Fingerprint]  # items[i].fingerprint
+    summary_positions: list[int]  # ordinals of summary items, ascending
+    message_sums: list[int]  # message_sums[i] = raw message tokens of items[:i]
     tail: int  # NO_TAIL when nothing is protected
     start: int | None
     end: int | None
-    fingerprint: tuple
 
-    def range_fingerprint(self, start: int, end: int) -> tuple:
-        return tuple(item.fingerprint for item in self.items if start <= item.ordinal <= end)
+    def range_fingerprint(self, start: int, end: int) -> tuple[Fingerprint, ...]:
+        return tuple(self.fingerprints[max(0, start) : end + 1])
+
+
+class _ItemIndex:
+    """The snapshot's items, kept across calls: rebuilt after a rewrite of the context, extended
+    when it only grew at the end (``EngineState.rewrites``)."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.rewrites = -1
+        self.items: list[PlannerItem] = []
+        self.fingerprints: list[Fingerprint] = []
+        self.summary_positions: list[int] = []
+        self.message_sums: list[int] = [0]
+
+    def current(self) -> tuple[list[PlannerItem], list[Fingerprint], list[int], list[int]]:
+        state = self.state
+        if state.rewrites != self.rewrites:
+            self.rewrites = state.rewrites
+            self.items, self.fingerprints, self.summary_positions, self.message_sums = [], [], [], [0]
+        context = state.context
+        for ordinal in range(len(self.items), len(context)):
+            item = context[ordinal]
+            if item.kind == "message":
+                message = state.messages[int(item.ref)]
+                planner = PlannerItem(ordinal, "message", max(0, message.token_count), message.seq, role=message.role)
+            else:
+                summary = state.summaries[str(item.ref)]
+                planner = PlannerItem(ordinal, "summary", max(0, summary.token_count), summary.summary_id,
+                                      depth=summary.depth, summary_kind=summary.kind)  # fmt: skip
+                self.summary_positions.append(ordinal)
+            self.items.append(planner)
+            self.fingerprints.append(planner.fingerprint)
+            self.message_sums.append(self.message_sums[-1] + (planner.tokens if planner.kind == "message" else 0))
+        return self.items, self.fingerprints, self.summary_positions, self.message_sums
 
 
 class Coordinator:
@@ -99,41 +144,47 @@ class Coordinator:
         self.store = store
         self.settings = settings
         self.owner = owner  # the PendingEngine: clock, phase, recorder
+        self._index = _ItemIndex(compactor.state)
+        self._snapshot: Snapshot | None = None
+        self._snapshot_key: tuple[int, int] | None = None
+        self._validated: tuple[str, int, int, int, int] | None = None  # (batch, rewrites, start, end, nodes) found current
+        self._frontier_memo: tuple[tuple[Any, ...], Selection | None] | None = None
 
     # -- snapshot --------------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         state = self.state
-        items: list[PlannerItem] = []
-        for ordinal, item in enumerate(state.context):
-            if item.kind == "message":
-                message = state.messages.get(int(item.ref))
-                if message is None:
-                    continue
-                items.append(PlannerItem(ordinal, "message", max(0, message.token_count), message.seq, role=message.role))
-            else:
-                summary = state.summaries.get(str(item.ref))
-                if summary is None:
-                    continue
-                items.append(PlannerItem(ordinal, "summary", max(0, summary.token_count), summary.summary_id,
-                                         depth=summary.depth, summary_kind=summary.kind))  # fmt: skip
+        key = (state.version, len(state.context))
+        if self._snapshot is not None and self._snapshot_key == key:
+            return self._snapshot
+        items, fingerprints, summaries, sums = self._index.current()
         s = self.settings
-        tail = fresh_tail_ordinal(items, s.fresh_tail_count, s.fresh_tail_max_tokens) if s.fresh_tail_count > 0 else NO_TAIL
-        compactable = [item for item in items if item.ordinal < tail]
-        start = compactable[0].ordinal if compactable else None
-        end = compactable[-1].ordinal if compactable else None
-        return Snapshot(items, tail, start, end, (tail, tuple(i.fingerprint for i in compactable)))
+        if s.fresh_tail_count <= 0:
+            tail = NO_TAIL
+        elif s.fresh_tail_max_tokens is None:
+            # Without a token cap the tail depends on roles and counts only: the compactor's
+            # memoised tail (same rule) serves.
+            tail = self.compactor.tail_start(s.fresh_tail_count)
+        else:
+            tail = fresh_tail_ordinal(items, s.fresh_tail_count, s.fresh_tail_max_tokens)
+        end = min(tail, len(items)) - 1
+        start, last = (0, end) if end >= 0 else (None, None)
+        self._snapshot = Snapshot(items, fingerprints, summaries, sums, tail, start, last)
+        self._snapshot_key = key
+        return self._snapshot
 
     @staticmethod
     def canonical_nodes(snapshot: Snapshot) -> list[PlannerNode]:
-        return [
-            PlannerNode(
+        out = []
+        for ordinal in snapshot.summary_positions:
+            if ordinal >= snapshot.tail:
+                break
+            item = snapshot.items[ordinal]
+            out.append(PlannerNode(
                 node_id=f"canonical-{item.ref}", kind=item.summary_kind or "leaf", depth=item.depth,
-                start=item.ordinal, end=item.ordinal, tokens=item.tokens, fingerprints=(item.fingerprint,),
+                start=ordinal, end=ordinal, tokens=item.tokens, fingerprints=(item.fingerprint,),
                 canonical=str(item.ref),
-            )  # fmt: skip
-            for item in snapshot.items
-            if item.kind == "summary" and item.ordinal < snapshot.tail
-        ]
+            ))  # fmt: skip
+        return out
 
     @staticmethod
     def _as_planner(node: PendingNode) -> PlannerNode:
@@ -182,7 +233,9 @@ class Coordinator:
     def _plan(self, snapshot: Snapshot) -> Result:
         s = self.settings
         canonical = self.canonical_nodes(snapshot)
-        leaves = plan_leaf_nodes(snapshot.items, s.fresh_tail_count, s.fresh_tail_max_tokens, s.leaf_chunk_tokens, "")
+        leaves = plan_leaf_nodes(
+            snapshot.items, s.fresh_tail_count, s.fresh_tail_max_tokens, s.leaf_chunk_tokens, "", tail=snapshot.tail
+        )
         condensed = plan_condensed_nodes(
             [*canonical, *leaves], s.condensed_min_fanout, s.condensed_min_tokens, s.leaf_chunk_tokens, ""
         )
@@ -199,19 +252,19 @@ class Coordinator:
         return {"status": "planned", "nodeCount": len(pending)}
 
     @staticmethod
-    def _context_hash(snapshot: Snapshot, node: PlannerNode | PendingNode) -> tuple:
+    def _context_hash(snapshot: Snapshot, node: PlannerNode | PendingNode) -> tuple[Fingerprint, ...]:
         return snapshot.range_fingerprint(node.start, node.end) if node.kind == "leaf" else ()
 
     def _extend(self, batch: PendingBatch, snapshot: Snapshot) -> Result | None:
         if snapshot.end is None or not batch.end < snapshot.end:
             return None
         s = self.settings
+        sums = snapshot.message_sums
+        if sums[snapshot.end + 1] - sums[batch.end + 1] < (s.leaf_chunk_tokens if s.leaf_chunk_tokens > 0 else 1):
+            return None  # the grown suffix holds less than a leaf chunk of raw tokens
         existing = list(batch.nodes.values())
         reusable = [self._as_planner(n) for n in existing if n.status in ("ready", "promoted")]
-        suffix = [item for item in snapshot.items if batch.end < item.ordinal <= snapshot.end]
-        raw = sum(max(0, item.tokens) for item in suffix if item.kind == "message")
-        if raw < (s.leaf_chunk_tokens if s.leaf_chunk_tokens > 0 else 1):
-            return None
+        suffix = snapshot.items[batch.end + 1 : snapshot.end + 1]
         leaves = plan_leaf_nodes(suffix, 0, None, s.leaf_chunk_tokens, "ext-")
         canonical = self.canonical_nodes(snapshot)
         covers = [n for n in reusable if n.kind == "condensed"]
@@ -239,12 +292,22 @@ class Coordinator:
     def _stale_reason(self, batch: PendingBatch, snapshot: Snapshot) -> str | None:
         if snapshot.start is None or snapshot.end is None or batch.start < snapshot.start or batch.end > snapshot.end:
             return "pending batch range is no longer compactable"
+        # Appends never change the items of a range that was current, so a batch checked since the
+        # last rewrite of the context (same range, same nodes) is still current.
+        marker = (batch.batch_id, self.state.rewrites, batch.start, batch.end, len(batch.nodes))
+        if self._validated == marker:
+            return None
+        reason = self._check_sources(batch, snapshot)
+        if reason is None:
+            self._validated = marker
+        return reason
+
+    def _check_sources(self, batch: PendingBatch, snapshot: Snapshot) -> str | None:
         if snapshot.range_fingerprint(batch.start, batch.end) != batch.fingerprint:
             return "source projection fingerprint changed before publish"
-        ordinals = {item.ordinal for item in snapshot.items}
-        if any(o not in ordinals for o in range(batch.start, batch.end + 1)):
+        if batch.end >= len(snapshot.items):
             return "pending batch source range changed before publish"
-        summary_ordinals = {str(item.ref): item.ordinal for item in snapshot.items if item.kind == "summary"}
+        summary_ordinals = {str(snapshot.items[o].ref): o for o in snapshot.summary_positions}
         for node in batch.nodes.values():
             if node.kind == "leaf":
                 if snapshot.range_fingerprint(node.start, node.end) != node.context_hash:
@@ -307,7 +370,19 @@ class Coordinator:
         return "\n\n".join(c for c in chunks if c)
 
     # -- publication -----------------------------------------------------------------------------------
-    def _frontier(self, batch: PendingBatch, snapshot: Snapshot) -> tuple[list[PlannerNode], list[PlannerNode]] | None:
+    def _frontier(self, batch: PendingBatch, snapshot: Snapshot) -> Selection | None:
+        # Same batch range, node statuses and context positions → the same frontier.
+        key = (batch.batch_id, self.state.rewrites, batch.start, batch.end,
+               tuple((n.node_id, n.status) for n in batch.nodes.values()))  # fmt: skip
+        if self._frontier_memo is not None and self._frontier_memo[0] == key:
+            return self._frontier_memo[1]
+        found = self._select_frontier(batch, snapshot)
+        self._frontier_memo = (key, found)
+        return found
+
+    def _select_frontier(
+        self, batch: PendingBatch, snapshot: Snapshot
+    ) -> Selection | None:
         ready = [self._as_planner(n) for n in self.store.ordered(batch) if n.status in ("ready", "promoted")]
         frontier = publish_frontier([*self.canonical_nodes(snapshot), *ready], batch.start, batch.end)
         if frontier is None:

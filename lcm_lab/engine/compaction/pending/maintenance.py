@@ -20,6 +20,7 @@ Time is the transcript clock the caller sets in :attr:`PendingEngine.now_ms`.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +41,12 @@ READY = "pending summaries ready for publish"
 PUBLISHED = "pending summaries published"
 SATISFIED = "pending summary publication satisfied stored threshold"
 BACKOFF = "deferred compaction backoff active"
+# failures that keep the debt pending without a backoff (shouldBackOffDeferredCompactionFailure)
+_NO_BACKOFF = re.compile(r"\b(provider auth failure|summary provider circuit breaker is open)\b", re.IGNORECASE)
 LEGACY_REASONS = ("no compactable context outside fresh tail", "no pending summary nodes planned")
 
 
-@dataclass
+@dataclass(slots=True)
 class PhaseRecord:
     """Everything the engine did in one phase of a turn, in call order."""
 
@@ -77,6 +80,7 @@ class PendingEngine:
         self.turn: int | None = None
         self.phase: str | None = None  # summaries' created_by
         self.record = PhaseRecord()
+        self._raw_rewrites, self._raw_sums = -1, [0]
         self.coordinator = Coordinator(
             compactor,
             self.store,
@@ -121,8 +125,19 @@ class PendingEngine:
         self.record.evaluate.append({"storedTokens": stored, "threshold": threshold, "shouldCompact": should})
         return stored, threshold, should
 
+    def raw_tokens_outside_tail(self) -> int:
+        """``countRawTokensOutsideFreshTail`` from running sums over the context, kept while the
+        context only grows at its end (the compactor's own count walks the whole prefix)."""
+        state = self.state
+        if state.rewrites != self._raw_rewrites:
+            self._raw_rewrites, self._raw_sums = state.rewrites, [0]
+        sums = self._raw_sums
+        for item in state.context[len(sums) - 1 :]:
+            sums.append(sums[-1] + (state.message_source_tokens(int(item.ref)) if item.kind == "message" else 0))
+        return sums[min(self.compactor.tail_start(), len(state.context))]
+
     def leaf_trigger(self) -> dict[str, Any]:
-        raw = self.compactor.raw_tokens_outside_tail()
+        raw = self.raw_tokens_outside_tail()
         threshold = self.config.leaf_chunk_tokens
         out = {"rawTokensOutsideTail": raw, "threshold": threshold, "shouldPrepare": raw >= threshold}
         self.record.leaf_trigger.append(out)
@@ -142,7 +157,7 @@ class PendingEngine:
         """``markProactiveCompactionFinished``."""
         row = self.row
         assert row is not None
-        if failure is not None:
+        if failure is not None and not _NO_BACKOFF.search(failure):
             row.retry_attempts += 1
             row.next_attempt_after_ms = self.now_ms + retry_delay_ms(row.retry_attempts)
         else:
@@ -156,6 +171,11 @@ class PendingEngine:
         """``consumeDeferredCompactionDebt``: None when no row is pending."""
         entry: dict[str, Any] = {"policy": policy, "force": force, "tokenBudget": budget, "currentTokenCount": current, "result": None}
         self.record.consume.append(entry)
+        result = self._consume(policy, budget, current, force)
+        entry["result"] = result
+        return result
+
+    def _consume(self, policy: str, budget: int, current: int | None, force: bool) -> dict[str, Any] | None:
         row = self.row
         if row is None or not row.pending:
             return None
@@ -164,11 +184,9 @@ class PendingEngine:
             _, _, should = self.evaluate(work_budget)
             if not should:
                 self._finish(None, False)
-                entry["result"] = {"changed": False, "reason": SATISFIED, "exhausted": False}
-                return entry["result"]
+                return {"changed": False, "reason": SATISFIED, "exhausted": False}
         if not force and row.backoff_active(self.now_ms):
-            entry["result"] = {"changed": False, "reason": BACKOFF, "exhausted": False}
-            return entry["result"]
+            return {"changed": False, "reason": BACKOFF, "exhausted": False}
         row.pending = False  # markProactiveCompactionRunning
         result = self.pending_core(policy, work_budget, current, "threshold", force)
         pressure = False
@@ -177,8 +195,7 @@ class PendingEngine:
         exhausted = bool(result.get("exhausted"))
         keep = bool(result.get("pending")) or pressure or (not result["ok"] and not exhausted)
         self._finish(None if result["ok"] or exhausted else result["reason"] or "deferred compaction failed", keep)
-        entry["result"] = {"changed": result["compacted"], "reason": result["reason"], "exhausted": exhausted}
-        return entry["result"]
+        return {"changed": result["compacted"], "reason": result["reason"], "exhausted": exhausted}
 
     # -- the pending core ------------------------------------------------------------------------
     def pending_core(self, policy: str, budget: int, current: int | None, target: str | None, force: bool) -> dict[str, Any]:
@@ -251,7 +268,7 @@ class PendingEngine:
             entry.update(out)
             return out
         # Raw backlog with an observed count forces the sweeps (projectedRawBacklogPressure).
-        backlog = live > 0 and max(stored, live) > threshold and compactor.raw_tokens_outside_tail() > 0
+        backlog = live > 0 and max(stored, live) > threshold and self.raw_tokens_outside_tail() > 0
         calls_before, created_before = len(compactor.calls), len(compactor.created)
         result = compactor.compact_threshold(
             budget, force=force or backlog, observed_tokens=current if live > 0 else None, **self.overrides

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lcm_lab.engine.tail import NO_TAIL, fresh_tail_start
 
 __all__ = [
+    "Fingerprint",
     "PlannerItem",
     "PlannerNode",
     "coverage_target",
@@ -27,11 +29,11 @@ __all__ = [
     "publish_frontier",
 ]
 
-MAX_CONDENSED_LAYERS = 32  # the planner's guard against a layering loop that never ends
+MAX_CONDENSED_LAYERS = 32
+Fingerprint = tuple[int, str, "int | str"]  # (ordinal, item kind, message seq or summary id)  # the planner's guard against a layering loop that never ends
 
 
-@dataclass(frozen=True)
-class PlannerItem:
+class PlannerItem(NamedTuple):
     """One context item as the planner sees it (``PendingSummaryPlannerSnapshotItem``)."""
 
     ordinal: int
@@ -43,7 +45,7 @@ class PlannerItem:
     summary_kind: str | None = None  # canonical summaries: "leaf" | "condensed"
 
     @property
-    def fingerprint(self) -> tuple[int, str, int | str]:
+    def fingerprint(self) -> Fingerprint:
         # Stored rows never change once written, so position + identity stands for the
         # plugin's content digest of the item.
         return (self.ordinal, self.kind, self.ref)
@@ -59,7 +61,7 @@ class PlannerNode:
     start: int
     end: int
     tokens: int
-    fingerprints: tuple[tuple[int, str, int | str], ...] = ()
+    fingerprints: tuple[Fingerprint, ...] = ()
     message_seqs: tuple[int, ...] = ()
     children: tuple[tuple[str, str], ...] = ()  # ("node", node_id) | ("summary", summary_id)
     canonical: str | None = None
@@ -106,10 +108,13 @@ def plan_leaf_nodes(
     fresh_tail_max_tokens: int | None,
     leaf_chunk_tokens: int,
     prefix: str,
+    tail: int | None = None,
 ) -> list[PlannerNode]:
-    """Leaves over every raw run outside the tail, plus the bridge leaves that keep the prefix contiguous."""
+    """Leaves over every raw run outside the tail, plus the bridge leaves that keep the prefix
+    contiguous (``tail``: the fresh-tail ordinal when the caller already knows it)."""
     items = sorted(items, key=lambda item: item.ordinal)
-    tail = fresh_tail_ordinal(items, fresh_tail_count, fresh_tail_max_tokens) if fresh_tail_count > 0 else NO_TAIL
+    if tail is None:
+        tail = fresh_tail_ordinal(items, fresh_tail_count, fresh_tail_max_tokens) if fresh_tail_count > 0 else NO_TAIL
     budget = leaf_chunk_tokens if leaf_chunk_tokens > 0 else 1
     nodes: list[PlannerNode] = []
     chunk: list[PlannerItem] = []
@@ -175,22 +180,20 @@ def _one_layer(
     for depth in sorted({node.depth for node in nodes}):
         group: list[PlannerNode] = []
         total = 0
-
-        def flush() -> None:
-            nonlocal group, total
-            if len(group) >= min_fanout and total >= min_tokens:
-                result.append(_parent(prefix, depth + 1, group, total))
-            group, total = [], 0
-
         for node in sorted((n for n in nodes if n.depth == depth), key=_planning_order):
             expected = node.start if not group else group[-1].end + 1
             if node.start != expected or (group and total + node.tokens > chunk_budget):
-                flush()
+                if len(group) >= min_fanout and total >= min_tokens:
+                    result.append(_parent(prefix, depth + 1, group, total))
+                group, total = [], 0
             group.append(node)
             total += max(0, node.tokens)
             if total >= chunk_budget:
-                flush()
-        flush()
+                if len(group) >= min_fanout and total >= min_tokens:
+                    result.append(_parent(prefix, depth + 1, group, total))
+                group, total = [], 0
+        if len(group) >= min_fanout and total >= min_tokens:
+            result.append(_parent(prefix, depth + 1, group, total))
     existing = {(n.depth, n.start, n.end) for n in nodes}
     return [node for node in result if (node.depth, node.start, node.end) not in existing]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lcm_lab.engine.compaction.pending.planner import PlannerNode
+from lcm_lab.engine.compaction.pending.planner import Fingerprint, PlannerNode
 
 __all__ = ["ACTIVE", "MAX_NODE_RETRIES", "PendingBatch", "PendingNode", "PendingStore", "RETENTION_MS"]
 
@@ -42,7 +42,7 @@ class PendingNode:
     depth: int
     start: int
     end: int
-    context_hash: tuple[tuple[int, str, int | str], ...]  # the source items at planning
+    context_hash: tuple[Fingerprint, ...]  # the source items at planning
     message_seqs: tuple[int, ...] = ()
     children: tuple[tuple[str, str], ...] = ()  # ("node", id) | ("summary", summary_id)
     status: str = "planned"
@@ -67,7 +67,7 @@ class PendingBatch:
     seq: int  # creation order (the store orders by created_at, then batch_id)
     start: int
     end: int
-    fingerprint: tuple[tuple[int, str, int | str], ...]
+    fingerprint: tuple[Fingerprint, ...]
     status: str = "planning"
     updated_s: int = 0  # updated_at, ms truncated to the second
     published_s: int | None = None
@@ -89,7 +89,7 @@ class PendingStore:
                 return batch
         return None
 
-    def create(self, start: int, end: int, fingerprint: tuple, now_ms: int) -> PendingBatch:
+    def create(self, start: int, end: int, fingerprint: tuple[Fingerprint, ...], now_ms: int) -> PendingBatch:
         self._created += 1
         batch = PendingBatch(f"pcb_{self._created}", self._created, start, end, fingerprint, updated_s=_second(now_ms))
         self.batches.append(batch)
@@ -123,7 +123,7 @@ class PendingStore:
         self.batches = [b for b in self.batches if not (b.status in FINISHED and b.updated_s <= cutoff)]
 
     # -- nodes ---------------------------------------------------------------------------------
-    def insert(self, batch: PendingBatch, node: PlannerNode, context_hash: tuple) -> None:
+    def insert(self, batch: PendingBatch, node: PlannerNode, context_hash: tuple[Fingerprint, ...]) -> None:
         batch.nodes[node.node_id] = PendingNode(
             node.node_id, batch.batch_id, node.kind, node.depth, node.start, node.end, context_hash,
             message_seqs=node.message_seqs, children=node.children,
@@ -168,6 +168,8 @@ class PendingStore:
         """``pruneSupersededNodes``: a ready condensed node loses to a wider ready/promoted one
         with the same start and depth, unless a live parent still links it."""
         nodes = list(batch.nodes.values())
+        if not any(node.kind == "condensed" and node.status == "ready" for node in nodes):
+            return
         doomed = []
         for node in nodes:
             if node.kind != "condensed" or node.status != "ready":

@@ -1,0 +1,103 @@
+"""Item 10 of issue 22: SIGTERM or Ctrl-C to a sweep on worker processes stops the workers at once,
+records the sweep as ``interrupted`` (never left ``running``), and says so in one line, with no
+worker tracebacks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from faults import child_env, lab_command
+
+pytestmark = pytest.mark.slow  # a real sweep on two worker processes per case
+
+SPEC = """
+name: signals
+conversations:
+  - dataset: locomo/locomo10.json
+    limit: 2
+token_budget: 4000
+summarizer: {name: offline}
+space:
+  contextThreshold: [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85]
+  freshTailCount: [4, 8, 16, 24, 32]
+search: {method: grid}
+objectives:
+  - {metric: mean_sent_tokens, direction: minimize}
+executor: processes
+workers: 2
+"""
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                children = {int(c) for c in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo += list(children - found)
+            found |= children
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _status(db: Path) -> str:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return str(con.execute("SELECT status FROM sweeps").fetchall()[0][0])
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
+def test_a_signal_stops_the_workers_and_marks_the_sweep_interrupted(tmp_path: Path, how: str) -> None:
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(SPEC)
+    db = tmp_path / "lab.duckdb"
+    child = subprocess.Popen(lab_command("sweep", str(spec), "--db", str(db), "--no-progress"), env=child_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        workers: set[int] = set()
+        while time.monotonic() < deadline and child.poll() is None:
+            workers = _descendants(child.pid)
+            if len(workers) >= 3:  # the resource tracker and two workers
+                break
+            time.sleep(0.05)
+        assert child.poll() is None and len(workers) >= 3, "the sweep never started its workers"
+        time.sleep(2.0)  # the workers are replaying
+        signalled = time.monotonic()
+        if how == "SIGTERM":
+            child.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(child.pid, signal.SIGINT)  # what a terminal sends: the whole process group
+        out, err = child.communicate(timeout=30)
+        took = time.monotonic() - signalled
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == (143 if how == "SIGTERM" else 130), err[-3000:]
+    assert took < 15, took
+    assert "Traceback" not in err, err[-3000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and ("terminated" if how == "SIGTERM" else "interrupted") in lines[0], err
+    time.sleep(1.0)
+    assert not [pid for pid in workers if _alive(pid)], "worker processes outlived the sweep"
+    assert _status(db) == "interrupted"
