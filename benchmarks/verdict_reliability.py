@@ -160,15 +160,7 @@ def _probed_readers() -> dict[str, Reader]:
 
     def fact_probes(run: Any, item: Any, budget: int) -> Reading:
         """Hard facts of the history up to each probe point, asked at the question turn at the probe schedule."""
-        from lcm_lab.metrics.base import per_conversation
-        from lcm_lab.metrics.fact_headline import conversation_texts, facts_present
-        from lcm_lab.metrics.facts import FACT_WEIGHTS, facts_from_texts
-
-        conv = run.conversation
-        facts = per_conversation(conv, "facts", lambda: tuple(facts_from_texts(conversation_texts(conv))))
-        probes, _ = verdicts._history_probes(run, budget, None)  # the scorer's own probes (no public row API yet)
-        weights = np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float)
-        return rows_reading(verdicts._history_rows(probes, facts, weights, facts_present, False))
+        return rows_reading(verdicts.history_probe_rows(run, budget, None)[0]["fact_retention"])
 
     return {"qa_retention": qa_probes, "fact_retention": fact_probes}
 
