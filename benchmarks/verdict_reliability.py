@@ -160,15 +160,7 @@ def _probed_readers() -> dict[str, Reader]:
 
     def fact_probes(run: Any, item: Any, budget: int) -> Reading:
         """Hard facts of the history up to each probe point, asked at the question turn at the probe schedule."""
-        from lcm_lab.metrics.base import per_conversation
-        from lcm_lab.metrics.fact_headline import conversation_texts, facts_present
-        from lcm_lab.metrics.facts import FACT_WEIGHTS, facts_from_texts
-
-        conv = run.conversation
-        facts = per_conversation(conv, "facts", lambda: tuple(facts_from_texts(conversation_texts(conv))))
-        probes, _ = verdicts._history_probes(run, budget, None)  # the scorer's own probes (no public row API yet)
-        weights = np.array([FACT_WEIGHTS[f.kind] for f in facts], dtype=float)
-        return rows_reading(verdicts._history_rows(probes, facts, weights, facts_present, False))
+        return rows_reading(verdicts.history_probe_rows(run, budget, None)[0]["fact_retention"])
 
     return {"qa_retention": qa_probes, "fact_retention": fact_probes}
 
@@ -213,6 +205,18 @@ def _job_key(label: str, index: int, plugin: Mapping[str, Any], budget: int, nam
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
+def _load(blob: bytes) -> dict[str, Reading]:
+    """Unpickle cached readings whichever module wrote them (``__main__`` when run with ``-m``)."""
+    import io
+    import pickle
+
+    class _Readings(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            return Reading if name == "Reading" else super().find_class(module, name)
+
+    return _Readings(io.BytesIO(blob)).load()  # type: ignore[no-any-return]
+
+
 def measure(items: Sequence[Any], settings: Mapping[str, Mapping[str, Any]], budgets: Sequence[int],
             names: Sequence[str], progress: str) -> dict[tuple[str, int, int, str], Reading]:
     """``(setting, budget, conversation index, reading) -> Reading`` for every combination. Each
@@ -240,7 +244,7 @@ def measure(items: Sequence[Any], settings: Mapping[str, Mapping[str, Any]], bud
     if workers > 1:
         return {}
     for budget, name, i in jobs:
-        readings = pickle.loads((CACHE / f"{_job_key(progress, i, settings[name], budget, names)}.pkl").read_bytes())
+        readings = _load((CACHE / f"{_job_key(progress, i, settings[name], budget, names)}.pkl").read_bytes())
         for reading in names:
             out[(name, budget, i, reading)] = readings[reading]
     return out
