@@ -36,13 +36,16 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     db = base / "lab.duckdb"
     assert main(["load", str(TRANSCRIPT), "--db", str(db)]) == 0
     assert main(["replay", str(TRANSCRIPT), "--token-budget", "2000", "--summarizer", "stub-v1", "--db", str(db)]) == 0
-    shutil.copyfile(db, base / "unindexed.duckdb")  # for the disk-full grep: its index is still to build
-    assert main(["grep", "the", "--db", str(db)]) in (0, 1)  # builds the search index
     from lcm_lab.store import LabStore
     from lcm_lab.store.replays import latest_run_id
 
     with LabStore(db) as store:
+        store.execute("CHECKPOINT")  # the copy below is of the file alone
+    shutil.copyfile(db, base / "unindexed.duckdb")  # for the disk-full grep: its index is still to build
+    assert main(["grep", "the", "--db", str(db)]) in (0, 1)  # builds the search index
+    with LabStore(db) as store:
         run_id = latest_run_id(store)
+        store.execute("CHECKPOINT")  # the tests copy the file alone: everything must be in it, not in its log
     assert run_id
     return db, run_id
 
