@@ -227,7 +227,8 @@ def write_report(label: str, records: list[dict[str, Any]]) -> None:
     measured = {r["case"]: r for r in runs.get(label, {}).get("records", [])}  # a partial run keeps the others
     measured.update({r["case"]: r for r in records})
     records = [measured[case] for case in CASES if case in measured]
-    runs[label] = {"records": records, "cpus": os.cpu_count(), "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    runs[label] = {"records": records, "cpus": os.cpu_count(), "load_average": os.getloadavg()[0],
+                   "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     path.write_text(json.dumps({"benchmark": "memory", "target_peak_rss_mb": TARGET_MB,
                                 "target_single_file_mb_per_s": SPEED_TARGET_MB_S, "runs": runs}, indent=2) + "\n")  # fmt: skip
     labels = sorted(runs, key=lambda name: (name != "before", name))
@@ -260,10 +261,10 @@ def write_report(label: str, records: list[dict[str, Any]]) -> None:
             cells.append(f"{peak_text} / {r.get('workers_peak_rss_mb', 0):,.0f} / {r.get('seconds', float('nan')):.1f} / {cpu_text} / {result}")
         if any(cell != "—" for cell in cells):
             lines.append(f"| {case} | " + " | ".join(cells) + " |")
-    lines += ["", "Bold: over the target. CPU s counts the child and its workers; wall time on a shared machine "
-              "mostly measures the neighbours (load average when each run ended: "
-              + ", ".join(f"{name} {runs[name].get('load_average', float('nan')):.1f}" for name in labels)
-              + f", on {os.cpu_count()} CPUs).", ""]  # fmt: skip
+    loads = ", ".join(f"{name} {runs[name]['load_average']:.1f}" for name in labels if "load_average" in runs[name])
+    lines += ["", "Bold: over the target. CPU s counts the child and its workers (— : not recorded by that run); wall "
+              "time on this shared machine (2 CPUs, load average 3–16 while these ran"
+              + (f"; at the end of the last run: {loads}" if loads else "") + ") mostly measures the neighbours.", ""]  # fmt: skip
     for name in labels:
         for case, how in (("speed-pi-28", "default settings"), ("speed-pi-28-w2", "LCM_LAB_LOAD_WORKERS=2")):
             speed = by_case[name].get(case)
