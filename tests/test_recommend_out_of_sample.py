@@ -61,7 +61,9 @@ def test_a_setting_better_on_most_conversations_is_found_out_of_sample() -> None
     assert oos["gain"] == pytest.approx(sum(b - a for a, b in zip(base, better, strict=True)) / 8)
     assert 0 < oos["ci_low"] < oos["gain"] < oos["ci_high"]
     assert not any("does not transfer" in w for w in rec.warnings)
-    assert "transfers: every training fold chooses c_better" in rec.snippet()
+    # the verdict names the settings a configuration stands for, never its id
+    assert "transfers: every training fold chooses freshTailCount=16" in rec.snippet()
+    assert "c_better" not in oos["verdict"]
     assert rec.as_json()["out_of_sample"] == oos
 
 
@@ -151,7 +153,7 @@ def test_the_report_section_says_whether_the_choice_transfers() -> None:
     sweep_id = constructed_sweep(store, "report", {BASELINE_ID: base, "c_up": [b + 0.1 for b in base]})
     section = sweep_section(sweep_id, store)
     assert section["out_of_sample"]["transfers"] is True and section["out_of_sample"]["folds"] == 5
-    assert section["transfer"].startswith("Transfers: every training fold chooses c_up; out-of-sample gain in qa_retention")
+    assert section["transfer"].startswith("Transfers: every training fold chooses freshTailCount=16; out-of-sample gain in qa_retention")
     small = sweep_section(constructed_sweep(store, "report-small", {BASELINE_ID: base[:2], "c_up": [0.5, 0.6]}), store)
     assert small["out_of_sample"] is None
     assert small["transfer"].startswith("In-sample only: 2 conversations, fewer than 4 to cross-validate")

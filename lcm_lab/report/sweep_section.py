@@ -13,17 +13,6 @@ if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
 
 
-def setting_label(row: dict[str, Any], knobs: list[str]) -> str:
-    """A configuration named by the knobs the sweep varied (``defaults`` for the plugin's own)."""
-    if row.get("baseline"):
-        return "defaults"
-    parts = []
-    for k in knobs:
-        v = row.get(k)
-        parts.append(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}")
-    return ", ".join(parts) or str(row.get("config_id"))
-
-
 def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     """Table rows (means with 95% intervals per configuration), a Pareto figure, the snippet, and
     whether the choice transfers (``out_of_sample`` from ``recommend``, ``transfer`` in words)."""
@@ -32,6 +21,7 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     from lcm_lab.report.build import _figure_html, _format_cell
     from lcm_lab.store.sweeps import first_ok_run, sweep_row
     from lcm_lab.sweeps import recommend
+    from lcm_lab.sweeps.choice import setting_label
     from lcm_lab.sweeps.cost import verdict_sentence
     from lcm_lab.viz import plot_pareto
 

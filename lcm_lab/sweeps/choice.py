@@ -128,8 +128,10 @@ class OutOfSample(NamedTuple):
     def conversations(self) -> int:
         return sum(len(f.gains) for f in self.folds)
 
-    def verdict(self) -> str:
-        """The verdict in one sentence: transfers, does not transfer (and why), or no change."""
+    def verdict(self, names: Mapping[str, str] | None = None) -> str:
+        """The verdict in one sentence: transfers, does not transfer (and why), or no change;
+        ``names`` turns configuration ids into the settings they stand for (:func:`setting_label`)."""
+        name = (lambda cid: cid) if names is None else (lambda cid: names.get(cid, cid))
         interval = ("no interval" if self.ci_low is None or self.ci_high is None
                     else f"95% interval {self.ci_low:+.4g} .. {self.ci_high:+.4g}")
         gain = "n/a" if self.gain is None else f"{self.gain:+.4g}"
@@ -138,23 +140,34 @@ class OutOfSample(NamedTuple):
         if set(self.fold_choices) == {BASELINE_ID}:
             return f"no change: every training fold chooses the plugin defaults; {measured}"
         if self.transfers:
-            return f"transfers: every training fold chooses {self.fold_choices[0]}; {measured}"
+            return f"transfers: every training fold chooses {name(self.fold_choices[0])}; {measured}"
         reasons = []
         if self.ci_low is None or self.ci_low <= 0:
             reasons.append("the interval covers 0" if self.ci_low is not None else "no interval")
         if not self.stable:
-            reasons.append(f"the choice changes between folds ({', '.join(self.fold_choices)})")
+            reasons.append(f"the choice changes between folds ({', '.join(map(name, self.fold_choices))})")
         return f"does not transfer ({'; '.join(reasons)}): {measured}"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, names: Mapping[str, str] | None = None) -> dict[str, Any]:
         """``{folds, gain, ci_low, ci_high, transfers}`` plus what they were measured on."""
         return {
             "folds": len(self.folds), "gain": self.gain, "ci_low": self.ci_low, "ci_high": self.ci_high,
             "transfers": self.transfers, "metric": self.metric, "direction": self.direction, "stable": self.stable,
-            "conversations": self.conversations, "withheld": self.withheld, "verdict": self.verdict(),
+            "conversations": self.conversations, "withheld": self.withheld, "verdict": self.verdict(names),
             "fold_choices": [{"held_out": list(f.held_out), "chosen": f.chosen or BASELINE_ID, "gains": f.gains,
                               "note": f.note} for f in self.folds],
         }
+
+
+def setting_label(row: dict[str, Any], knobs: list[str]) -> str:
+    """A configuration named by the knobs the sweep varied (``defaults`` for the plugin's own)."""
+    if row.get("baseline"):
+        return "defaults"
+    parts = []
+    for k in knobs:
+        v = row.get(k)
+        parts.append(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}")
+    return ", ".join(parts) or str(row.get("config_id"))
 
 
 def fold_assignment(conversations: Sequence[str], folds: int = DEFAULT_FOLDS) -> list[tuple[str, ...]]:

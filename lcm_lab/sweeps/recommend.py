@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from lcm_lab.engine.config.lcm_config import FIELDS, LcmConfig
 from lcm_lab.engine.versions import DEFAULT_ENGINE
 from lcm_lab.errors import DataError, OptionError
-from lcm_lab.sweeps.choice import DEFAULT_FOLDS, MIN_CONVERSATIONS, choose, cross_validate
+from lcm_lab.sweeps.choice import DEFAULT_FOLDS, MIN_CONVERSATIONS, choose, cross_validate, setting_label
 from lcm_lab.sweeps.cost import cost_verdict, stored_cost_rows, verdict_lines
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
 from lcm_lab.sweeps.results import sweep_df
@@ -179,12 +179,14 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
     tradeoff, warnings = _tradeoff(frame, config_id, metrics, objectives)
     warnings += _chance_warnings(frame, config_id, objectives, tradeoff)
     oos = cross_validate(frame, objectives, constraints, folds=folds)
-    out_of_sample = oos.as_json() if oos is not None else None
+    knobs = [k for k in spec.get("space") or {} if k in frame.columns and k != ENGINE_KEY]
+    names = {str(row["config_id"]): setting_label(row, knobs) for row in frame.drop_duplicates("config_id").to_dict("records")}
+    out_of_sample = oos.as_json(names) if oos is not None else None
     if oos is None:
         warnings.append(f"in-sample only: {frame.conversation.nunique()} conversation(s), fewer than {MIN_CONVERSATIONS} "
                         "to cross-validate; the trade-off is measured on the conversations the choice was made on")
     elif not oos.transfers and config_id != BASELINE_ID:
-        warnings.insert(0, f"{first}: {oos.verdict()}")
+        warnings.insert(0, f"{first}: {oos.verdict(names)}")
     if config_id == BASELINE_ID:
         warnings.insert(0, "the plugin defaults scored best: no change recommended")
     cost = cost_verdict(stored_cost_rows(sweep_id, store), stored_id, baseline_id(engine)) if config_id != BASELINE_ID else None
