@@ -61,4 +61,5 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | Non
 
     align = ["right" if rows and all(_is_number(row.get(k)) for row in rows) else "left" for k in keys]
     body = [[cell(row.get(k)) for k in keys] for row in rows]
-    return str(tabulate(body, headers=keys, disable_numparse=True, colalign=align or None))
+    # tabulate 0.9.0 (the lowest supported) fails on colalign when there are no rows: no columns to align
+    return str(tabulate(body, headers=keys, disable_numparse=True, colalign=align if body and align else None))
