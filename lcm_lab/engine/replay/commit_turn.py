@@ -61,13 +61,12 @@ def run_commit_turn(
     clock: _TranscriptClock,
     conversation_exists: bool,
 ) -> TurnRecord:
-    from lcm_lab.engine.replay.driver import _turn_times
+    from lcm_lab.engine.replay.driver import _turn_times, turn_made, turn_mark
 
     compactor = engine.compactor
     state = engine.state
     engine.turn = turn_input.index
-    calls_before, created_before = len(compactor.calls), len(compactor.created)
-    compactor.logs.clear()
+    mark = turn_mark(compactor)
     first, last = _turn_times(turn_input)
     engine.now_ms = assemble_now = clock.at(first)
 
@@ -114,11 +113,9 @@ def run_commit_turn(
         should_compact=decision["should"],
         compacted=any(entry["compacted"] for r in records for entry in r.pending_core),
         sweeps=tuple(s for r in records for s in r.sweeps),
-        calls=tuple(compactor.calls[calls_before:]),
-        created_summary_ids=tuple(s.summary_id for s in compactor.created[created_before:]),
+        **turn_made(compactor, mark),
         tokens_after=tokens_after,
         context_after=context_after,
-        logs=tuple(compactor.logs),
         spend_backoff_would_open=any(r.spend_backoff_would_open for r in records),
         clock_ms=(assemble_now, turn_now),
         time_ms=(first, last) if first is not None and last is not None else None,

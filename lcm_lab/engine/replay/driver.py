@@ -503,6 +503,19 @@ class _TranscriptClock:
         return self.now_ms or 0
 
 
+def turn_mark(compactor: Compactor) -> tuple[int, int]:
+    """Start a turn's bookkeeping: clear the compactor's log, note how many calls and summaries came before."""
+    compactor.logs.clear()
+    return len(compactor.calls), len(compactor.created)
+
+
+def turn_made(compactor: Compactor, mark: tuple[int, int]) -> dict[str, Any]:
+    """What the compactor did since ``mark``: a :class:`TurnRecord`'s ``calls``, ``created_summary_ids`` and ``logs``."""
+    calls, created = mark
+    return {"calls": tuple(compactor.calls[calls:]), "logs": tuple(compactor.logs),
+            "created_summary_ids": tuple(s.summary_id for s in compactor.created[created:])}
+
+
 def _turn_times(turn_input: _TurnInput) -> tuple[int | None, int | None]:
     """Timestamps of the turn's first and last message (None when the input has none)."""
     if turn_input.stored:
@@ -525,8 +538,7 @@ def _run_deferred_turn(
     compactor = deferred.compactor
     state = compactor.state
     compactor.turn = turn_input.index
-    calls_before, created_before = len(compactor.calls), len(compactor.created)
-    compactor.logs.clear()
+    mark = turn_mark(compactor)
     first, last = _turn_times(turn_input)
     assemble_now = clock.at(first)
     emergency = None
@@ -562,11 +574,9 @@ def _run_deferred_turn(
         should_compact=should,
         compacted=any(a.compact_result and a.compact_result["compacted"] for a in attempts),
         sweeps=tuple(sweep for a in attempts for sweep in a.sweeps),
-        calls=tuple(compactor.calls[calls_before:]),
-        created_summary_ids=tuple(s.summary_id for s in compactor.created[created_before:]),
+        **turn_made(compactor, mark),
         tokens_after=tokens_after,
         context_after=context_after,
-        logs=tuple(compactor.logs),
         clock_ms=(assemble_now, turn_now),
         time_ms=(first, last) if first is not None and last is not None else None,
         start_degraded_path=degraded_path,
@@ -586,8 +596,7 @@ def _run_turn(
 ) -> TurnRecord:
     state = compactor.state
     compactor.turn = turn_input.index
-    calls_before, created_before = len(compactor.calls), len(compactor.created)
-    compactor.logs.clear()
+    mark = turn_mark(compactor)
     seqs, persistable = _ingest(compactor, turn_input, intercept)
     stored = state.stored_tokens()
     threshold = compactor.config.threshold_tokens(token_budget)
@@ -606,11 +615,9 @@ def _run_turn(
         should_compact=should,
         compacted=bool(result and result.compacted),
         sweeps=tuple(result.sweeps) if result else (),
-        calls=tuple(compactor.calls[calls_before:]),
-        created_summary_ids=tuple(s.summary_id for s in compactor.created[created_before:]),
+        **turn_made(compactor, mark),
         tokens_after=state.stored_tokens(),
         context_after=tuple(state.context),
-        logs=tuple(compactor.logs),
         spend_backoff_would_open=bool(result and result.compacted and not result.ok),
         compact_result=(
             None
