@@ -235,12 +235,15 @@ def qa_probe_rows(run: Any, items: Sequence[QAItem], budget: int, *, chance_conv
 
 
 def qa_verdict_scores(run: Any, qa_items: Sequence[QAItem], run_id: str, *, budget: int | None = None,
-                      chance_conversation: Conversation | None = None, seed: int = 0, k: int = TOP_K) -> list[Score]:
+                      chance_conversation: Conversation | None = None, seed: int = 0, k: int = TOP_K,
+                      rows_out: dict[str, ProbeRows] | None = None) -> list[Score]:
     """``qa_retention`` over probes, and ``qa_probe_recall`` per item (mean over its probes; scope
-    ``qa``, so ``compare`` pairs settings item by item)."""
+    ``qa``, so ``compare`` pairs settings item by item); ``rows_out`` receives the probes."""
     budget = run.token_budget if budget is None else budget
     items, warnings = usable_items(run.conversation, qa_items)
     rows, kept = qa_probe_rows(run, items, budget, chance_conversation=chance_conversation, k=k)
+    if rows_out is not None:
+        rows_out["qa_retention"] = rows
     unscheduled = len(items) - len(kept)
     if unscheduled:
         warnings["skipped: no evidence id names a dialogue line (no schedule, no ceiling)"] += unscheduled
@@ -390,10 +393,14 @@ def history_probe_rows(run: Any, budget: int | None = None, donor_text: str | No
 
 
 def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None,
-                           donor_label: str | None = None, seed: int = 0) -> list[Score]:
-    """``fact_retention``, ``decision_retention`` and ``todo_retention`` over probes."""
+                           donor_label: str | None = None, seed: int = 0,
+                           rows_out: dict[str, ProbeRows] | None = None) -> list[Score]:
+    """``fact_retention``, ``decision_retention`` and ``todo_retention`` over probes; ``rows_out``
+    receives the probes of each."""
     budget = run.token_budget if budget is None else budget
     rows, protocol = history_probe_rows(run, budget, donor_text)
+    if rows_out is not None:
+        rows_out.update(rows)
     extra: dict[str, Any] = {"budget": budget}
     if donor_text is None:
         extra["chance_withheld"] = "no donor conversation given (pass donor_text)"
@@ -424,12 +431,16 @@ def verdict_scores(
     donor_label: str | None = None,
     seed: int = 0,
     end_of_run: bool = True,
+    rows_out: dict[str, ProbeRows] | None = None,
 ) -> list[Score]:
     """Every probed headline of ``run`` (any strategy's run or an LCM replay), with the end-of-run
-    diagnostics (``end_of_run``) under :data:`END_OF_RUN` names."""
-    scores = history_verdict_scores(run, run_id, budget=budget, donor_text=donor_text, donor_label=donor_label, seed=seed)
+    diagnostics (``end_of_run``) under :data:`END_OF_RUN` names; ``rows_out`` receives each probed
+    headline's probes (for pairing two runs probe by probe)."""
+    scores = history_verdict_scores(run, run_id, budget=budget, donor_text=donor_text, donor_label=donor_label, seed=seed,
+                                    rows_out=rows_out)
     if qa_items:
-        scores += qa_verdict_scores(run, qa_items, run_id, budget=budget, chance_conversation=chance_conversation, seed=seed)
+        scores += qa_verdict_scores(run, qa_items, run_id, budget=budget, chance_conversation=chance_conversation, seed=seed,
+                                    rows_out=rows_out)
     if end_of_run:
         diagnostics = fact_headline_scores(run, run_id, budget=budget, donor_text=donor_text, seed=seed, donor_label=donor_label)
         diagnostics += decision_scores(run, run_id, budget=budget, donor_text=donor_text, seed=seed, donor_label=donor_label)

@@ -48,17 +48,13 @@ def headline_outcomes(
     """Every probed headline of ``run`` (``qa_retention`` only with ``qa_items``) with its probes;
     ``chance_conversation`` gives each its chance control."""
     from lcm_lab.metrics.donor import donor_text
-    from lcm_lab.metrics.locomo import usable_items
-    from lcm_lab.metrics.verdicts import history_probe_rows, qa_probe_rows, verdict, verdict_scores
+    from lcm_lab.metrics.verdicts import verdict, verdict_scores
 
     donor = donor_text(chance_conversation) if chance_conversation is not None else None
     label = (chance_conversation.title or chance_conversation.session_id) if chance_conversation is not None else None
+    rows: dict[str, ProbeRows] = {}
     scores = verdict_scores(run, run_id, qa_items=qa_items or None, chance_conversation=chance_conversation, donor_text=donor,
-                            donor_label=label, seed=seed, end_of_run=False)  # fmt: skip
-    rows, _ = history_probe_rows(run, donor_text=donor)
-    if qa_items:
-        items, _ = usable_items(run.conversation, qa_items)
-        rows["qa_retention"] = qa_probe_rows(run, items, run.token_budget, chance_conversation=chance_conversation)[0]
+                            donor_label=label, seed=seed, end_of_run=False, rows_out=rows)  # fmt: skip
     out: dict[str, HeadlineOutcome] = {}
     for metric, probes in rows.items():
         found = verdict(scores, metric)
