@@ -51,10 +51,12 @@ def main() -> dict[str, Any]:
                 other = convs[(i + 1) % len(convs)].conversation
                 run = replay(c.conversation, cfg, OfflineSummarizer(), token_budget=budget)
                 trunc = run_strategy(c.conversation, "truncate", token_budget=budget)
-                heads.append(verdict(qa_verdict_scores(run, c.qa_items, f"lcm:{i}", chance_conversation=other), "qa_retention"))
+                probes: dict[str, Any] = {}
+                heads.append(verdict(qa_verdict_scores(run, c.qa_items, f"lcm:{i}", chance_conversation=other, rows_out=probes),
+                                     "qa_retention"))
                 ends.append(verdict(qa_retention_scores(run, c.qa_items, f"lcm:{i}", chance_conversation=other), "qa_retention"))
                 items, _ = usable_items(c.conversation, c.qa_items)
-                rows, _ = qa_probe_rows(run, items, budget, chance_conversation=other)
+                rows = probes["qa_retention"]  # the probes the headline read
                 floor_rows, _ = qa_probe_rows(trunc, items, budget, chance_conversation=other)
                 assert np.array_equal(rows.cluster, floor_rows.cluster) and np.array_equal(rows.turn, floor_rows.turn)  # same probes
                 lcm_m.append(rows.method)
