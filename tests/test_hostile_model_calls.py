@@ -69,7 +69,10 @@ def test_the_replay_makes_model_calls_when_the_server_answers(tmp_path: Path, co
     code = main(["replay", "--db", db, *OPTIONS, *config, "--api-base", server.base_url, "--json", str(session(tmp_path / "s.jsonl"))])
     out, err = capsys.readouterr()
     summary = json.loads(out)
-    assert code == 0 and summary["summarizer_calls"] >= 3 and summary["failed_calls"] == 0 and "warning" not in err
+    # the lab's own warnings start the line (litellm at its lowest supported version logs pydantic
+    # serializer warnings of its own on stderr, which say nothing about failed calls)
+    assert code == 0 and summary["summarizer_calls"] >= 3 and summary["failed_calls"] == 0
+    assert not [line for line in err.splitlines() if line.startswith("warning:")], err
     assert saved_runs(db) == 1
 
 
