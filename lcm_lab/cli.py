@@ -53,8 +53,14 @@ class Terminated(KeyboardInterrupt):
     stops its workers and records itself as interrupted, a load rolls back."""
 
 
+# Set when SIGTERM arrives: code between the handler and the CLI may turn the exception into a
+# plain KeyboardInterrupt (Ray's ``ray.wait`` does), and the exit status must still say SIGTERM.
+_SIGTERM_SEEN: list[bool] = []
+
+
 def _raise_terminated(signum: int, frame: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    _SIGTERM_SEEN.append(True)
     raise Terminated()
 
 
@@ -237,9 +243,10 @@ def _main(argv: Sequence[str] | None, streams: Any) -> int:
     except KeyboardInterrupt as exc:
         if debug:
             raise
-        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        terminated = isinstance(exc, Terminated) or bool(_SIGTERM_SEEN)
+        what = "terminated (SIGTERM)" if terminated else "interrupted"
         print(f"{prefix}: {what}; what was committed before is kept, the rest was rolled back", file=sys.stderr)
-        return TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
+        return TERMINATED if terminated else INTERRUPTED
     except BrokenPipeError:
         return 0
     except (UserError, OSError, UnicodeDecodeError) as exc:

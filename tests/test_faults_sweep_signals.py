@@ -5,8 +5,10 @@ worker tracebacks."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +31,7 @@ space:
 search: {method: grid}
 objectives:
   - {metric: mean_sent_tokens, direction: minimize}
-executor: processes
+executor: {executor}
 workers: 2
 """
 
@@ -57,6 +59,17 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _running_units(pid: int, executor: str) -> set[int]:
+    """The sweep's descendants once its workers run units (empty until then): for processes the
+    resource tracker and two workers, for Ray its services and two task workers."""
+    found = _descendants(pid)
+    if executor == "ray":
+        tasks = [p for p in found if Path(f"/proc/{p}/cmdline").exists()
+                 and Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"ray::_task")]
+        return found if len(tasks) >= 2 else set()
+    return found if len(found) >= 3 else set()
+
+
 def _status(db: Path) -> str:
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -65,22 +78,31 @@ def _status(db: Path) -> str:
         con.close()
 
 
+@pytest.mark.parametrize("executor", ["processes", "ray"])
 @pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
-def test_a_signal_stops_the_workers_and_marks_the_sweep_interrupted(tmp_path: Path, how: str) -> None:
+def test_a_signal_stops_the_workers_and_marks_the_sweep_interrupted(tmp_path: Path, how: str, executor: str) -> None:
+    if executor == "ray":
+        pytest.importorskip("ray", reason="ray is not installed (pip install 'lcm_lab[ray]')")
     spec = tmp_path / "sweep.yaml"
-    spec.write_text(SPEC)
+    spec.write_text(SPEC.replace("{executor}", executor))
     db = tmp_path / "lab.duckdb"
-    child = subprocess.Popen(lab_command("sweep", str(spec), "--db", str(db), "--no-progress"), env=child_env(),
+    # Ray keeps its login token under HOME and its sockets under RAY_TMPDIR, whose paths must stay
+    # short (AF_UNIX): a private directory in the system's temporary directory, removed afterwards.
+    ray_tmp = tempfile.mkdtemp(prefix="lcm-ray-")
+    env = child_env(HOME=str(tmp_path), RAY_TMPDIR=ray_tmp, RAY_raylet_start_wait_time_s="120")
+    child = subprocess.Popen(lab_command("sweep", str(spec), "--db", str(db), "--no-progress"), env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + (240 if executor == "ray" else 90)  # a loaded machine starts Ray slowly
         workers: set[int] = set()
         while time.monotonic() < deadline and child.poll() is None:
-            workers = _descendants(child.pid)
-            if len(workers) >= 3:  # the resource tracker and two workers
+            workers = _running_units(child.pid, executor)
+            if workers:
                 break
             time.sleep(0.05)
-        assert child.poll() is None and len(workers) >= 3, "the sweep never started its workers"
+        if child.poll() is not None:
+            pytest.fail(f"the sweep ended before its workers ran (exit {child.returncode}): {child.communicate()[1][-3000:]}")
+        assert workers, "the sweep never started its workers"
         time.sleep(2.0)  # the workers are replaying
         signalled = time.monotonic()
         if how == "SIGTERM":
@@ -93,6 +115,7 @@ def test_a_signal_stops_the_workers_and_marks_the_sweep_interrupted(tmp_path: Pa
         if child.poll() is None:
             child.kill()
             child.communicate()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert child.returncode == (143 if how == "SIGTERM" else 130), err[-3000:]
     assert took < 15, took
     assert "Traceback" not in err, err[-3000:]

@@ -14,7 +14,10 @@ to a cluster's Ray Client server.
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +31,9 @@ if TYPE_CHECKING:
 def import_ray() -> Any:
     # Ray reports usage statistics over the network unless told not to; the lab stays offline.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's C++ failure handler prints a stack dump on SIGTERM before the lab's own handler says
+    # in one line that the sweep was terminated.
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     try:
         import ray
     except ImportError:
@@ -49,11 +55,16 @@ class RaySession:
         self.ray = ray = import_ray()
         self.started_here = False
         if not ray.is_initialized():
+            # ray.init installs a SIGTERM handler that exits the process on the spot; the sweep's own
+            # (the CLI's) must stay, so that a terminated sweep stops its tasks and is recorded as such.
+            keep = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
             if executor.startswith("ray://"):
-                ray.init(address=executor, log_to_driver=False)
+                ray.init(address=executor, log_to_driver=False, logging_level=logging.ERROR)
             else:
-                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
                 self.started_here = True
+            if keep is not None:
+                signal.signal(signal.SIGTERM, keep)
         self.job = job
         self.task = ray.remote(_task)
         self.data_ref, self.recipe_ref, self.metrics_ref = ray.put(job.data), ray.put(job.recipe), ray.put(job.metrics)
