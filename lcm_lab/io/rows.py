@@ -34,7 +34,11 @@ Sink = Callable[[str, pa.Table], None]
 # Columns of JSON type in the lab schema that hold ``dumps`` output. They are typed as Arrow's
 # JSON extension (pyarrow >= 19), which DuckDB takes as JSON without parsing every value again
 # (0.06 s instead of 0.5 s per 47 MB of messages); with older pyarrow DuckDB validates them.
-_JSON_COLUMNS = {"conversations": "meta", "messages": "raw", "entries": "message", "recorded_events": "raw"}
+_JSON_COLUMNS = {"conversations": "meta", "messages": "raw", "entries": "message", "recorded_events": "raw",
+                 "raw_lines": "raw"}  # fmt: skip
+# The key of LoadedConversation.meta whose raw source lines go to ``raw_lines``, one row per
+# line, instead of into conversations.meta (lcm_lab.store.migrations.m012_raw_lines).
+RAW_ENTRIES = "raw_entries"
 _JSON_TYPE = pa.json_(pa.string()) if hasattr(pa, "json_") else None
 
 
@@ -158,6 +162,7 @@ def build_rows(
         else:
             counts.conversations += 1
             buffers.add("conversations", _conversation_row(cid, source_id, kind, item))
+            _add_raw_lines(buffers, cid, item.meta.get(RAW_ENTRIES))
         seq = start.seq
         for position, entry in enumerate(conv.entries[start.position:], start=start.position):
             message = entry.message
@@ -226,6 +231,7 @@ def _conversation_row(cid: int, source_id: int, kind: str, item: LoadedConversat
     conv = item.conversation
     meta = dict(conv.meta)
     meta.update(item.meta)
+    meta.pop(RAW_ENTRIES, None)  # one row per line in raw_lines (_add_raw_lines)
     return {
         "conversation_id": cid, "source_id": source_id, "kind": kind, "origin_conversation_id": None,
         "session_id": conv.session_id, "session_key": conv.session_key, "title": conv.title,
@@ -233,6 +239,14 @@ def _conversation_row(cid: int, source_id: int, kind: str, item: LoadedConversat
         "created_at": conv.entries[0].timestamp if conv.entries else None, "updated_at": None,
         "meta": dumps(meta) if meta else None,
     }
+
+
+def _add_raw_lines(buffers: _Buffers, cid: int, raw_entries: Mapping[int, Any] | None) -> None:
+    """One ``raw_lines`` row per kept source line, through the flushing buffers (a reader may
+    hand a lazy mapping that parses each line again on access: only one is held at a time)."""
+    for line, raw in (raw_entries or {}).items():
+        text = dumps(raw)
+        buffers.add("raw_lines", {"conversation_id": cid, "line": int(line), "raw": text}, len(text or ""))
 
 
 def _token_estimate(content: str | None) -> int | None:

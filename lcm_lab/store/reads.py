@@ -29,6 +29,7 @@ _ORDER = {
     "large_files": "conversation_id, created_at, file_id",
     "entries": "conversation_id, position",
     "recorded_events": "conversation_id, event_index",
+    "raw_lines": "conversation_id, line",
     "qa_items": "conversation_id, qa_id",
     # lcm.db files of 1.0 (lcm_lab.store.migrations.m010_lcmdb_v1): apart from the summary DAG
     "pending_compaction_batches": "conversation_id, created_at, batch_id",
@@ -153,6 +154,13 @@ class StoreReads:
 
     def entries_pl(self, conversation_id: int | None = None) -> pl.DataFrame:
         return self.read_pl("entries", conversation_id)
+
+    def raw_lines_df(self, conversation_id: int | None = None) -> pd.DataFrame:
+        """Raw source lines a transcript reader kept (the lines the other rows do not fully represent)."""
+        return self.read_df("raw_lines", conversation_id)
+
+    def raw_lines_pl(self, conversation_id: int | None = None) -> pl.DataFrame:
+        return self.read_pl("raw_lines", conversation_id)
 
     def recorded_events_df(self, conversation_id: int | None = None) -> pd.DataFrame:
         return self.read_df("recorded_events", conversation_id)

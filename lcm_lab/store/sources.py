@@ -15,7 +15,7 @@ LOADED_STATUSES = ("loaded", "appended")
 # commit; rows of a source still "loading" when the next load starts are left over by a crash.
 UNFINISHED = "loading"
 # The tables a load writes rows to, keyed by conversation (see lcm_lab.io.rows).
-_LOADED_TABLES = ("messages", "message_parts", "entries", "recorded_events", "qa_items", "summaries",
+_LOADED_TABLES = ("messages", "message_parts", "entries", "recorded_events", "raw_lines", "qa_items", "summaries",
                   "summary_messages", "summary_sources", "context_items")  # fmt: skip
 # SQL list of the statuses whose rows are in the store (a failed load left nothing).
 LOADED_SQL = "(" + ", ".join(f"'{status}'" for status in LOADED_STATUSES) + ")"
