@@ -49,7 +49,7 @@ READERS: dict[str, Callable[[str | Path], TranscriptRead]] = {
 def read_transcript(path: str | Path, *, kind: str | None = None, reread: bool = False) -> TranscriptRead:
     """Read one transcript file, detecting its format from content unless ``kind`` is given.
 
-    ``reread``: a pi session's messages are not held but read again from the file when used
+    ``reread``: a pi or Claude Code session's messages are not held but read again from the file when used
     (see :func:`read_pi_jsonl`); the loader asks for this, so big sessions load in bounded memory.
 
     Raises :class:`TranscriptFormatError` (a ``ValueError``) when the file is no supported
@@ -73,6 +73,8 @@ def read_transcript(path: str | Path, *, kind: str | None = None, reread: bool =
     with paused_gc():
         if kind == PI_JSONL:
             return read_pi_jsonl(file_path, reread=reread)
+        if kind == CLAUDE_CODE_JSONL:
+            return read_claude_code_jsonl(file_path, reread=reread)
         return reader(file_path)
 
 

@@ -50,17 +50,20 @@ bridges compact boundaries). Every source line is kept verbatim in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from lcm_lab.engine.types import Conversation, InputEntry
+from lcm_lab.errors import InputFileError
 from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
 from lcm_lab.io.transcripts.base import CLAUDE_CODE_JSONL, TranscriptFormatError, TranscriptRead
-from lcm_lab.io.transcripts.jsonl import JsonlReader
+from lcm_lab.io.transcripts.jsonl import UTF8_BOM, JsonlReader, RawLine, parse_json_bytes
 from lcm_lab.io.transcripts.pi import clean_id
+from lcm_lab.io.transcripts.reread import LineSource
 from lcm_lab.io.transcripts.tree import select_leaf_path
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolUse", "max_tokens": "length"}
@@ -68,12 +71,20 @@ _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolU
 
 @dataclass(slots=True)
 class _Line:
+    """One line with a uuid. ``raw`` is the whole line, or when the reader re-reads lines
+    (``kept`` says where its bytes are) only the envelope keys structure needs (``_ENVELOPE``)."""
+
     line: int
     type: str
     entry_id: str | None
     parent_id: str | None
     sidechain: bool
     raw: dict[str, Any]
+    kept: tuple[int, int] | None = None
+
+
+# Keys of a line that grouping and conversation metadata read; a re-read line keeps only these.
+_ENVELOPE = ("agentId", "logicalParentUuid", "cwd", "version", "gitBranch")
 
 
 @dataclass(slots=True)
@@ -86,6 +97,8 @@ class _Draft:
     type: str
     message: dict[str, Any] | None
     source_lines: list[int] = field(default_factory=list)
+    has_call: bool = False  # an assistant message calling a tool (its default stop reason is toolUse)
+    pick: int = 0  # which runtime message of its first line this is (a user line splits into several)
 
 
 def iso_to_epoch_ms(value: object) -> int | None:
@@ -142,12 +155,21 @@ def _usage(raw_usage: object) -> dict[str, Any]:
 
 
 class _ConversationBuilder:
-    """Turns the leaf path of one chain into runtime-message entries."""
+    """Turns the leaf path of one chain into runtime-message entries.
 
-    def __init__(self, path: str, tool_names: Mapping[str, str], issues: list[LoadIssue]) -> None:
+    ``raw_of`` gives a line's whole object (re-read from the file when the reader does not hold
+    it). With ``hold`` False the drafts keep no message content (only what structure needs: the
+    entries are then :class:`_RebuiltEntries`, which build each message again from its lines with
+    a builder that holds).
+    """
+
+    def __init__(self, path: str, tool_names: Mapping[str, str], issues: list[LoadIssue], *,
+                 raw_of: Callable[[_Line], dict[str, Any]] = lambda item: item.raw, hold: bool = True) -> None:  # fmt: skip
         self.path = path
         self.tool_names = tool_names
         self.issues = issues
+        self.raw_of = raw_of
+        self.hold = hold
         self.drafts: list[_Draft] = []
         self.assistant_by_id: dict[str, _Draft] = {}
         self.stop_reasons: dict[int, str | None] = {}
@@ -156,13 +178,13 @@ class _ConversationBuilder:
         self.calls_seen: set[str] = set()
 
     def add(self, item: _Line) -> None:
-        raw = item.raw
+        raw = self.raw_of(item)
         timestamp = raw.get("timestamp") if isinstance(raw.get("timestamp"), str) else None
         message = raw.get("message")
         if item.type == "assistant" and isinstance(message, dict):
-            self._add_assistant(item, message, timestamp)
+            self._add_assistant(item, raw, message, timestamp)
         elif item.type == "user" and isinstance(message, dict):
-            self._add_user(item, message, timestamp)
+            self._add_user(item, raw, message, timestamp)
         else:
             if item.type in ("assistant", "user"):
                 self.issues.append(
@@ -170,10 +192,10 @@ class _ConversationBuilder:
                 )
             self.drafts.append(_Draft(item.line, item.entry_id, timestamp, item.type, None, [item.line]))
             if item.type == "system" and raw.get("subtype") == "compact_boundary":
-                self._add_boundary(item, timestamp)
+                self._add_boundary(item, raw, timestamp)
 
-    def _add_boundary(self, item: _Line, timestamp: str | None) -> None:
-        metadata = item.raw.get("compactMetadata")
+    def _add_boundary(self, item: _Line, raw: dict[str, Any], timestamp: str | None) -> None:
+        metadata = raw.get("compactMetadata")
         pre_tokens = metadata.get("preTokens") if isinstance(metadata, dict) else None
         self.events.append(
             RecordedEvent(
@@ -183,19 +205,24 @@ class _ConversationBuilder:
                 timestamp=timestamp,
                 summary=None,
                 tokens_before=pre_tokens if isinstance(pre_tokens, int) else None,
-                raw=item.raw,
+                raw=raw,
             )
         )
         self.pending_boundary = len(self.events) - 1
 
-    def _add_assistant(self, item: _Line, message: dict[str, Any], timestamp: str | None) -> None:
+    def _add_assistant(self, item: _Line, raw: dict[str, Any], message: dict[str, Any], timestamp: str | None) -> None:
         content = message.get("content")
         blocks = [_convert_block(b) for b in content] if isinstance(content, list) else (
             [{"type": "text", "text": content}] if isinstance(content, str) else []
         )
+        has_call = False
         for block in blocks:
-            if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
-                self.calls_seen.add(block["id"])
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                has_call = True
+                if isinstance(block.get("id"), str):
+                    self.calls_seen.add(block["id"])
+        if not self.hold:
+            blocks = []
         message_id = message.get("id") if isinstance(message.get("id"), str) else None
         draft = self.assistant_by_id.get(message_id) if message_id else None
         if draft is not None and draft.message is not None:
@@ -219,15 +246,16 @@ class _ConversationBuilder:
             if message_id:
                 self.assistant_by_id[message_id] = draft
         assert draft.message is not None
+        draft.has_call = draft.has_call or has_call
         if isinstance(message.get("usage"), dict):
             draft.message["usage"] = _usage(message["usage"])
         stop = message.get("stop_reason")
         if isinstance(stop, str):
             self.stop_reasons[id(draft)] = _STOP_REASONS.get(stop, stop)
-        if item.raw.get("isApiErrorMessage") is True:
+        if raw.get("isApiErrorMessage") is True:
             self.stop_reasons[id(draft)] = "error"
 
-    def _add_user(self, item: _Line, message: dict[str, Any], timestamp: str | None) -> None:
+    def _add_user(self, item: _Line, raw: dict[str, Any], message: dict[str, Any], timestamp: str | None) -> None:
         epoch = iso_to_epoch_ms(timestamp) or 0
         content = message.get("content")
         runtime_messages: list[dict[str, Any]] = []
@@ -244,8 +272,8 @@ class _ConversationBuilder:
             runtime_messages.append({"role": "user", "content": content if content is not None else "", "timestamp": epoch})
         for index, runtime in enumerate(runtime_messages):
             entry_id = item.entry_id if index == 0 or item.entry_id is None else f"{item.entry_id}:{index}"
-            self.drafts.append(_Draft(item.line, entry_id, timestamp, "message", runtime, [item.line]))
-        if item.raw.get("isCompactSummary") is True and self.pending_boundary is not None:
+            self.drafts.append(_Draft(item.line, entry_id, timestamp, "message", runtime, [item.line], pick=index))
+        if raw.get("isCompactSummary") is True and self.pending_boundary is not None:
             boundary = self.events[self.pending_boundary]
             text = content if isinstance(content, str) else "\n".join(
                 b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
@@ -256,6 +284,9 @@ class _ConversationBuilder:
                 tokens_before=boundary.tokens_before, raw=boundary.raw,
             )
             self.pending_boundary = None
+        if not self.hold:
+            for runtime in runtime_messages:
+                runtime["content"] = []
 
     def _tool_result(self, item: _Line, block: dict[str, Any], epoch: int) -> dict[str, Any]:
         call_id = block.get("tool_use_id")
@@ -291,10 +322,7 @@ class _ConversationBuilder:
             message = draft.message
             if message is not None and message.get("role") == "assistant":
                 stop = self.stop_reasons.get(id(draft))
-                if stop is None:
-                    calls = any(isinstance(b, dict) and b.get("type") == "toolCall" for b in message["content"])
-                    stop = "toolUse" if calls else "stop"
-                message["stopReason"] = stop
+                message["stopReason"] = stop if stop is not None else "toolUse" if draft.has_call else "stop"
             result.append(InputEntry(draft.line, draft.type, message, draft.entry_id, draft.timestamp))
             source_lines[draft.line] = tuple(draft.source_lines)
         return tuple(result), source_lines
@@ -367,14 +395,113 @@ def _first_user_text(entries: tuple[InputEntry, ...]) -> str | None:
     return None
 
 
-def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
-    """Read a Claude Code session file into the main conversation plus one per sidechain."""
+class _LineBytes:
+    """Where the lines of a re-read session are (a :class:`LineSource`), and each line parsed again."""
+
+    def __init__(self, source: LineSource) -> None:
+        self.source = source
+        self.kept: dict[int, tuple[int, int]] = {}
+
+    def keep(self, line: RawLine) -> tuple[int, int]:
+        self.kept[line.number] = where = self.source.keep(line)
+        return where
+
+    def value(self, line: int, entry_id: str | None = None) -> dict[str, Any]:
+        offset, size = self.kept[line]
+        data = self.source.read(offset, size).strip().removeprefix(UTF8_BOM).strip()
+        try:
+            value = parse_json_bytes(data)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict) or clean_id(value.get("uuid")) != entry_id:
+            raise InputFileError(self.source.path, f"line {line} changed while the file was loaded; load it again")
+        return value
+
+    def raw_of(self, item: _Line) -> dict[str, Any]:
+        return item.raw if item.kept is None else self.value(item.line, item.entry_id)
+
+
+class _KeptRaw(Mapping[int, dict[str, Any]]):
+    """``raw_entries`` of a re-read session: line → the line's object, parsed again on access."""
+
+    def __init__(self, lines: _LineBytes, ids: Mapping[int, str | None]) -> None:
+        self.lines = lines
+        self.ids = ids  # line → its uuid (None for a line without one), in line order
+
+    def __getitem__(self, line: int) -> dict[str, Any]:
+        if line not in self.ids:
+            raise KeyError(line)
+        return self.lines.value(line, self.ids[line])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class _RebuiltEntries(Sequence[InputEntry]):
+    """A re-read conversation's entries: each message is built again, by a builder that holds
+    content, from the lines merged into it (the one conversion path); other entries are held."""
+
+    def __init__(self, drafts: Sequence[_Draft], by_line: Mapping[int, _Line], lines: _LineBytes,
+                 tool_names: Mapping[str, str], path: str) -> None:  # fmt: skip
+        self.items: list[InputEntry | tuple[tuple[int, ...], int]] = [
+            InputEntry(d.line, d.type, None, d.entry_id, d.timestamp) if d.message is None else (tuple(d.source_lines), d.pick)
+            for d in drafts
+        ]  # fmt: skip
+        self.by_line, self.lines, self.tool_names, self.path = by_line, lines, tool_names, path
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> InputEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[InputEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> InputEntry | list[InputEntry]:
+        if isinstance(index, slice):
+            return [self._entry(i) for i in range(len(self))[index]]
+        return self._entry(range(len(self))[index])
+
+    def __iter__(self) -> Iterator[InputEntry]:
+        return (self._entry(index) for index in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (_RebuiltEntries, tuple, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _entry(self, index: int) -> InputEntry:
+        item = self.items[index]
+        if isinstance(item, InputEntry):
+            return item
+        source_lines, pick = item
+        builder = _ConversationBuilder(self.path, self.tool_names, [], raw_of=self.lines.raw_of)
+        for line in source_lines:
+            builder.add(self.by_line[line])
+        return builder.entries()[0][pick]
+
+
+def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> TranscriptRead:
+    """Read a Claude Code session file into the main conversation plus one per sidechain.
+
+    With ``reread``, lines are not held: each keeps its envelope and where its bytes are, the
+    entries build each message again from its lines when used (:class:`_RebuiltEntries`) and
+    ``raw_entries`` parses each line again, so a big session loads in bounded memory.
+    """
     file_path = Path(path)
     display = str(path)
     reader = JsonlReader(file_path, display_path=display)
+    lines = _LineBytes(LineSource(file_path)) if reread else None
     issues: list[LoadIssue] = []
     tree_lines: list[_Line] = []
     raw_entries: dict[int, dict[str, Any]] = {}
+    raw_ids: dict[int, str | None] = {}
     summaries: list[RecordedEvent] = []
     untracked: dict[str, int] = {}
     tool_names: dict[str, str] = {}
@@ -385,7 +512,14 @@ def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
             reader.skipped_lines += 1
             issues.append(LoadIssue(display, line, f"expected a JSON object, found {type(value).__name__}; skipped"))
             continue
-        raw_entries[line] = value
+        entry_id = clean_id(value.get("uuid"))
+        kept = None
+        if lines is not None:
+            assert reader.current is not None
+            kept = lines.keep(reader.current)
+            raw_ids[line] = entry_id
+        else:
+            raw_entries[line] = value
         entry_type = value.get("type") if isinstance(value.get("type"), str) else "unknown"
         if isinstance(value.get("sessionId"), str):
             session_ids[value["sessionId"]] = session_ids.get(value["sessionId"], 0) + 1
@@ -403,12 +537,17 @@ def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
             for block in message["content"]:
                 if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                     tool_names[block["id"]] = str(block.get("name"))
-        entry_id = clean_id(value.get("uuid"))
         if entry_id is None:
             untracked[entry_type] = untracked.get(entry_type, 0) + 1
             continue
         parent = clean_id(value.get("parentUuid"))
-        tree_lines.append(_Line(line, entry_type, entry_id, parent, value.get("isSidechain") is True, value))
+        if kept is not None:
+            envelope = {key: sys.intern(v) if isinstance(v := value[key], str) else v for key in _ENVELOPE if key in value}
+            entry_id, parent = sys.intern(entry_id), None if parent is None else sys.intern(parent)
+            tree_lines.append(_Line(line, sys.intern(entry_type), entry_id, parent, value.get("isSidechain") is True,
+                                    envelope, kept))  # fmt: skip
+        else:
+            tree_lines.append(_Line(line, entry_type, entry_id, parent, value.get("isSidechain") is True, value))
 
     if not tree_lines and not summaries:
         raise TranscriptFormatError(
@@ -437,10 +576,16 @@ def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
             issues.append(LoadIssue(display, selection.problem_line, selection.problem, skipped=False))
         for earlier, later, entry_id in selection.duplicate_lines:
             issues.append(LoadIssue(display, later, f"duplicate uuid {entry_id!r} (also on line {earlier}); the later occurrence wins", skipped=False))
-        builder = _ConversationBuilder(display, tool_names, issues)
+        if lines is None:
+            builder = _ConversationBuilder(display, tool_names, issues)
+        else:
+            builder = _ConversationBuilder(display, tool_names, issues, raw_of=lines.raw_of, hold=False)
         for item in selection.nodes:
             builder.add(item)
         entries, source_lines = builder.entries()
+        if lines is not None:
+            by_line = {item.line: item for item in selection.nodes}
+            entries = _RebuiltEntries(builder.drafts, by_line, lines, tool_names, display)  # type: ignore[assignment]
         sidechain = group_key is not None and not extra_chain
         events = tuple(builder.events) if group_key is not None else tuple(summaries) + tuple(builder.events)
         meta: dict[str, Any] = {
@@ -472,7 +617,13 @@ def read_claude_code_jsonl(path: str | Path) -> TranscriptRead:
         conversation_id = (session_id if group_key is None else f"{session_id}:{group_key}" if extra_chain
                            else f"{session_id}:sidechain:{group_key}")  # fmt: skip
         title = None if group_key is not None else custom_title or (summaries[-1].summary if summaries else None)
-        if group_key is not None:
+        raw_here: Mapping[int, dict[str, Any]]
+        if lines is not None:
+            wanted = {item.line for item in group} if group_key is not None else None
+            raw_here = _KeptRaw(lines, {line: entry_id for line, entry_id in raw_ids.items()
+                                        if (line in wanted if wanted is not None
+                                            else line not in sidechain_lines and line not in moved_lines)})  # fmt: skip
+        elif group_key is not None:
             raw_here = {item.line: item.raw for item in group}
         else:
             raw_here = {line: raw for line, raw in raw_entries.items() if line not in sidechain_lines and line not in moved_lines}
