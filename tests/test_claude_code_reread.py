@@ -28,6 +28,7 @@ def _same(path: Path) -> None:
         assert list(a.conversation.entries) == list(b.conversation.entries)
         assert b.conversation.entries == a.conversation.entries  # the lazy sequence compares as one
         assert list(b.conversation.entries[2:5]) == list(a.conversation.entries[2:5])
+        assert type(b.conversation.entries[1:]) is type(b.conversation.entries)  # a slice stays lazy
         assert b.conversation.entries[-1] == a.conversation.entries[-1]
         assert a.conversation.meta == b.conversation.meta and a.events == b.events
         assert dict(a.meta["raw_entries"]) == dict(b.meta["raw_entries"])

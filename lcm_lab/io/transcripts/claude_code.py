@@ -459,11 +459,13 @@ class _RebuiltEntries(Sequence[InputEntry]):
     def __getitem__(self, index: int) -> InputEntry: ...
 
     @overload
-    def __getitem__(self, index: slice) -> list[InputEntry]: ...
+    def __getitem__(self, index: slice) -> _RebuiltEntries: ...
 
-    def __getitem__(self, index: int | slice) -> InputEntry | list[InputEntry]:
-        if isinstance(index, slice):
-            return [self._entry(i) for i in range(len(self))[index]]
+    def __getitem__(self, index: int | slice) -> InputEntry | _RebuiltEntries:
+        if isinstance(index, slice):  # a view, still built on access (the loader slices from where it starts)
+            part = _RebuiltEntries((), self.by_line, self.lines, self.tool_names, self.path)
+            part.items = self.items[index]
+            return part
         return self._entry(range(len(self))[index])
 
     def __iter__(self) -> Iterator[InputEntry]:
