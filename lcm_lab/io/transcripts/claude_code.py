@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.errors import InputFileError
@@ -63,7 +63,7 @@ from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
 from lcm_lab.io.transcripts.base import CLAUDE_CODE_JSONL, TranscriptFormatError, TranscriptRead
 from lcm_lab.io.transcripts.jsonl import UTF8_BOM, JsonlReader, RawLine, parse_json_bytes
 from lcm_lab.io.transcripts.pi import clean_id
-from lcm_lab.io.transcripts.reread import LineSource
+from lcm_lab.io.transcripts.reread import LazyEntries, LineSource
 from lcm_lab.io.transcripts.tree import select_leaf_path
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolUse", "max_tokens": "length"}
@@ -440,7 +440,7 @@ class _KeptRaw(Mapping[int, dict[str, Any]]):
         return len(self.ids)
 
 
-class _RebuiltEntries(Sequence[InputEntry]):
+class _RebuiltEntries(LazyEntries):
     """A re-read conversation's entries: each message is built again, by a builder that holds
     content, from the lines merged into it (the one conversion path); other entries are held."""
 
@@ -455,28 +455,10 @@ class _RebuiltEntries(Sequence[InputEntry]):
     def __len__(self) -> int:
         return len(self.items)
 
-    @overload
-    def __getitem__(self, index: int) -> InputEntry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> _RebuiltEntries: ...
-
-    def __getitem__(self, index: int | slice) -> InputEntry | _RebuiltEntries:
-        if isinstance(index, slice):  # a view, still built on access (the loader slices from where it starts)
-            part = _RebuiltEntries((), self.by_line, self.lines, self.tool_names, self.path)
-            part.items = self.items[index]
-            return part
-        return self._entry(range(len(self))[index])
-
-    def __iter__(self) -> Iterator[InputEntry]:
-        return (self._entry(index) for index in range(len(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (_RebuiltEntries, tuple, list)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
+    def _part(self, index: slice) -> _RebuiltEntries:
+        part = _RebuiltEntries((), self.by_line, self.lines, self.tool_names, self.path)
+        part.items = self.items[index]
+        return part
 
     def _entry(self, index: int) -> InputEntry:
         item = self.items[index]

@@ -15,7 +15,7 @@ import tempfile
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple, overload
+from typing import IO, Any, NamedTuple, Self, overload
 
 from lcm_lab.engine.types import InputEntry
 from lcm_lab.errors import InputFileError
@@ -75,7 +75,44 @@ class KeptLine(NamedTuple):
     bare: bool
 
 
-class ReReadEntries(Sequence[InputEntry]):
+class LazyEntries(Sequence[InputEntry]):
+    """A conversation's entries built on access: subclasses say how many (``__len__``), how one
+    is built (``_entry``) and what a slice is (``_part``, itself lazy: the loader slices from
+    where a conversation starts)."""
+
+    @overload
+    def __getitem__(self, index: int) -> InputEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Self: ...
+
+    def __getitem__(self, index: int | slice) -> InputEntry | Self:
+        if isinstance(index, slice):
+            return self._part(index)
+        return self._entry(range(len(self))[index])  # negative indices; IndexError out of range
+
+    def __iter__(self) -> Iterator[InputEntry]:
+        for index in range(len(self)):
+            yield self._entry(index)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (LazyEntries, tuple, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _entry(self, index: int) -> InputEntry:
+        raise NotImplementedError
+
+    def _part(self, index: slice) -> Self:
+        raise NotImplementedError
+
+
+class ReReadEntries(LazyEntries):
     """A conversation's entries; those with a :class:`KeptLine` are parsed again on access.
 
     Stored as columns (line numbers, offsets and sizes in typed arrays, ids in a list) so a
@@ -109,36 +146,13 @@ class ReReadEntries(Sequence[InputEntry]):
     def __len__(self) -> int:
         return len(self.lines)
 
-    @overload
-    def __getitem__(self, index: int) -> InputEntry: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> ReReadEntries: ...
-
-    def __getitem__(self, index: int | slice) -> InputEntry | ReReadEntries:
-        if isinstance(index, slice):
-            part = ReReadEntries(self.source, ())
-            positions = range(len(self))[index]
-            part.lines, part.offsets, part.sizes = self.lines[index], self.offsets[index], self.sizes[index]
-            part.bare, part.ids = self.bare[index], self.ids[index]
-            part.held = {new: self.held[old] for new, old in enumerate(positions) if old in self.held}
-            return part
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self._entry(index)
-
-    def __iter__(self) -> Iterator[InputEntry]:
-        for index in range(len(self)):
-            yield self._entry(index)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (ReReadEntries, tuple, list)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
+    def _part(self, index: slice) -> ReReadEntries:
+        part = ReReadEntries(self.source, ())
+        positions = range(len(self))[index]
+        part.lines, part.offsets, part.sizes = self.lines[index], self.offsets[index], self.sizes[index]
+        part.bare, part.ids = self.bare[index], self.ids[index]
+        part.held = {new: self.held[old] for new, old in enumerate(positions) if old in self.held}
+        return part
 
     def _entry(self, index: int) -> InputEntry:
         held = self.held.get(index)
