@@ -237,6 +237,7 @@ def _main(argv: Sequence[str] | None, streams: Any) -> int:
     args = parser.parse_args([a for a in arguments if a != "--debug"])
     streams.json_stdout = bool(getattr(args, "json", False))
     prefix = f"{parser.prog} {args.command}"
+    _SIGTERM_SEEN.clear()  # main() may run more than once in a process (tests, notebooks)
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     try:
         return int(args.func(args) or 0)

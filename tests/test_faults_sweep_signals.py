@@ -59,13 +59,19 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone in between
+        return b""
+
+
 def _running_units(pid: int, executor: str) -> set[int]:
     """The sweep's descendants once its workers run units (empty until then): for processes the
     resource tracker and two workers, for Ray its services and two task workers."""
     found = _descendants(pid)
     if executor == "ray":
-        tasks = [p for p in found if Path(f"/proc/{p}/cmdline").exists()
-                 and Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"ray::_task")]
+        tasks = [p for p in found if _command_line(p).startswith(b"ray::_task")]
         return found if len(tasks) >= 2 else set()
     return found if len(found) >= 3 else set()
 

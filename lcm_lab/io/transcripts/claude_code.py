@@ -61,7 +61,7 @@ from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.errors import InputFileError
 from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
 from lcm_lab.io.transcripts.base import CLAUDE_CODE_JSONL, TranscriptFormatError, TranscriptRead
-from lcm_lab.io.transcripts.jsonl import UTF8_BOM, JsonlReader, RawLine, parse_json_bytes
+from lcm_lab.io.transcripts.jsonl import JsonlReader, RawLine
 from lcm_lab.io.transcripts.pi import clean_id
 from lcm_lab.io.transcripts.reread import LazyEntries, LineSource
 from lcm_lab.io.transcripts.tree import select_leaf_path
@@ -72,7 +72,7 @@ _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolU
 @dataclass(slots=True)
 class _Line:
     """One line with a uuid. ``raw`` is the whole line, or when the reader re-reads lines
-    (``kept`` says where its bytes are) only the envelope keys structure needs (``_ENVELOPE``)."""
+    (:class:`_LineBytes`) only the envelope keys structure needs (``_ENVELOPE``)."""
 
     line: int
     type: str
@@ -80,7 +80,6 @@ class _Line:
     parent_id: str | None
     sidechain: bool
     raw: dict[str, Any]
-    kept: tuple[int, int] | None = None
 
 
 # Keys of a line that grouping and conversation metadata read; a re-read line keeps only these.
@@ -402,23 +401,17 @@ class _LineBytes:
         self.source = source
         self.kept: dict[int, tuple[int, int]] = {}
 
-    def keep(self, line: RawLine) -> tuple[int, int]:
-        self.kept[line.number] = where = self.source.keep(line)
-        return where
+    def keep(self, line: RawLine) -> None:
+        self.kept[line.number] = self.source.keep(line)
 
     def value(self, line: int, entry_id: str | None = None) -> dict[str, Any]:
-        offset, size = self.kept[line]
-        data = self.source.read(offset, size).strip().removeprefix(UTF8_BOM).strip()
-        try:
-            value = parse_json_bytes(data)
-        except ValueError:
-            value = None
+        value = self.source.parse(*self.kept[line])
         if not isinstance(value, dict) or clean_id(value.get("uuid")) != entry_id:
             raise InputFileError(self.source.path, f"line {line} changed while the file was loaded; load it again")
         return value
 
     def raw_of(self, item: _Line) -> dict[str, Any]:
-        return item.raw if item.kept is None else self.value(item.line, item.entry_id)
+        return self.value(item.line, item.entry_id)
 
 
 class _KeptRaw(Mapping[int, dict[str, Any]]):
@@ -497,10 +490,9 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
             issues.append(LoadIssue(display, line, f"expected a JSON object, found {type(value).__name__}; skipped"))
             continue
         entry_id = clean_id(value.get("uuid"))
-        kept = None
         if lines is not None:
             assert reader.current is not None
-            kept = lines.keep(reader.current)
+            lines.keep(reader.current)
             raw_ids[line] = entry_id
         else:
             raw_entries[line] = value
@@ -525,11 +517,11 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
             untracked[entry_type] = untracked.get(entry_type, 0) + 1
             continue
         parent = clean_id(value.get("parentUuid"))
-        if kept is not None:
+        if lines is not None:
             envelope = {key: sys.intern(v) if isinstance(v := value[key], str) else v for key in _ENVELOPE if key in value}
             entry_id, parent = sys.intern(entry_id), None if parent is None else sys.intern(parent)
             tree_lines.append(_Line(line, sys.intern(entry_type), entry_id, parent, value.get("isSidechain") is True,
-                                    envelope, kept))  # fmt: skip
+                                    envelope))  # fmt: skip
         else:
             tree_lines.append(_Line(line, entry_type, entry_id, parent, value.get("isSidechain") is True, value))
 
@@ -601,16 +593,16 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
         conversation_id = (session_id if group_key is None else f"{session_id}:{group_key}" if extra_chain
                            else f"{session_id}:sidechain:{group_key}")  # fmt: skip
         title = None if group_key is not None else custom_title or (summaries[-1].summary if summaries else None)
-        raw_here: Mapping[int, dict[str, Any]]
-        if lines is not None:
-            wanted = {item.line for item in group} if group_key is not None else None
-            raw_here = _KeptRaw(lines, {line: entry_id for line, entry_id in raw_ids.items()
-                                        if (line in wanted if wanted is not None
-                                            else line not in sidechain_lines and line not in moved_lines)})  # fmt: skip
-        elif group_key is not None:
-            raw_here = {item.line: item.raw for item in group}
+        # The lines this conversation keeps raw: its group's, or for the main chain every line
+        # that no sidechain or extra chain took (lines without a uuid included).
+        if group_key is not None:
+            here = [item.line for item in group]
         else:
-            raw_here = {line: raw for line, raw in raw_entries.items() if line not in sidechain_lines and line not in moved_lines}
+            here = [line for line in (raw_ids if lines is not None else raw_entries)
+                    if line not in sidechain_lines and line not in moved_lines]  # fmt: skip
+        raw_here: Mapping[int, dict[str, Any]] = (
+            {line: raw_entries[line] for line in here} if lines is None else _KeptRaw(lines, {line: raw_ids[line] for line in here})
+        )  # fmt: skip
         conversations.append(
             LoadedConversation(
                 conversation=Conversation(

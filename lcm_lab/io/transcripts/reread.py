@@ -47,6 +47,14 @@ class LineSource:
         self.spool.write(line.data)
         return offset, len(line.data)
 
+    def parse(self, offset: int, size: int) -> Any:
+        """The JSON value of a kept line (``None`` when it no longer parses)."""
+        data = self.read(offset, size).strip().removeprefix(UTF8_BOM).strip()
+        try:
+            return parse_json_bytes(data)
+        except ValueError:
+            return None
+
     def read(self, offset: int, size: int) -> bytes:
         # pread: forked split workers share these descriptors, and with them a seek position.
         if self.spool is not None:
@@ -159,11 +167,7 @@ class ReReadEntries(LazyEntries):
         if held is not None:
             return held
         line, entry_id, bare = self.lines[index], self.ids[index], bool(self.bare[index])
-        data = self.source.read(self.offsets[index], self.sizes[index]).strip().removeprefix(UTF8_BOM).strip()
-        try:
-            value: Any = parse_json_bytes(data)
-        except ValueError:
-            value = None
+        value = self.source.parse(self.offsets[index], self.sizes[index])
         message = value if bare else (value.get("message") if isinstance(value, dict) else None)
         found = value.get("id") if isinstance(value, dict) else None
         if not isinstance(message, dict) or (not bare and isinstance(found, str) and found.strip() != entry_id):
