@@ -411,17 +411,19 @@ class LabStore(StoreReads):
                 raw.execute("COMMIT")
 
     def commit_point(self) -> None:
-        """Inside :meth:`transaction`: commit what is written so far, checkpoint, and carry on in a
-        new transaction.
+        """Inside :meth:`transaction`: commit what is written so far and carry on in a new
+        transaction.
 
-        DuckDB keeps a transaction's rows in memory until a row group fills (122,880 rows, which
-        for wide rows is far more than the load's memory cap) and committed rows until the next
-        checkpoint, so a big load commits and checkpoints every few tens of MB to stay bounded.
-        The caller marks its work unfinished until the last commit (see ``store.sources``)."""
+        DuckDB keeps a transaction's rows in memory until it commits (a row group of 122,880 rows
+        is far more than the load's memory cap for wide rows), so a big load commits every few
+        tens of MB. Committed rows are the buffer manager's to evict, so no checkpoint is needed
+        here: the load checkpoints once, at the end (:meth:`bulk_load`). A checkpoint at every
+        step rewrote the tables' partly filled row groups each time (measured on a 200 MB pi
+        session: 19.6 s instead of 13.3 s, peak RSS 731 MB instead of 538 MB, and a store file
+        of 1,247 MB instead of 663 MB). The caller marks its work unfinished until the last
+        commit (see ``store.sources``)."""
         with self.hold(), _memory_errors(self):
             self.con.execute("COMMIT")
-            if self.path != MEMORY:
-                self.con.execute("CHECKPOINT")
             self.con.execute("BEGIN TRANSACTION")
 
     @contextmanager

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["COMMIT_BYTES", "WriteCounts", "insert_loaded", "insert_prepared", "loaded_before"]
 
 
-# A load commits (and checkpoints) after about this much Arrow data, so DuckDB never holds more
+# A load commits after about this much Arrow data, so DuckDB never holds more
 # than that of one file in memory (see LabStore.commit_point). Measured on a 200 MB Claude Code
 # file under the 256 MB load cap: DuckDB's own use stays near 100 MB.
 COMMIT_BYTES = 48 << 20
