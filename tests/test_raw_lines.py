@@ -61,3 +61,21 @@ def test_a_store_from_before_the_table_has_raw_entries_moved_out_of_the_meta(tmp
         assert back == moved
         (meta_text,) = store.fetch_all("SELECT meta FROM conversations WHERE conversation_id = ?", [cid])[0]
         assert "raw_entries" not in json.loads(meta_text)
+
+
+def test_a_grown_session_file_appends_the_raw_lines_of_its_new_lines_only(tmp_path: Path) -> None:
+    lines = CC_MINI.read_text().splitlines(keepends=True)
+    session = tmp_path / "session.jsonl"
+    session.write_text("".join(lines[:10]))
+    query = "SELECT line, raw FROM raw_lines ORDER BY ALL"
+    with LabStore(tmp_path / "grown.duckdb") as grown:
+        assert [r.status for r in load(session, grown, progress=False)] == ["loaded"]
+        before = grown.fetch_all(query)
+        session.write_text("".join(lines))  # the host appended the rest of the session
+        assert [r.status for r in load(session, grown, progress=False)] == ["appended"]
+        after = grown.fetch_all(query)
+    with LabStore(tmp_path / "fresh.duckdb") as fresh:
+        load(session, fresh, progress=False)
+        expected = fresh.fetch_all(query)
+    assert set(before) < set(after)  # the earlier lines kept, the new ones added...
+    assert after == expected  # ...each once: the same rows as loading the grown file afresh

@@ -97,6 +97,8 @@ class Start:
     event: int = 0
     known_qa: frozenset[str] = frozenset()
     appended: bool = False
+    # Source lines up to this one are stored (an append adds the raw lines after it).
+    line: int = 0
 
 
 class _Buffers:
@@ -162,7 +164,7 @@ def build_rows(
         else:
             counts.conversations += 1
             buffers.add("conversations", _conversation_row(cid, source_id, kind, item))
-            _add_raw_lines(buffers, cid, item.meta.get(RAW_ENTRIES))
+        _add_raw_lines(buffers, cid, item.meta.get(RAW_ENTRIES), after=start.line)
         seq = start.seq
         for position, entry in enumerate(conv.entries[start.position:], start=start.position):
             message = entry.message
@@ -241,12 +243,16 @@ def _conversation_row(cid: int, source_id: int, kind: str, item: LoadedConversat
     }
 
 
-def _add_raw_lines(buffers: _Buffers, cid: int, raw_entries: Mapping[int, Any] | None) -> None:
-    """One ``raw_lines`` row per kept source line, through the flushing buffers (a reader may
-    hand a lazy mapping that parses each line again on access: only one is held at a time)."""
-    for line, raw in (raw_entries or {}).items():
-        text = dumps(raw)
-        buffers.add("raw_lines", {"conversation_id": cid, "line": int(line), "raw": text}, len(text or ""))
+def _add_raw_lines(buffers: _Buffers, cid: int, raw_entries: Mapping[int, Any] | None, *, after: int) -> None:
+    """One ``raw_lines`` row per kept source line after line ``after``, through the flushing
+    buffers (a reader may hand a lazy mapping that parses each line again on access: only one
+    is held at a time, and lines already stored are not parsed)."""
+    if not raw_entries:
+        return
+    for line in raw_entries:
+        if int(line) > after:
+            text = dumps(raw_entries[line])
+            buffers.add("raw_lines", {"conversation_id": cid, "line": int(line), "raw": text}, len(text or ""))
 
 
 def _token_estimate(content: str | None) -> int | None:

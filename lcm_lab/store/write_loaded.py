@@ -77,6 +77,7 @@ class _Existing:
     max_seq: int
     events: int
     qa_ids: set[str]
+    last_line: int
 
 
 def _find_existing(store: LabStore, path: str, session_id: str, taken: set[int]) -> _Existing | None:
@@ -99,7 +100,11 @@ def _find_existing(store: LabStore, path: str, session_id: str, taken: set[int])
     max_seq = int(store.fetch_all("SELECT COALESCE(max(seq), 0) FROM messages WHERE conversation_id = ?", [cid])[0][0])
     events = int(store.fetch_all("SELECT count(*) FROM recorded_events WHERE conversation_id = ?", [cid])[0][0])
     qa_ids = {r[0] for r in store.fetch_all("SELECT qa_id FROM qa_items WHERE conversation_id = ?", [cid])}
-    return _Existing(cid, keys, max_seq, events, qa_ids)
+    last_line = int(store.fetch_all(
+        "SELECT COALESCE(max(line), 0) FROM (SELECT line FROM entries WHERE conversation_id = $1"
+        " UNION ALL SELECT line FROM raw_lines WHERE conversation_id = $1)", [cid]
+    )[0][0])  # fmt: skip
+    return _Existing(cid, keys, max_seq, events, qa_ids, last_line)
 
 
 def _starts(store: LabStore, path: str, loaded: Sequence[LoadedConversation]) -> tuple[list[Start], list[str]]:
@@ -117,7 +122,7 @@ def _starts(store: LabStore, path: str, loaded: Sequence[LoadedConversation]) ->
             if keys == existing.entry_keys:
                 taken.add(existing.conversation_id)
                 starts.append(Start(existing.conversation_id, len(keys), existing.max_seq, existing.events,
-                                    frozenset(existing.qa_ids), appended=True))  # fmt: skip
+                                    frozenset(existing.qa_ids), appended=True, line=existing.last_line))  # fmt: skip
                 continue
             warnings.append(
                 f"{path}: session {conv.session_id} changed in place (not an append); loaded as a new conversation"
