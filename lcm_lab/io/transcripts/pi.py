@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,11 +71,13 @@ class PiEntry:
     timestamp: str | None
     message: dict[str, Any] | None
     raw: dict[str, Any]
-    kept: KeptLine | None = None  # the message is read again from the file (raw and message dropped)
+    # The message is read again from the file (raw and message dropped; where its line's bytes
+    # are is in the parser's _KeptLines: an object per line here cost 120 bytes of a million).
+    kept: bool = False
 
     @property
     def has_message(self) -> bool:
-        return self.message is not None or self.kept is not None
+        return self.message is not None or self.kept
 
 
 _ENVELOPE_KEYS = frozenset({"type", "id", "parentId", "timestamp", "message"})
@@ -82,7 +85,7 @@ _ENVELOPE_KEYS = frozenset({"type", "id", "parentId", "timestamp", "message"})
 
 def _not_fully_represented(entry: PiEntry) -> bool:
     """True when an :class:`InputEntry` would drop part of this entry's JSON (kept raw)."""
-    if entry.kept is not None:
+    if entry.kept:
         return False  # only fully represented message entries are read again
     if entry.message is None:
         return True
@@ -107,6 +110,27 @@ def _int_or_none(value: object) -> int | None:
     return None
 
 
+class _KeptLines:
+    """Where each kept line's bytes are (:meth:`LineSource.keep`), in typed arrays indexed by line
+    number (lines are fed in increasing order): a few bytes per line, no object per line."""
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.sizes = array("q")
+        self.bare = bytearray()
+
+    def add(self, line: int, offset: int, size: int, bare: bool) -> None:
+        missing = line + 1 - len(self.offsets)
+        if missing > 0:
+            self.offsets.extend([-1] * missing)
+            self.sizes.extend([0] * missing)
+            self.bare.extend(bytes(missing))
+        self.offsets[line], self.sizes[line], self.bare[line] = offset, size, bare
+
+    def of(self, line: int) -> KeptLine:
+        return KeptLine(self.offsets[line], self.sizes[line], bool(self.bare[line]))
+
+
 class PiSessionParser:
     """Accumulates ``(line, value)`` records of one pi session and builds the conversation.
 
@@ -126,6 +150,7 @@ class PiSessionParser:
         self.entries: list[PiEntry] = []
         self.last_line = 0
         self.source: LineSource | None = None
+        self.kept = _KeptLines()
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -189,7 +214,8 @@ class PiSessionParser:
         if entry.message is None or _not_fully_represented(entry):
             return
         offset, size = source.keep(line)
-        entry.kept = KeptLine(offset, size, entry.message is entry.raw)
+        self.kept.add(entry.line, offset, size, entry.message is entry.raw)
+        entry.kept = True
         entry.message = None
         entry.raw = _NO_RAW
         entry.type = "message"  # one shared string; the timestamp comes back with the line
@@ -303,7 +329,7 @@ class PiSessionParser:
         # Kept lines get their ids only now (v1 files receive theirs in _upgrade_v1_ids).
         items = (
             InputEntry(line=e.line, type=e.type, message=e.message, entry_id=e.entry_id, timestamp=e.timestamp)
-            if e.kept is None else (e.line, e.entry_id, e.kept)
+            if not e.kept else (e.line, e.entry_id, self.kept.of(e.line))
             for e in path
         )  # fmt: skip
         entries: Sequence[InputEntry] = (

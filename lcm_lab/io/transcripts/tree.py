@@ -72,22 +72,10 @@ def select_leaf_path(nodes: Sequence[NodeT]) -> LeafPath[NodeT]:
         by_id[node.entry_id] = node
 
     path: list[NodeT] = []
-    visited: set[str] = set()
     current: NodeT | None = nodes[-1]
     while current is not None:
-        current_id = current.entry_id
-        assert current_id is not None
-        if current_id in visited:
-            closing = path[-1]  # its parent pointer closes the loop
-            return LeafPath(
-                tuple(nodes),
-                "file-order",
-                f"cycle in the parent chain: entry {closing.entry_id!r} points back to {current_id!r}; "
-                "using all entries in file order",
-                closing.line,
-                tuple(duplicates),
-            )
-        visited.add(current_id)
+        if len(path) == len(by_id):  # more steps than there are ids: the chain loops
+            return _cycle(nodes, by_id, tuple(duplicates))
         path.append(current)
         parent_id = current.parent_id
         if parent_id is None:
@@ -104,3 +92,22 @@ def select_leaf_path(nodes: Sequence[NodeT]) -> LeafPath[NodeT]:
         current = parent
     path.reverse()
     return LeafPath(tuple(path), "tree", None, None, tuple(duplicates))
+
+
+def _cycle(nodes: Sequence[NodeT], by_id: dict[str, NodeT], duplicates: tuple[tuple[int, int, str], ...]) -> LeafPath[NodeT]:
+    """The file-order fallback for a parent chain that loops, naming the entry that closes the loop
+    (walked again with the ids seen: the common walk keeps no set of them)."""
+    seen: set[str] = set()
+    closing = current = nodes[-1]
+    while current.entry_id not in seen:
+        assert current.entry_id is not None and current.parent_id is not None
+        seen.add(current.entry_id)
+        closing, current = current, by_id[current.parent_id]
+    return LeafPath(
+        tuple(nodes),
+        "file-order",
+        f"cycle in the parent chain: entry {closing.entry_id!r} points back to {current.entry_id!r}; "
+        "using all entries in file order",
+        closing.line,
+        duplicates,
+    )
