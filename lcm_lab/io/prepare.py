@@ -11,6 +11,7 @@ readers, the engine and pyarrow.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import tempfile
@@ -140,6 +141,9 @@ def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind
     total = WriteCounts()
     with tempfile.TemporaryDirectory(prefix="lcm-lab-split-", ignore_cleanup_errors=True) as spool:
         _SPLIT = (item, start, kind, source_id, bounds, spool)
+        # What the parent holds goes to the collector's permanent generation while workers fork:
+        # a collection in a worker would otherwise write to (and so copy) every page of it.
+        gc.freeze()
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
                 futures = [pool.submit(_build_part, k) for k in range(parts)]
@@ -157,6 +161,7 @@ def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind
                     _merge(total, counts, first=k == 0)
         finally:
             _SPLIT = None
+            gc.unfreeze()
     return total
 
 
