@@ -71,8 +71,8 @@ class PiEntry:
     timestamp: str | None
     message: dict[str, Any] | None
     raw: dict[str, Any]
-    # The message is read again from the file (raw and message dropped; where its line's bytes
-    # are is in the parser's _KeptLines: an object per line here cost 120 bytes of a million).
+    # The message is read again from the file (raw and message dropped). Where its line's bytes
+    # are is in the parser's _KeptLines: an object per line here cost about 120 bytes a line.
     kept: bool = False
 
     @property
