@@ -18,8 +18,9 @@ directory that is removed afterwards (never in the repository):
   same file in the same child (the ratio is the figure to compare across machines);
   ``speed-pi-28-w2`` the same with ``LCM_LAB_LOAD_WORKERS=2`` (the default uses workers only
   when the CPUs are idle, which a shared machine rarely is). Each runs ``SPEED_REPEATS`` times;
-  the run of median wall time is reported, with every run's MB/s. The clock starts after the new
-  store is created (its creation time is reported beside it).
+  the run of median wall time is reported, with every run's MB/s; the speed cases take turns. ``speed-dir-50-w2`` loads a
+  directory of 50 MB of pi sessions the same way: the single file's MB/s over the directory's is
+  what splitting one file across the workers is for.
 
 ``--code DIR`` runs the children against another checkout (the "before" column: e.g. the
 main branch before this work). Writes ``reports/benchmarks/memory.{json,md}``; with
@@ -37,6 +38,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,13 +52,13 @@ TARGET_MB = 1024.0
 SPEED_TARGET_MB_S = 25.0
 CASES = (
     "load-pi-50", "load-pi-200", "load-cc-200", "load-cc-400", "load-tiny-1m", "load-line-200", "load-gz-line-4096",
-    "replay-5k", "replay-20k", "report-20k", "speed-pi-28", "speed-pi-28-w2",
+    "replay-5k", "replay-20k", "report-20k", "speed-pi-28", "speed-pi-28-w2", "speed-dir-50-w2",
 )  # fmt: skip
 # Speed cases run this many times (a fresh child and store each): the median is the figure, every
 # run is kept (wall time on a shared machine swings by a third between runs of the same code).
 SPEED_REPEATS = 5
 # Cases run with settings of their own (everything else on the defaults).
-CASE_ENV = {"speed-pi-28-w2": {"LCM_LAB_LOAD_WORKERS": "2"}}
+CASE_ENV = {"speed-pi-28-w2": {"LCM_LAB_LOAD_WORKERS": "2"}, "speed-dir-50-w2": {"LCM_LAB_LOAD_WORKERS": "2"}}
 
 
 def _input(case: str, work: Path) -> Path:
@@ -76,7 +78,55 @@ def _input(case: str, work: Path) -> Path:
         return generate.generate_long_line(work / "line-4096.jsonl.gz", line_mb=4096, gz=True)
     if case.startswith("speed-pi-28"):
         return generate.generate_pi_file(work / "pi-28.jsonl", target_mb=28)
+    if case == "speed-dir-50-w2":
+        return generate.generate_session_dir(work / "sessions-50", target_mb=50)
     return work  # replays generate their conversation in the child
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (Linux ``/proc``)."""
+    found = [pid]
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [p for child in children.read_text().split() for p in _tree(int(child))]
+        except OSError:  # the task ended while it was read
+            pass
+    return found
+
+
+def _pss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class _TreeSampler:
+    """The peak of the summed PSS of this process and its workers, sampled every 50 ms. PSS counts
+    a page shared by n processes as 1/n in each, so unlike the workers' RSS (which counts pages
+    a forked worker still shares with its parent in full) the sum is what the load really holds."""
+
+    def __init__(self) -> None:
+        self.peak = 0.0
+        self.available = Path("/proc/self/smaps_rollup").is_file()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        if self.available:
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, sum(_pss_mb(pid) for pid in _tree(os.getpid())))
+
+    def stop(self) -> float | None:
+        if not self.available:
+            return None
+        self._stop.set()
+        self._thread.join()
+        return self.peak
 
 
 def _peaks() -> dict[str, float]:
@@ -87,6 +137,11 @@ def _peaks() -> dict[str, float]:
         # CPU seconds of the child and its workers: on a shared machine wall time mostly measures the neighbours.
         "cpu_seconds": own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime,
     }
+
+
+def _files(path: Path) -> list[Path]:
+    """The JSONL files a case loads: ``path`` itself, or every one under a directory."""
+    return sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
 
 
 def _child_load(path: Path, store: Any) -> dict[str, Any]:
@@ -105,7 +160,7 @@ def _child_load(path: Path, store: Any) -> dict[str, Any]:
         "messages": sum(r.messages for r in results),
         "skipped_lines": sum(r.skipped_lines for r in results),
         "error": next((r.error for r in results if r.error), None),
-        "input_mb": path.stat().st_size / 1e6,
+        "input_mb": sum(f.stat().st_size for f in _files(path)) / 1e6,
     }
 
 
@@ -142,23 +197,17 @@ def _child_report(messages: int, store: Any, work: Path) -> dict[str, Any]:
 def _child_speed(path: Path, store: Any) -> dict[str, Any]:
     import duckdb
 
-    # The store is created (schema migrated) before the clock starts: a fixed cost of a new store,
-    # not of the input's size, reported apart (a user's first load pays it once).
-    started = time.perf_counter()
-    store.fetch_all("SELECT 1")
-    store_open_seconds = time.perf_counter() - started
     loaded = _child_load(path, store)
     con = duckdb.connect()
     started = time.perf_counter()
-    quoted = str(path).replace("'", "''")
     rows = con.execute(
-        f"SELECT count(*) FROM read_json('{quoted}', format='newline_delimited', records=false, maximum_object_size=1073741824)"
+        "SELECT count(*) FROM read_json(?, format='newline_delimited', records=false, maximum_object_size=1073741824)",
+        [[str(f) for f in _files(path)]],
     ).fetchone()
     read_json_seconds = time.perf_counter() - started
     con.close()
-    mb = path.stat().st_size / 1e6
-    return {**loaded, "mb_per_s": mb / loaded["seconds"], "store_open_seconds": store_open_seconds,
-            "mb_per_s_with_store_open": mb / (loaded["seconds"] + store_open_seconds), "read_json_seconds": read_json_seconds,
+    mb = loaded["input_mb"]
+    return {**loaded, "mb_per_s": mb / loaded["seconds"], "read_json_seconds": read_json_seconds,
             "read_json_mb_per_s": mb / read_json_seconds, "read_json_rows": rows[0] if rows else None,
             "ratio_to_read_json": (mb / loaded["seconds"]) / (mb / read_json_seconds)}  # fmt: skip
 
@@ -167,6 +216,7 @@ def child(case: str, path: Path, store_path: Path) -> dict[str, Any]:
     from lcm_lab.store import LabStore
 
     store = LabStore(store_path)
+    sampler = _TreeSampler()
     try:
         runners: dict[str, Callable[[], dict[str, Any]]] = {
             "replay-5k": lambda: _child_replay(5_000, store, path),
@@ -174,11 +224,12 @@ def child(case: str, path: Path, store_path: Path) -> dict[str, Any]:
             "report-20k": lambda: _child_report(20_000, store, path),
             "speed-pi-28": lambda: _child_speed(path, store),
             "speed-pi-28-w2": lambda: _child_speed(path, store),
+            "speed-dir-50-w2": lambda: _child_speed(path, store),
         }
         record = runners[case]() if case in runners else _child_load(path, store)
     finally:
         store.close()
-    return {"case": case, **record, **_peaks()}
+    return {"case": case, **record, **_peaks(), "peak_all_processes_pss_mb": sampler.stop()}
 
 
 def run_child(case: str, path: Path, store_path: Path, code: Path) -> dict[str, Any]:
@@ -209,16 +260,14 @@ def main() -> None:
         print(json.dumps(child(case, Path(path), Path(store_path))))
         return
     records = []
+    code = args.code.resolve()
     with tempfile.TemporaryDirectory(prefix="lcm-lab-bench-memory-") as tmp:
         work = Path(tmp)
-        for case in args.cases:
+        for case in (case for case in args.cases if not case.startswith("speed")):
             path = _input(case, work)
             # Replays and their report share one store; every load gets a fresh one.
             store_path = work / ("replays.duckdb" if case.startswith(("replay", "report")) else f"{case}.duckdb")
-            if case.startswith("speed"):
-                record = _median_run(case, path, store_path, args.code.resolve())
-            else:
-                record = run_child(case, path, store_path, args.code.resolve())
+            record = run_child(case, path, store_path, code)
             records.append(record)
             print(_line(record), flush=True)
             if not case.startswith(("replay", "report")):
@@ -226,21 +275,35 @@ def main() -> None:
                     leftover.unlink()
                 if path.is_file() and path.stat().st_size > 100_000_000:
                     path.unlink()  # big inputs are regenerated when needed: keep the disk free
+        speed = [case for case in args.cases if case.startswith("speed")]
+        if speed:
+            for record in _median_runs(speed, work, code):
+                records.append(record)
+                print(_line(record), flush=True)
     write_report(args.label, records)
 
 
-def _median_run(case: str, path: Path, store_path: Path, code: Path) -> dict[str, Any]:
-    """The run of median wall time out of ``SPEED_REPEATS``, with every run's MB/s beside it."""
-    runs = []
+def _median_runs(cases: list[str], work: Path, code: Path) -> list[dict[str, Any]]:
+    """For each speed case, the run of median wall time out of ``SPEED_REPEATS``, with every run's
+    MB/s beside it. The cases take turns (one run of each, then again), so the machine's swings
+    fall on all of them alike and their ratios compare like with like."""
+    inputs = {case: _input(case, work) for case in cases}
+    runs: dict[str, list[dict[str, Any]]] = {case: [] for case in cases}
     for _ in range(SPEED_REPEATS):
-        runs.append(run_child(case, path, store_path, code))
-        for leftover in store_path.parent.glob(f"{store_path.name}*"):
-            leftover.unlink()
-    done = sorted((r for r in runs if r.get("ok")), key=lambda r: r["seconds"])
-    if not done:
-        return runs[-1]
-    return {**done[len(done) // 2], "runs_mb_per_s": [round(r["mb_per_s"], 1) for r in runs if r.get("ok")],
-            "runs_ratio_to_read_json": [round(r["ratio_to_read_json"], 3) for r in runs if r.get("ok")]}  # fmt: skip
+        for case in cases:
+            store_path = work / f"{case}.duckdb"
+            runs[case].append(run_child(case, inputs[case], store_path, code))
+            for leftover in work.glob(f"{store_path.name}*"):
+                leftover.unlink()
+    medians = []
+    for case in cases:
+        done = sorted((r for r in runs[case] if r.get("ok")), key=lambda r: r["seconds"])
+        if not done:
+            medians.append(runs[case][-1])
+            continue
+        medians.append({**done[len(done) // 2], "runs_mb_per_s": [round(r["mb_per_s"], 1) for r in runs[case] if r.get("ok")],
+                        "runs_ratio_to_read_json": [round(r["ratio_to_read_json"], 3) for r in runs[case] if r.get("ok")]})  # fmt: skip
+    return medians
 
 
 def _line(record: dict[str, Any]) -> str:
@@ -271,7 +334,8 @@ def write_report(label: str, records: list[dict[str, Any]]) -> None:
         "processes). Inputs are generated in a temporary directory by `benchmarks/generate.py`. Run: "
         "`python -m benchmarks.bench_memory` (`--code DIR --label before` measures another checkout).",
         "",
-        "| case | " + " | ".join(f"{name}: peak RSS MB / workers MB / wall s / CPU s / result" for name in labels) + " |",
+        "| case | " + " | ".join(f"{name}: peak RSS MB / workers MB / all processes PSS MB / wall s / CPU s / result"
+                                 for name in labels) + " |",
         "|---|" + "---|" * len(labels),
     ]
     for case in CASES:
@@ -288,26 +352,38 @@ def write_report(label: str, records: list[dict[str, Any]]) -> None:
             peak_text = f"**{peak:,.0f}**" if peak is not None and peak >= TARGET_MB else (f"{peak:,.0f}" if peak else "?")
             cpu = r.get("cpu_seconds")
             cpu_text = f"{cpu:.1f}" if cpu is not None else "—"
-            cells.append(f"{peak_text} / {r.get('workers_peak_rss_mb', 0):,.0f} / {r.get('seconds', float('nan')):.1f} / {cpu_text} / {result}")
+            pss = r.get("peak_all_processes_pss_mb")
+            pss_text = "—" if pss is None else (f"**{pss:,.0f}**" if pss >= TARGET_MB else f"{pss:,.0f}")
+            cells.append(f"{peak_text} / {r.get('workers_peak_rss_mb', 0):,.0f} / {pss_text} / "
+                         f"{r.get('seconds', float('nan')):.1f} / {cpu_text} / {result}")  # fmt: skip
         if any(cell != "—" for cell in cells):
             lines.append(f"| {case} | " + " | ".join(cells) + " |")
     loads = ", ".join(f"{name} {runs[name]['load_average']:.1f}" for name in labels if "load_average" in runs[name])
-    lines += ["", "Bold: over the target. CPU s counts the child and its workers (— : not recorded by that run); wall "
+    lines += ["", "Bold: over the target. A forked worker's RSS counts in full the pages it still shares with the "
+              "parent; the peak of the summed PSS of the parent and its workers (sampled every 50 ms; — : not "
+              "recorded by that run) is what the load held in all. CPU s counts the child and its workers (— : not recorded by that run); wall "
               "time on this shared machine (2 CPUs, load average 3–16 while these ran"
               + (f"; at the end of the last run: {loads}" if loads else "") + ") mostly measures the neighbours.", ""]  # fmt: skip
     for name in labels:
-        for case, how in (("speed-pi-28", "default settings"), ("speed-pi-28-w2", "LCM_LAB_LOAD_WORKERS=2")):
+        speeds = (("speed-pi-28", "Single 28 MB pi session, default settings"),
+                  ("speed-pi-28-w2", "Single 28 MB pi session, LCM_LAB_LOAD_WORKERS=2"),
+                  ("speed-dir-50-w2", "Directory of 50 MB of pi sessions, LCM_LAB_LOAD_WORKERS=2"))  # fmt: skip
+        for case, how in speeds:
             speed = by_case[name].get(case)
             if speed and "mb_per_s" in speed:
                 every = speed.get("runs_mb_per_s")
                 lines.append(
-                    f"* Single 28 MB pi session, {how} ({name}): load {speed['mb_per_s']:.1f} MB/s"
+                    f"* {how} ({name}): load {speed['mb_per_s']:.1f} MB/s"
                     + (f" (median of {len(every)} runs: {', '.join(f'{v:.1f}' for v in every)})" if every else "")
-                    + (f"; a new store's creation took {speed['store_open_seconds']:.2f} s more"
-                       f" ({speed['mb_per_s_with_store_open']:.1f} MB/s with it)" if "store_open_seconds" in speed else "")
                     + f", DuckDB `read_json` of the same file {speed['read_json_mb_per_s']:.1f} MB/s in the same "
                     f"process: ratio {speed['ratio_to_read_json']:.2f} (target ≥ {SPEED_TARGET_MB_S:.0f} MB/s)."
                 )
+        single, directory = by_case[name].get("speed-pi-28-w2"), by_case[name].get("speed-dir-50-w2")
+        if single and directory and "mb_per_s" in single and "mb_per_s" in directory:
+            lines.append(
+                f"* One file against a directory ({name}, both with two workers, runs taking turns): "
+                f"{single['mb_per_s'] / directory['mb_per_s']:.2f} of the directory's MB/s."
+            )
     (REPORTS / "memory.md").write_text("\n".join(lines) + "\n")
 
 
