@@ -114,15 +114,20 @@ def _canonical(messages: Any) -> str:
 
 
 def _wait_for_runs(db: Path, process: subprocess.Popen[str], *, at_least: int, timeout: float = 300) -> int:
-    """Poll the store (as another process would) until ``at_least`` units are recorded."""
+    """Poll the store (as another process would) until ``at_least`` units are recorded.
+
+    A poll that finds the store busy gives up at once and tries again: waiting for the lock
+    (up to a minute on a loaded machine) let the sweep finish every unit before it was killed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             return 0
         if db.exists():
             try:
-                with LabStore(db, lock_timeout=60) as store:
+                with LabStore(db, lock_timeout=0.5) as store:
                     count = int(store.fetch_all("SELECT count(*) FROM sweep_runs")[0][0])
+            except StoreBusyError:
+                count = 0
             except Exception as exc:  # the schema may not exist yet in the first instants
                 if "sweep_runs" not in str(exc):
                     raise
