@@ -234,6 +234,50 @@ def test_a_load_killed_after_a_commit_point_is_cleaned_by_the_next_load(tmp_path
     assert sorted(store.fetch_all("SELECT status FROM sources")) == [("failed",), ("loaded",)]
 
 
+_KILLED_LOAD_LOG = """
+import os, sys
+from lcm_lab.store import LabStore
+import lcm_lab.loading.dispatch as dispatch
+import lcm_lab.store.core as core
+dispatch.COMMIT_BYTES = 20_000
+core._LOAD_CHECKPOINT_THRESHOLD = sys.argv[3]
+steps = []
+real = LabStore.commit_point
+def commit_point(self):
+    real(self)
+    steps.append(1)
+    if len(steps) == 60:
+        os.kill(os.getpid(), 9)
+LabStore.commit_point = commit_point
+dispatch.load(sys.argv[1], LabStore(sys.argv[2]), progress=False)
+"""
+
+
+def test_a_killed_load_leaves_a_log_no_longer_than_the_load_checkpoint_threshold(tmp_path: Path) -> None:
+    # Commit steps do not checkpoint; the log they leave is what the next open replays (in
+    # memory), so DuckDB must checkpoint once it passes the load's threshold.
+    import subprocess
+    import sys
+
+    path = _session(tmp_path / "session.jsonl", 3000)
+    script = tmp_path / "killed_load.py"
+    script.write_text(_KILLED_LOAD_LOG)
+
+    def killed_log(threshold: str) -> int:
+        db = tmp_path / f"lab-{threshold}.duckdb"
+        done = subprocess.run([sys.executable, str(script), str(path), str(db), threshold], capture_output=True)
+        assert done.returncode == -9, done.stderr.decode()[-500:]
+        wal = db.with_name(db.name + ".wal")
+        return wal.stat().st_size if wal.exists() else 0
+
+    assert killed_log("1GB") > 1 << 20  # the steps alone never checkpoint: 60 of them pile up
+    assert killed_log("256KB") < 2 * 256 * 1024  # bounded by the threshold (plus one step)
+    store = LabStore(tmp_path / "lab-256KB.duckdb")
+    assert store.fetch_all("SELECT status FROM sources") == [("loading",)]
+    (result,) = load(path, store, progress=False)
+    assert result.status == "loaded" and result.messages == 3000
+
+
 # -- DuckDB running out of memory is one line naming LCM_LAB_MEMORY_LIMIT -------------------------
 
 

@@ -44,8 +44,11 @@ MEMORY_LIMIT_ENV = "LCM_LAB_MEMORY_LIMIT"
 # DuckDB's buffer pool during bulk loads: loads stream, so a small pool keeps peak memory flat
 # as inputs grow (measured: no slowdown at 200 MB of JSONL or 500k lcm.db messages).
 LOAD_MEMORY_LIMIT = "256MB"
-# A load's write-ahead log may grow this far before DuckDB checkpoints (see LabStore.bulk_load).
-_LOAD_CHECKPOINT_THRESHOLD = "1GB"
+# A load's write-ahead log may grow this far before DuckDB checkpoints (see LabStore.bulk_load):
+# far enough that a directory's many small commits or a big file's commit steps do not rewrite
+# the same row groups again and again, near enough that the open after a killed load replays it
+# under the memory target (measured: a 542 MB log replays at a 797 MB peak; 976 MB at 1,284 MB).
+_LOAD_CHECKPOINT_THRESHOLD = "512MB"
 # DuckDB's default. One big commit (an lcm.db import) passes it, and DuckDB then writes the rows
 # straight to the database file instead of copying them to the log first (measured: 10% faster).
 BIG_COMMIT_CHECKPOINT_THRESHOLD = "16MB"
