@@ -249,10 +249,11 @@ def _add_raw_lines(buffers: _Buffers, cid: int, raw_entries: Mapping[int, Any] |
     is held at a time, and lines already stored are not parsed)."""
     if not raw_entries:
         return
-    for line in raw_entries:
-        if int(line) > after:
-            text = dumps(raw_entries[line])
-            buffers.add("raw_lines", {"conversation_id": cid, "line": int(line), "raw": text}, len(text or ""))
+    for key in raw_entries:
+        line = int(key)
+        if line > after:
+            text = dumps(raw_entries[key])
+            buffers.add("raw_lines", {"conversation_id": cid, "line": line, "raw": text}, len(text or ""))
 
 
 def _token_estimate(content: str | None) -> int | None:
