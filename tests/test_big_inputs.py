@@ -197,11 +197,16 @@ def test_a_failure_after_a_commit_point_removes_the_rows_already_committed(
     assert again.status == "loaded" and _counts(store)["messages"] == 400
 
 
+# Loads argv[1] into the store argv[2] in 20 KB commit steps and kills itself after step argv[3]
+# (argv[4], when given: the load's checkpoint threshold).
 _KILLED_LOAD = """
 import os, sys
 from lcm_lab.store import LabStore
 import lcm_lab.loading.dispatch as dispatch
+import lcm_lab.store.core as core
 dispatch.COMMIT_BYTES = 20_000
+if len(sys.argv) > 4:
+    core._LOAD_CHECKPOINT_THRESHOLD = sys.argv[4]
 steps = []
 real = LabStore.commit_point
 def commit_point(self):
@@ -234,25 +239,6 @@ def test_a_load_killed_after_a_commit_point_is_cleaned_by_the_next_load(tmp_path
     assert sorted(store.fetch_all("SELECT status FROM sources")) == [("failed",), ("loaded",)]
 
 
-_KILLED_LOAD_LOG = """
-import os, sys
-from lcm_lab.store import LabStore
-import lcm_lab.loading.dispatch as dispatch
-import lcm_lab.store.core as core
-dispatch.COMMIT_BYTES = 20_000
-core._LOAD_CHECKPOINT_THRESHOLD = sys.argv[3]
-steps = []
-real = LabStore.commit_point
-def commit_point(self):
-    real(self)
-    steps.append(1)
-    if len(steps) == 60:
-        os.kill(os.getpid(), 9)
-LabStore.commit_point = commit_point
-dispatch.load(sys.argv[1], LabStore(sys.argv[2]), progress=False)
-"""
-
-
 def test_a_killed_load_leaves_a_log_no_longer_than_the_load_checkpoint_threshold(tmp_path: Path) -> None:
     # Commit steps do not checkpoint; the log they leave is what the next open replays (in
     # memory), so DuckDB must checkpoint once it passes the load's threshold.
@@ -261,11 +247,11 @@ def test_a_killed_load_leaves_a_log_no_longer_than_the_load_checkpoint_threshold
 
     path = _session(tmp_path / "session.jsonl", 3000)
     script = tmp_path / "killed_load.py"
-    script.write_text(_KILLED_LOAD_LOG)
+    script.write_text(_KILLED_LOAD)
 
     def killed_log(threshold: str) -> int:
         db = tmp_path / f"lab-{threshold}.duckdb"
-        done = subprocess.run([sys.executable, str(script), str(path), str(db), threshold], capture_output=True)
+        done = subprocess.run([sys.executable, str(script), str(path), str(db), "60", threshold], capture_output=True)
         assert done.returncode == -9, done.stderr.decode()[-500:]
         wal = db.with_name(db.name + ".wal")
         return wal.stat().st_size if wal.exists() else 0
