@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -271,8 +272,7 @@ def main() -> None:
             records.append(record)
             print(_line(record), flush=True)
             if not case.startswith(("replay", "report")):
-                for leftover in work.glob(f"{case}.duckdb*"):
-                    leftover.unlink()
+                _remove_store(work / f"{case}.duckdb")
                 if path.is_file() and path.stat().st_size > 100_000_000:
                     path.unlink()  # big inputs are regenerated when needed: keep the disk free
         speed = [case for case in args.cases if case.startswith("speed")]
@@ -293,17 +293,26 @@ def _median_runs(cases: list[str], work: Path, code: Path) -> list[dict[str, Any
         for case in cases:
             store_path = work / f"{case}.duckdb"
             runs[case].append(run_child(case, inputs[case], store_path, code))
-            for leftover in work.glob(f"{store_path.name}*"):
-                leftover.unlink()
+            _remove_store(store_path)
     medians = []
     for case in cases:
-        done = sorted((r for r in runs[case] if r.get("ok")), key=lambda r: r["seconds"])
-        if not done:
+        ok = [r for r in runs[case] if r.get("ok")]  # in the order they ran
+        if not ok:
             medians.append(runs[case][-1])
             continue
-        medians.append({**done[len(done) // 2], "runs_mb_per_s": [round(r["mb_per_s"], 1) for r in runs[case] if r.get("ok")],
-                        "runs_ratio_to_read_json": [round(r["ratio_to_read_json"], 3) for r in runs[case] if r.get("ok")]})  # fmt: skip
+        median = sorted(ok, key=lambda r: r["seconds"])[len(ok) // 2]
+        medians.append({**median, "runs_mb_per_s": [round(r["mb_per_s"], 1) for r in ok],
+                        "runs_ratio_to_read_json": [round(r["ratio_to_read_json"], 3) for r in ok]})  # fmt: skip
     return medians
+
+
+def _remove_store(store_path: Path) -> None:
+    """Remove a case's store with its log and spill files (every load gets a fresh one)."""
+    for leftover in store_path.parent.glob(f"{store_path.name}*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        else:
+            leftover.unlink()
 
 
 def _line(record: dict[str, Any]) -> str:
@@ -359,9 +368,9 @@ def write_report(label: str, records: list[dict[str, Any]]) -> None:
         if any(cell != "—" for cell in cells):
             lines.append(f"| {case} | " + " | ".join(cells) + " |")
     loads = ", ".join(f"{name} {runs[name]['load_average']:.1f}" for name in labels if "load_average" in runs[name])
-    lines += ["", "Bold: over the target. A forked worker's RSS counts in full the pages it still shares with the "
-              "parent; the peak of the summed PSS of the parent and its workers (sampled every 50 ms; — : not "
-              "recorded by that run) is what the load held in all. CPU s counts the child and its workers (— : not recorded by that run); wall "
+    lines += ["", "Bold: over the target. — : not recorded by that run. A forked worker's RSS counts in full the "
+              "pages it still shares with the parent; the peak of the summed PSS of the parent and its workers "
+              "(sampled every 50 ms) is what the load held in all. CPU s counts the child and its workers; wall "
               "time on this shared machine (2 CPUs, load average 3–16 while these ran"
               + (f"; at the end of the last run: {loads}" if loads else "") + ") mostly measures the neighbours.", ""]  # fmt: skip
     for name in labels:
@@ -375,7 +384,7 @@ def write_report(label: str, records: list[dict[str, Any]]) -> None:
                 lines.append(
                     f"* {how} ({name}): load {speed['mb_per_s']:.1f} MB/s"
                     + (f" (median of {len(every)} runs: {', '.join(f'{v:.1f}' for v in every)})" if every else "")
-                    + f", DuckDB `read_json` of the same file {speed['read_json_mb_per_s']:.1f} MB/s in the same "
+                    + f", DuckDB `read_json` of the same input {speed['read_json_mb_per_s']:.1f} MB/s in the same "
                     f"process: ratio {speed['ratio_to_read_json']:.2f} (target ≥ {SPEED_TARGET_MB_S:.0f} MB/s)."
                 )
         single, directory = by_case[name].get("speed-pi-28-w2"), by_case[name].get("speed-dir-50-w2")
