@@ -51,7 +51,9 @@ bridges compact boundaries). Every source line is kept verbatim in
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -63,7 +65,7 @@ from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
 from lcm_lab.io.transcripts.base import CLAUDE_CODE_JSONL, TranscriptFormatError, TranscriptRead
 from lcm_lab.io.transcripts.jsonl import JsonlReader, RawLine
 from lcm_lab.io.transcripts.pi import clean_id
-from lcm_lab.io.transcripts.reread import LazyEntries, LineSource
+from lcm_lab.io.transcripts.reread import KeptLines, LazyEntries, LineSource
 from lcm_lab.io.transcripts.tree import select_leaf_path
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolUse", "max_tokens": "length"}
@@ -395,52 +397,62 @@ def _first_user_text(entries: tuple[InputEntry, ...]) -> str | None:
 
 
 class _LineBytes:
-    """Where the lines of a re-read session are (a :class:`LineSource`), and each line parsed again."""
+    """Where the lines of a re-read session are (a :class:`LineSource`) with each line's uuid, in
+    columns indexed by line number, and each line parsed again."""
 
     def __init__(self, source: LineSource) -> None:
         self.source = source
-        self.kept: dict[int, tuple[int, int]] = {}
+        self.kept = KeptLines()
+        self.ids: list[str | None] = []  # by line number (None: no uuid, or the line is not kept)
 
-    def keep(self, line: RawLine) -> None:
-        self.kept[line.number] = self.source.keep(line)
+    def keep(self, line: RawLine, entry_id: str | None) -> None:
+        self.kept.add(line.number, *self.source.keep(line))
+        self.ids.extend([None] * (line.number + 1 - len(self.ids)))
+        self.ids[line.number] = entry_id
 
-    def value(self, line: int, entry_id: str | None = None) -> dict[str, Any]:
-        value = self.source.parse(*self.kept[line])
-        if not isinstance(value, dict) or clean_id(value.get("uuid")) != entry_id:
+    def value(self, line: int) -> dict[str, Any]:
+        kept = self.kept.of(line)
+        value = self.source.parse(kept.offset, kept.size)
+        if not isinstance(value, dict) or clean_id(value.get("uuid")) != self.ids[line]:
             raise InputFileError(self.source.path, f"line {line} changed while the file was loaded; load it again")
         return value
 
     def raw_of(self, item: _Line) -> dict[str, Any]:
-        return self.value(item.line, item.entry_id)
+        return self.value(item.line)
+
+    def lines(self) -> Iterator[int]:
+        """The kept lines, in order."""
+        return (line for line, offset in enumerate(self.kept.offsets) if offset >= 0)
 
 
 class _KeptRaw(Mapping[int, dict[str, Any]]):
     """``raw_entries`` of a re-read session: line → the line's object, parsed again on access."""
 
-    def __init__(self, lines: _LineBytes, ids: Mapping[int, str | None]) -> None:
+    def __init__(self, lines: _LineBytes, here: Iterable[int]) -> None:
         self.lines = lines
-        self.ids = ids  # line → its uuid (None for a line without one), in line order
+        self.here = array("q", here)  # the lines, in increasing order
 
     def __getitem__(self, line: int) -> dict[str, Any]:
-        if line not in self.ids:
+        index = bisect_left(self.here, line)
+        if index == len(self.here) or self.here[index] != line:
             raise KeyError(line)
-        return self.lines.value(line, self.ids[line])
+        return self.lines.value(line)
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.ids)
+        return iter(self.here)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.here)
 
 
 class _RebuiltEntries(LazyEntries):
     """A re-read conversation's entries: each message is built again, by a builder that holds
     content, from the lines merged into it (the one conversion path); other entries are held."""
 
-    def __init__(self, drafts: Sequence[_Draft], by_line: Mapping[int, _Line], lines: _LineBytes,
-                 tool_names: Mapping[str, str], path: str) -> None:  # fmt: skip
+    def __init__(self, drafts: Sequence[_Draft], source_lines: Mapping[int, tuple[int, ...]], by_line: Mapping[int, _Line],
+                 lines: _LineBytes, tool_names: Mapping[str, str], path: str) -> None:  # fmt: skip
         self.items: list[InputEntry | tuple[tuple[int, ...], int]] = [
-            InputEntry(d.line, d.type, None, d.entry_id, d.timestamp) if d.message is None else (tuple(d.source_lines), d.pick)
+            InputEntry(d.line, d.type, None, d.entry_id, d.timestamp) if d.message is None else (_shared(source_lines, d), d.pick)
             for d in drafts
         ]  # fmt: skip
         self.by_line, self.lines, self.tool_names, self.path = by_line, lines, tool_names, path
@@ -449,7 +461,7 @@ class _RebuiltEntries(LazyEntries):
         return len(self.items)
 
     def _part(self, index: slice) -> _RebuiltEntries:
-        part = _RebuiltEntries((), self.by_line, self.lines, self.tool_names, self.path)
+        part = _RebuiltEntries((), {}, self.by_line, self.lines, self.tool_names, self.path)
         part.items = self.items[index]
         return part
 
@@ -462,6 +474,22 @@ class _RebuiltEntries(LazyEntries):
         for line in source_lines:
             builder.add(self.by_line[line])
         return builder.entries()[0][pick]
+
+
+def _shared(source_lines: Mapping[int, tuple[int, ...]], draft: _Draft) -> tuple[int, ...]:
+    """The draft's source lines, as the tuple ``source_lines`` already holds when it is the same."""
+    mine = tuple(draft.source_lines)
+    held = source_lines.get(draft.line)
+    return held if held == mine else mine
+
+
+def _shared_envelope(envelopes: dict[tuple[tuple[str, Any], ...], dict[str, Any]], envelope: dict[str, Any]) -> dict[str, Any]:
+    """One dict for every line with the same envelope (lines of a session mostly share their cwd,
+    version and branch: a dict per line cost about 64 bytes a line). Never mutated."""
+    try:
+        return envelopes.setdefault(tuple(envelope.items()), envelope)
+    except TypeError:  # a value that is not hashable (a list): the line keeps its own
+        return envelope
 
 
 def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> TranscriptRead:
@@ -478,7 +506,7 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
     issues: list[LoadIssue] = []
     tree_lines: list[_Line] = []
     raw_entries: dict[int, dict[str, Any]] = {}
-    raw_ids: dict[int, str | None] = {}
+    envelopes: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
     summaries: list[RecordedEvent] = []
     untracked: dict[str, int] = {}
     tool_names: dict[str, str] = {}
@@ -492,8 +520,7 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
         entry_id = clean_id(value.get("uuid"))
         if lines is not None:
             assert reader.current is not None
-            lines.keep(reader.current)
-            raw_ids[line] = entry_id
+            lines.keep(reader.current, entry_id)
         else:
             raw_entries[line] = value
         entry_type = value.get("type") if isinstance(value.get("type"), str) else "unknown"
@@ -518,7 +545,8 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
             continue
         parent = clean_id(value.get("parentUuid"))
         if lines is not None:
-            envelope = {key: sys.intern(v) if isinstance(v := value[key], str) else v for key in _ENVELOPE if key in value}
+            envelope = _shared_envelope(envelopes, {key: sys.intern(v) if isinstance(v := value[key], str) else v
+                                                    for key in _ENVELOPE if key in value})  # fmt: skip
             entry_id, parent = sys.intern(entry_id), None if parent is None else sys.intern(parent)
             tree_lines.append(_Line(line, sys.intern(entry_type), entry_id, parent, value.get("isSidechain") is True,
                                     envelope))  # fmt: skip
@@ -561,7 +589,7 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
         entries, source_lines = builder.entries()
         if lines is not None:
             by_line = {item.line: item for item in selection.nodes}
-            entries = _RebuiltEntries(builder.drafts, by_line, lines, tool_names, display)  # type: ignore[assignment]
+            entries = _RebuiltEntries(builder.drafts, source_lines, by_line, lines, tool_names, display)  # type: ignore[assignment]
         sidechain = group_key is not None and not extra_chain
         events = tuple(builder.events) if group_key is not None else tuple(summaries) + tuple(builder.events)
         meta: dict[str, Any] = {
@@ -598,10 +626,10 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
         if group_key is not None:
             here = [item.line for item in group]
         else:
-            here = [line for line in (raw_ids if lines is not None else raw_entries)
+            here = [line for line in (lines.lines() if lines is not None else raw_entries)
                     if line not in sidechain_lines and line not in moved_lines]  # fmt: skip
         raw_here: Mapping[int, dict[str, Any]] = (
-            {line: raw_entries[line] for line in here} if lines is None else _KeptRaw(lines, {line: raw_ids[line] for line in here})
+            {line: raw_entries[line] for line in here} if lines is None else _KeptRaw(lines, here)
         )  # fmt: skip
         conversations.append(
             LoadedConversation(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from lcm_lab.io.transcripts.jsonl import (
     parse_json_bytes,
     read_all_bytes,
 )
-from lcm_lab.io.transcripts.reread import KeptLine, LineSource, ReReadEntries
+from lcm_lab.io.transcripts.reread import KeptLines, LineSource, ReReadEntries
 from lcm_lab.io.transcripts.tree import select_leaf_path
 
 EVENT_TYPES = frozenset({"compaction", "branch_summary"})
@@ -72,7 +71,7 @@ class PiEntry:
     message: dict[str, Any] | None
     raw: dict[str, Any]
     # The message is read again from the file (raw and message dropped). Where its line's bytes
-    # are is in the parser's _KeptLines: an object per line here cost about 120 bytes a line.
+    # are is in the parser's KeptLines: an object per line here cost about 120 bytes a line.
     kept: bool = False
 
     @property
@@ -110,27 +109,6 @@ def _int_or_none(value: object) -> int | None:
     return None
 
 
-class _KeptLines:
-    """Where each kept line's bytes are (:meth:`LineSource.keep`), in typed arrays indexed by line
-    number (lines are fed in increasing order): a few bytes per line, no object per line."""
-
-    def __init__(self) -> None:
-        self.offsets = array("q")
-        self.sizes = array("q")
-        self.bare = bytearray()
-
-    def add(self, line: int, offset: int, size: int, bare: bool) -> None:
-        missing = line + 1 - len(self.offsets)
-        if missing > 0:
-            self.offsets.extend([-1] * missing)
-            self.sizes.extend([0] * missing)
-            self.bare.extend(bytes(missing))
-        self.offsets[line], self.sizes[line], self.bare[line] = offset, size, bare
-
-    def of(self, line: int) -> KeptLine:
-        return KeptLine(self.offsets[line], self.sizes[line], bool(self.bare[line]))
-
-
 class PiSessionParser:
     """Accumulates ``(line, value)`` records of one pi session and builds the conversation.
 
@@ -150,7 +128,7 @@ class PiSessionParser:
         self.entries: list[PiEntry] = []
         self.last_line = 0
         self.source: LineSource | None = None
-        self.kept = _KeptLines()
+        self.kept = KeptLines()
 
     # -- feeding ------------------------------------------------------------------------
 

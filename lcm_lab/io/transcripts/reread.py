@@ -83,6 +83,31 @@ class KeptLine(NamedTuple):
     bare: bool
 
 
+class KeptLines:
+    """Where each kept line's bytes are (:meth:`LineSource.keep`), in typed arrays indexed by line
+    number (lines are added in increasing order): a few bytes per line, no object per line (a
+    dict of ``(offset, size)`` tuples cost about 170 bytes a line)."""
+
+    def __init__(self) -> None:
+        self.offsets = array("q")  # -1: the line is not kept
+        self.sizes = array("q")
+        self.bare = bytearray()
+
+    def add(self, line: int, offset: int, size: int, bare: bool = False) -> None:
+        missing = line + 1 - len(self.offsets)
+        if missing > 0:
+            self.offsets.extend([-1] * missing)
+            self.sizes.extend([0] * missing)
+            self.bare.extend(bytes(missing))
+        self.offsets[line], self.sizes[line], self.bare[line] = offset, size, bare
+
+    def of(self, line: int) -> KeptLine:
+        """Where ``line`` is; ``KeyError`` when it was not kept."""
+        if not 0 <= line < len(self.offsets) or self.offsets[line] < 0:
+            raise KeyError(line)
+        return KeptLine(self.offsets[line], self.sizes[line], bool(self.bare[line]))
+
+
 class LazyEntries(Sequence[InputEntry]):
     """A conversation's entries built on access: subclasses say how many (``__len__``), how one
     is built (``_entry``) and what a slice is (``_part``, itself lazy: the loader slices from
