@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
@@ -61,7 +61,8 @@ def is_runtime_message(value: object) -> bool:
 
 @dataclass(slots=True)
 class PiEntry:
-    """One parsed non-header line (mutable while ids are upgraded)."""
+    """One parsed non-header line (mutable while ids are upgraded). A message entry the reader
+    reads again becomes a :class:`_KeptEntry`."""
 
     line: int
     type: str
@@ -70,19 +71,37 @@ class PiEntry:
     timestamp: str | None
     message: dict[str, Any] | None
     raw: dict[str, Any]
-    # The message is read again from the file (raw and message dropped). Where its line's bytes
-    # are is in the parser's KeptLines: an object per line here cost about 120 bytes a line.
-    kept: bool = False
+    kept: ClassVar[bool] = False
 
     @property
     def has_message(self) -> bool:
-        return self.message is not None or self.kept
+        return self.message is not None
 
+
+class _KeptEntry:
+    """A message entry whose line is read again (where its bytes are is in the parser's
+    :class:`KeptLines`): only what the leaf-path walk needs, 40 bytes a line less than a
+    :class:`PiEntry` (the timestamp and message come back with the line; an object per line
+    holding where they are cost about 120 bytes a line more)."""
+
+    __slots__ = ("line", "entry_id", "parent_id")
+    type = "message"
+    timestamp: str | None = None
+    message: dict[str, Any] | None = None
+    raw: dict[str, Any] = _NO_RAW
+    kept = True
+    has_message = True
+
+    def __init__(self, line: int, entry_id: str | None, parent_id: str | None) -> None:
+        self.line, self.entry_id, self.parent_id = line, entry_id, parent_id
+
+
+_Entry = PiEntry | _KeptEntry
 
 _ENVELOPE_KEYS = frozenset({"type", "id", "parentId", "timestamp", "message"})
 
 
-def _not_fully_represented(entry: PiEntry) -> bool:
+def _not_fully_represented(entry: _Entry) -> bool:
     """True when an :class:`InputEntry` would drop part of this entry's JSON (kept raw)."""
     if entry.kept:
         return False  # only fully represented message entries are read again
@@ -125,7 +144,7 @@ class PiSessionParser:
         self.skipped_lines = 0
         self.header: dict[str, Any] | None = None
         self.header_line: int | None = None
-        self.entries: list[PiEntry] = []
+        self.entries: list[_Entry] = []
         self.last_line = 0
         self.source: LineSource | None = None
         self.kept = KeptLines()
@@ -193,15 +212,9 @@ class PiSessionParser:
             return
         offset, size = source.keep(line)
         self.kept.add(entry.line, offset, size, entry.message is entry.raw)
-        entry.kept = True
-        entry.message = None
-        entry.raw = _NO_RAW
-        entry.type = "message"  # one shared string; the timestamp comes back with the line
-        entry.timestamp = None
-        if entry.entry_id is not None:  # a child's parent_id then shares its parent's string
-            entry.entry_id = sys.intern(entry.entry_id)
-        if entry.parent_id is not None:
-            entry.parent_id = sys.intern(entry.parent_id)
+        # Interned: a child's parent_id then shares its parent's string.
+        self.entries[-1] = _KeptEntry(entry.line, None if entry.entry_id is None else sys.intern(entry.entry_id),
+                                      None if entry.parent_id is None else sys.intern(entry.parent_id))  # fmt: skip
         self.source = source
 
     # -- building -----------------------------------------------------------------------
@@ -236,7 +249,7 @@ class PiSessionParser:
             previous = entry_id
         return True
 
-    def _first_kept_id(self, entry: PiEntry, id_lines: Mapping[str, int]) -> str | None:
+    def _first_kept_id(self, entry: _Entry, id_lines: Mapping[str, int]) -> str | None:
         raw = entry.raw
         kept = clean_id(raw.get("firstKeptEntryId"))
         if kept is not None:
@@ -262,7 +275,7 @@ class PiSessionParser:
         )
         return None
 
-    def _event(self, entry: PiEntry, id_lines: Mapping[str, int]) -> RecordedEvent:
+    def _event(self, entry: _Entry, id_lines: Mapping[str, int]) -> RecordedEvent:
         raw = entry.raw
         summary = raw.get("summary")
         return RecordedEvent(
@@ -284,7 +297,7 @@ class PiSessionParser:
         loose = [e for e in self.entries if e.entry_id is None and not e.has_message]
         selection = select_leaf_path(records)
         if selection.mode == "file-order":
-            path: list[PiEntry] = list(self.entries)
+            path: list[_Entry] = list(self.entries)
             self._issue(selection.problem_line, selection.problem or "fell back to file order", skipped=False)
         else:
             path = list(selection.nodes)
@@ -345,7 +358,7 @@ class PiSessionParser:
         )
 
 
-def _off_path_lines(entries: Sequence[PiEntry], path: Sequence[PiEntry]) -> tuple[int, ...]:
+def _off_path_lines(entries: Sequence[_Entry], path: Sequence[_Entry]) -> tuple[int, ...]:
     if len(path) == len(entries):  # the usual case, one branch: nothing is off the path
         return ()
     on_path = {e.line for e in path}
