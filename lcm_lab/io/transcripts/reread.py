@@ -108,6 +108,53 @@ class KeptLines:
         return KeptLine(self.offsets[line], self.sizes[line], bool(self.bare[line]))
 
 
+class PackedStrings:
+    """A column of strings (or None) in one buffer of UTF-8 bytes, decoded on access.
+
+    A list of ids keeps a string object per entry alive after the read, and with it the memory
+    blocks around it: dropping the ids of a 2M-line session's entries freed 300 of its 613 MB.
+    Lone surrogates (JSON allows them) round-trip (``surrogatepass``).
+
+    >>> ids = PackedStrings(["a1", None, "é"])
+    >>> [ids[0], ids[1], ids[2]], ids.part(slice(1, None))[1]
+    (['a1', None, 'é'], 'é')
+    """
+
+    def __init__(self, values: Iterable[str | None] = ()) -> None:
+        self.data = bytearray()
+        self.ends = array("q")  # where each value's bytes end in ``data``
+        self.missing = bytearray()  # 1: the value is None
+        for value in values:
+            self.append(value)
+
+    def append(self, value: str | None) -> None:
+        if value is not None:
+            self.data += value.encode("utf-8", "surrogatepass")
+        self.ends.append(len(self.data))
+        self.missing.append(value is None)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, index: int) -> str | None:
+        if self.missing[index]:
+            return None
+        start = self.ends[index - 1] if index > 0 else 0
+        return self.data[start : self.ends[index]].decode("utf-8", "surrogatepass")
+
+    def part(self, index: slice) -> PackedStrings:
+        start, stop, step = index.indices(len(self))
+        if step != 1:
+            return PackedStrings(self[i] for i in range(start, stop, step))
+        part = PackedStrings()
+        if stop > start:
+            base = self.ends[start - 1] if start > 0 else 0
+            part.data = self.data[base : self.ends[stop - 1]]
+            part.ends = array("q", (end - base for end in self.ends[start:stop]))
+            part.missing = self.missing[start:stop]
+        return part
+
+
 class LazyEntries(Sequence[InputEntry]):
     """A conversation's entries built on access: subclasses say how many (``__len__``), how one
     is built (``_entry``) and what a slice is (``_part``, itself lazy: the loader slices from
@@ -148,8 +195,9 @@ class LazyEntries(Sequence[InputEntry]):
 class ReReadEntries(LazyEntries):
     """A conversation's entries; those with a :class:`KeptLine` are parsed again on access.
 
-    Stored as columns (line numbers, offsets and sizes in typed arrays, ids in a list) so a
-    session of a million lines costs tens of bytes per entry here. Kept entries are ``message``
+    Stored as columns (line numbers, offsets and sizes in typed arrays, ids packed in one buffer)
+    so a session of a million lines costs tens of bytes per entry here, and no object per entry
+    outlives the read. Kept entries are ``message``
     entries; their envelope timestamp comes back with the line.
     """
 
@@ -159,7 +207,7 @@ class ReReadEntries(LazyEntries):
         self.offsets = array("q")  # -1: the entry is held whole in ``held``
         self.sizes = array("q")
         self.bare = bytearray()
-        self.ids: list[str | None] = []
+        self.ids = PackedStrings()
         self.held: dict[int, InputEntry] = {}
         for index, item in enumerate(items):
             if isinstance(item, InputEntry):
@@ -183,7 +231,7 @@ class ReReadEntries(LazyEntries):
         part = ReReadEntries(self.source, ())
         positions = range(len(self))[index]
         part.lines, part.offsets, part.sizes = self.lines[index], self.offsets[index], self.sizes[index]
-        part.bare, part.ids = self.bare[index], self.ids[index]
+        part.bare, part.ids = self.bare[index], self.ids.part(index)
         part.held = {new: self.held[old] for new, old in enumerate(positions) if old in self.held}
         return part
 
