@@ -35,7 +35,22 @@ def _same(path: Path) -> None:
         assert {k: v for k, v in a.meta.items() if k != "raw_entries"} == {k: v for k, v in b.meta.items() if k != "raw_entries"}
 
 
-@pytest.mark.parametrize("name", ["mini", "sample", "two-chains", "gzip", "utf-16"])
+def _two_results_on_one_line() -> list[dict[str, object]]:
+    """An assistant calling two tools and one user line answering both: that line gives two
+    runtime messages (the second is "pick" 1 of its line)."""
+    base = {"sessionId": "s", "cwd": "/w", "version": "1.0", "isSidechain": False, "timestamp": "2026-01-01T00:00:00Z"}
+    calls = [{"type": "tool_use", "id": f"t{n}", "name": "Read", "input": {"n": n}} for n in (1, 2)]
+    results = [{"type": "tool_result", "tool_use_id": f"t{n}", "content": f"result {n}"} for n in (1, 2)]
+    return [
+        {**base, "type": "user", "uuid": "u1", "parentUuid": None, "message": {"role": "user", "content": "go"}},
+        {**base, "type": "assistant", "uuid": "a1", "parentUuid": "u1",
+         "message": {"id": "m1", "role": "assistant", "model": "x", "content": calls}},
+        {**base, "type": "user", "uuid": "u2", "parentUuid": "a1", "message": {"role": "user", "content": results}},
+        {**base, "type": "user", "uuid": "u3", "parentUuid": "u2", "message": {"role": "user", "content": "thanks"}},
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["mini", "sample", "two-chains", "gzip", "utf-16", "two-results"])
 def test_a_reread_session_equals_the_held_one(tmp_path: Path, name: str) -> None:
     if name == "mini":
         path = MINI
@@ -44,6 +59,14 @@ def test_a_reread_session_equals_the_held_one(tmp_path: Path, name: str) -> None
     elif name == "two-chains":
         path = tmp_path / "two.jsonl"
         path.write_text("\n".join(json.dumps(line) for line in _chain("alpha", 3, 0) + _chain("beta", 4, 10)) + "\n")
+    elif name == "two-results":
+        path = tmp_path / "results.jsonl"
+        path.write_text("\n".join(json.dumps(line) for line in _two_results_on_one_line()) + "\n")
+        held = read_claude_code_jsonl(path).conversations[0].conversation.entries
+        again = read_claude_code_jsonl(path, reread=True).conversations[0].conversation.entries
+        assert [e.message["role"] for e in held if e.message] == ["user", "assistant", "toolResult", "toolResult", "user"]
+        for start in range(len(held)):  # every part from every start (the second result is pick 1 of its line)
+            assert list(again[start:]) == list(held[start:]) and list(again[start : start + 2]) == list(held[start : start + 2])
     elif name == "gzip":
         path = tmp_path / "mini.jsonl.gz"
         path.write_bytes(gzip.compress(MINI.read_bytes()))

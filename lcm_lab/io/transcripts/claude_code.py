@@ -451,10 +451,13 @@ class _RebuiltEntries(LazyEntries):
 
     def __init__(self, drafts: Sequence[_Draft], source_lines: Mapping[int, tuple[int, ...]], by_line: Mapping[int, _Line],
                  lines: _LineBytes, tool_names: Mapping[str, str], path: str) -> None:  # fmt: skip
-        self.items: list[InputEntry | tuple[tuple[int, ...], int]] = [
-            InputEntry(d.line, d.type, None, d.entry_id, d.timestamp) if d.message is None else (_shared(source_lines, d), d.pick)
+        # A message is its source lines; which runtime message of them it is (``pick``) is kept
+        # only where it is not the first (a pair per message cost 56 bytes a message).
+        self.items: list[InputEntry | tuple[int, ...]] = [
+            InputEntry(d.line, d.type, None, d.entry_id, d.timestamp) if d.message is None else _shared(source_lines, d)
             for d in drafts
         ]  # fmt: skip
+        self.picks = {index: d.pick for index, d in enumerate(drafts) if d.message is not None and d.pick}
         self.by_line, self.lines, self.tool_names, self.path = by_line, lines, tool_names, path
 
     def __len__(self) -> int:
@@ -463,17 +466,19 @@ class _RebuiltEntries(LazyEntries):
     def _part(self, index: slice) -> _RebuiltEntries:
         part = _RebuiltEntries((), {}, self.by_line, self.lines, self.tool_names, self.path)
         part.items = self.items[index]
+        if self.picks:
+            positions = range(len(self.items))[index]
+            part.picks = {new: self.picks[old] for new, old in enumerate(positions) if old in self.picks}
         return part
 
     def _entry(self, index: int) -> InputEntry:
         item = self.items[index]
         if isinstance(item, InputEntry):
             return item
-        source_lines, pick = item
         builder = _ConversationBuilder(self.path, self.tool_names, [], raw_of=self.lines.raw_of)
-        for line in source_lines:
+        for line in item:
             builder.add(self.by_line[line])
-        return builder.entries()[0][pick]
+        return builder.entries()[0][self.picks.get(index, 0)]
 
 
 def _shared(source_lines: Mapping[int, tuple[int, ...]], draft: _Draft) -> tuple[int, ...]:
