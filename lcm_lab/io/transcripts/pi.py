@@ -79,10 +79,9 @@ class PiEntry:
 
 
 class _KeptEntry:
-    """A message entry whose line is read again (where its bytes are is in the parser's
-    :class:`KeptLines`): only what the leaf-path walk needs, 40 bytes a line less than a
-    :class:`PiEntry` (the timestamp and message come back with the line; an object per line
-    holding where they are cost about 120 bytes a line more)."""
+    """A message entry whose line is read again: only what the leaf-path walk needs (the parser's
+    :class:`KeptLines` say where the line's bytes are; its timestamp and message come back with
+    it). 40 bytes a line less than a :class:`PiEntry` with those fields emptied."""
 
     __slots__ = ("line", "entry_id", "parent_id")
     type = "message"
