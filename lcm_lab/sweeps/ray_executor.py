@@ -17,8 +17,10 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.sweeps.metrics import install_metrics
@@ -81,4 +83,27 @@ class RaySession:
 
     def close(self) -> None:
         if self.started_here:
-            self.ray.shutdown()
+            with _terminal_quiet():
+                self.ray.shutdown()
+
+
+@contextmanager
+def _terminal_quiet() -> Iterator[None]:
+    """Point file descriptor 2 at the null device for a moment. Shutting Ray down while tasks are
+    pending (a sweep stopped by Ctrl-C or SIGTERM) makes its C++ core write "Failed to push error
+    to driver" straight to the terminal on a loaded machine, around the lab's one-line message;
+    the same line is in the session's python-core-driver log, so nothing is lost."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 to quiet
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
