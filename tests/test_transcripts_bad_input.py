@@ -47,6 +47,17 @@ def test_binary_file_raises_a_clear_format_error(tmp_path: Path) -> None:
     with pytest.raises(TranscriptFormatError, match=r"image\.jsonl: not a transcript: a binary file") as caught:
         read_transcript(path)
     assert "pi-jsonl" in str(caught.value)  # lists the supported formats
+    assert "control bytes in over 1% of its start" in str(caught.value)  # its NUL bytes are on line 2
+
+
+def test_a_binary_file_without_nul_bytes_is_described_by_what_it_holds(tmp_path: Path) -> None:
+    path = tmp_path / "escapes.jsonl"
+    path.write_bytes(b"garbage\x1b[31m\n{\"type\":\"session\"")  # no NUL: escape bytes make it binary
+    with pytest.raises(TranscriptFormatError, match=r"a binary file \(30 bytes, control bytes in over 1% of its start\)"):
+        read_transcript(path)
+    path.write_bytes(b'{"type": "session"}\x00' + b"x" * 1000)  # one NUL, on the first line
+    with pytest.raises(TranscriptFormatError, match=r"NUL bytes on its first line"):
+        read_transcript(path)
 
 
 def test_binary_garbage_inside_a_session_is_a_skipped_line(tmp_path: Path) -> None:

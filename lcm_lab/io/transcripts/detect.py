@@ -54,13 +54,13 @@ def is_state_dir(path: Path) -> bool:
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 13))
 
 
-def _looks_binary(head: bytes) -> bool:
-    """NUL bytes on the first line, or control bytes in more than 1% of the head."""
-    first_line = head.lstrip().split(b"\n", 1)[0]
-    if b"\x00" in first_line:
-        return True
+def _binary_sign(head: bytes) -> str | None:
+    """Why ``head`` looks binary: NUL bytes on the first line, or control bytes in more than 1%
+    of the head; ``None`` for text."""
+    if b"\x00" in head.lstrip().split(b"\n", 1)[0]:
+        return "NUL bytes on its first line"
     controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
-    return controls > len(head) // 100
+    return "control bytes in over 1% of its start" if controls > len(head) // 100 else None
 
 
 def _classify_object(value: dict[str, Any]) -> str | None:
@@ -134,7 +134,7 @@ def detect_format(path: str | Path) -> str | None:
         head = handle.read(_HEAD_BYTES)
     if head.startswith(SQLITE_MAGIC):
         return None if is_gzip(file_path) else _sqlite_kind(file_path)
-    if _looks_binary(head):
+    if _binary_sign(head) is not None:
         return None
     text = head.removeprefix(UTF8_BOM).lstrip()
     if not text:
@@ -176,8 +176,8 @@ def describe_file(path: str | Path) -> str:
         except (sqlite3.DatabaseError, SqliteReadError) as error:
             return f"a corrupt SQLite file ({error})"
         return f"an SQLite database with tables: {', '.join(tables) or 'none'}"
-    if _looks_binary(head):
-        return f"a binary file ({size:,} bytes, NUL bytes near the start)"
+    if (sign := _binary_sign(head)) is not None:
+        return f"a binary file ({size:,} bytes, {sign})"
     text = head.removeprefix(UTF8_BOM).strip()
     if not text:
         return f"a file with only whitespace ({size:,} bytes)"
