@@ -136,3 +136,26 @@ def test_a_store_indexed_before_confinement_forgets_what_it_copied(crafted: dict
     assert main(["describe", "--db", store, ids["absolute"]]) == 2
     out, err = capsys.readouterr()
     assert SECRET not in out + err and "outside the payload directory" in err
+
+
+def test_paths_no_file_system_takes_are_refused_not_a_crash(crafted: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    """A NUL byte (os.path.realpath raised ValueError) or a name too long (OSError) in a
+    storage_uri: a large file not read, with the reason, never a traceback; an empty one is a
+    file without a payload."""
+    store, ids = crafted["store"], list(crafted["ids"].values())
+    hostile = {"lcm-files/2/in\x00side.txt": "holds a NUL byte", "lcm-files/" + "x" * 5000: "file name too long",
+               "/" + "a/" * 3000: "file name too long", "": ""}  # fmt: skip
+    conn = sqlite3.connect(crafted["db"])
+    spare = [r[0] for r in conn.execute("SELECT file_id FROM large_files ORDER BY file_id").fetchall()][len(ids):]
+    for file_id, uri in zip(spare, hostile, strict=False):
+        conn.execute("UPDATE large_files SET storage_uri = ? WHERE file_id = ?", (uri, file_id))
+    conn.commit()
+    conn.close()
+    assert main(["load", "--db", store, str(crafted["db"])]) == 0
+    assert main(["grep", "--db", store, "--scope", "files", "anything"]) == 0
+    out = capsys.readouterr().out
+    for file_id, why in zip(spare, hostile.values(), strict=False):
+        assert (f"large file {file_id} not read" in out) == bool(why) and why in out, (file_id, why, out)
+        assert main(["describe", "--db", store, file_id]) == 2
+        err = capsys.readouterr().err
+        assert why in err and len(err.strip().splitlines()) == 1, err

@@ -51,6 +51,10 @@ def _inside(path: Path, root: Path) -> bool:
 
 def resolve_data_path(recorded: str, root: Path) -> Resolved:
     """Resolve ``recorded`` (a path read from data) against the payload directory ``root``."""
+    if "\x00" in recorded:  # no file system takes one; realpath would raise
+        return Resolved(None, "not a path (it holds a NUL byte)")
+    if not recorded:
+        return Resolved(None, "not a path (it is empty)")
     real_root = Path(os.path.realpath(root))
     given = Path(recorded)
     candidates = [given if given.is_absolute() else root.parent / given]
@@ -61,12 +65,15 @@ def resolve_data_path(recorded: str, root: Path) -> Resolved:
             candidates.append(root.joinpath(*tail))
     outside = False
     for candidate in candidates:
-        real = Path(os.path.realpath(candidate))
-        if not _inside(real, real_root):
-            outside = outside or real.exists()
-            continue
-        if real.is_file():
-            return Resolved(real, None)
+        try:
+            real = Path(os.path.realpath(candidate))
+            if not _inside(real, real_root):
+                outside = outside or real.exists()
+                continue
+            if real.is_file():
+                return Resolved(real, None)
+        except OSError as error:  # a name too long for the file system, a loop of links
+            return Resolved(None, f"not a path this system can read ({os.strerror(error.errno or 0).lower()})")
     if outside:
         return Resolved(None, f"outside the payload directory {root}")
     return Resolved(None, NOT_ON_DISK)
