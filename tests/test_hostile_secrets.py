@@ -86,3 +86,17 @@ def test_a_key_given_in_code_is_a_secret_too(monkeypatch: pytest.MonkeyPatch) ->
     register_secret(given)
     assert redact(f"x {given} y") == f"x {REDACTED} y"
     assert redact("a Bearer abcdefgh.ijkl and sk-1234567890abc") == f"a {REDACTED} and {REDACTED}"
+
+
+@pytest.mark.parametrize("name", ["ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_AD_TOKEN",
+                                  "VERTEX_PRIVATE_KEY", "MY_SECRET_KEY", "HF_TOKEN", "DB_PASSWORD"])  # fmt: skip
+def test_the_keys_litellm_reads_from_the_environment_are_secrets(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    value = "v4lue-of-" + name.lower()
+    monkeypatch.setenv(name, value)
+    assert redact(f"pasted {value} here") == f"pasted {REDACTED} here"
+
+
+def test_other_variables_are_not_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KEYBOARD_LAYOUT", "colemak-dh")
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false-ish")
+    assert redact("colemak-dh and false-ish") == "colemak-dh and false-ish"

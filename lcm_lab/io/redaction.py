@@ -8,7 +8,8 @@ summaries, calls and the stored payload), traces written with ``--trace-out``, l
 of a replay's summaries, and the HTML report.
 
 What counts as a secret: the value of every environment variable whose name ends in
-``API_KEY``, ``_TOKEN``, ``_SECRET`` or ``_PASSWORD`` (six characters or more), every key handed
+``API_KEY``, ``ACCESS_KEY``, ``SECRET_KEY``, ``PRIVATE_KEY``, ``_TOKEN``, ``_SECRET`` or
+``_PASSWORD`` (six characters or more), every key handed
 to a summarizer directly (:func:`register_secret`), and anything shaped like a provider key
 (``sk-…``, ``AIza…``, ``Bearer …``).
 
@@ -24,7 +25,8 @@ from collections.abc import Iterable
 from typing import Any
 
 REDACTED = "[redacted]"
-_SECRET_ENV = re.compile(r"(?:API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
+# The cloud providers litellm reaches name theirs AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, ….
+_SECRET_ENV = re.compile(r"(?:API_KEY|ACCESS_KEY|SECRET_KEY|PRIVATE_KEY|_TOKEN|_SECRET|_PASSWORD)$")
 # Key shapes: sk-/pk-/rk-/ak-…, AIza…, Bearer …, each starting at a word boundary. One
 # alternation with \b scans at a few MB/s, too slow for a saved replay's payload; instead each
 # shape's short prefix is searched (hundreds of MB/s), the boundary checked by hand, and the
