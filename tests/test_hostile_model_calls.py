@@ -132,3 +132,36 @@ def test_a_strategy_that_falls_back_says_so_too(tmp_path: Path, capsys: pytest.C
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "model calls failed" in lines[0] and "run_" not in out
     assert saved_runs(db) == 0
+
+
+def _sweep_spec(tmp_path: Path, api_base: str) -> str:
+    import yaml
+    from test_sweep import small_spec
+
+    spec = small_spec(summarizer={"name": "litellm", "model": "openai/fake-model", "api_base": api_base, "max_retries": 0},
+                      space={"freshTailCount": [8, 32]})  # fmt: skip
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def test_a_sweep_whose_model_never_answers_is_an_error_not_a_recommendation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: 3 runs "ok" on the truncation fallback, a recommended setting and exit 0."""
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["sweep", "--db", db, "--no-progress", _sweep_spec(tmp_path, f"http://127.0.0.1:{dead_port()}/v1")])
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "all 3 runs failed" in lines[0] and "no summary came from the model" in lines[0]
+    assert "recommended" not in out
+
+
+def test_a_sweep_with_some_failed_calls_warns_with_the_count(tmp_path: Path, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:
+    server.enqueue(Reply(status=500), Reply(status=503))  # two calls fail, the rest succeed
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["sweep", "--db", db, "--no-progress", "--json", _sweep_spec(tmp_path, server.base_url)])
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert code == 0 and result["runs_ok"] == 3 and result["failed_model_calls"] == 2, err
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert "2 summaries in finished runs are the truncation fallback" in warning

@@ -50,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)  # a spec that cannot run is refused before the store is opened (and locked)
     store = open_store(args.db)
     result = sweep(spec, store=store, executor=args.executor, workers=args.workers, progress=not args.no_progress)
+    status = _failures(result, store)
     if args.json:
         print(json.dumps(result._asdict()))
-        return 0
+        return status
     print(f"sweep {result.sweep_id}: {result.configs} configurations, {result.runs_ok} runs ok, {result.runs_failed} failed, "
           f"{result.skipped} already done; {result.seconds:.1f} s on {result.workers} {result.executor} worker(s)")
     print(f"summarizer requests: {result.naive_calls} in a naive sweep, {result.calls_made} sent to a model, "
@@ -61,11 +62,31 @@ def run(args: argparse.Namespace) -> int:
         rec = recommend(result.sweep_id, store)
     except (DataError, OptionError) as exc:
         print(f"no recommendation: {exc}")
-        return 0
+        return status
     from lcm_lab.io.tables import format_table
 
     with_cols = [c for c in rec.table.columns if not c.endswith(("_ci_low", "_ci_high"))]
     print(format_table(rec.table[with_cols].to_dict("records"), with_cols))
     print()
     print(rec.snippet())
+    return status
+
+
+def _failures(result: Any, store: Any) -> int:
+    """Say on stderr what went wrong in this run of the sweep: runs that failed (exit 1; every run
+    failed: a :class:`DataError`, exit 2) and summaries that are the fallback because the model
+    gave none."""
+    from lcm_lab.store.sweeps import first_run_error
+
+    first = first_run_error(store, result.sweep_id) if result.runs_failed else None
+    why = f"; the first: {first}" if first else ""
+    if result.runs_failed and not result.runs_ok:
+        raise DataError(f"sweep {result.sweep_id}: all {result.runs_failed} runs failed{why}")
+    if result.failed_model_calls:
+        print(f"warning: sweep {result.sweep_id}: {result.failed_model_calls} summaries in finished runs are the truncation "
+              "fallback because the model gave none; those runs' scores are partly the fallback's", file=sys.stderr)  # fmt: skip
+    if result.runs_failed:
+        print(f"warning: sweep {result.sweep_id}: {result.runs_failed} runs failed{why}; they stay failed on resume "
+              "(sweep_df shows each error)", file=sys.stderr)  # fmt: skip
+        return 1
     return 0

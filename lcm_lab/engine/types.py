@@ -258,6 +258,7 @@ class SummarizerCall:
     latency_ms: float | None = None
     cost_usd: float | None = None
     cached: bool = False
+    failure: str | None = None  # the model gave no summary, so ``output`` is the fallback: why (connection, timeout, ...)
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,13 @@ def run_outcomes(store: LabStore, sweep_id: str) -> list[tuple[str, dict[str, An
     return [(status, json.loads(m)) for status, m in store.fetch_all("SELECT status, metrics FROM sweep_runs WHERE sweep_id = ?", [sweep_id])]
 
 
+def first_run_error(store: LabStore, sweep_id: str) -> str | None:
+    """The first line of a failed run's error (the one that finished first), or ``None``."""
+    rows = store.fetch_all("SELECT error FROM sweep_runs WHERE sweep_id = ? AND status = 'error' AND error IS NOT NULL "
+                           "ORDER BY created_at, run_id LIMIT 1", [sweep_id])  # fmt: skip
+    return str(rows[0][0]).splitlines()[0] if rows else None
+
+
 def config_count(store: LabStore, sweep_id: str) -> int:
     """How many configurations the sweep has registered (the baseline included)."""
     return int(store.fetch_all("SELECT count(*) FROM sweep_configs WHERE sweep_id = ?", [sweep_id])[0][0])

@@ -73,6 +73,7 @@ class SweepResult(NamedTuple):
     seconds: float
     executor: str
     workers: int
+    failed_model_calls: int = 0  # in the runs that finished: summaries that are the fallback because the model gave none
 
 
 def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
@@ -181,7 +182,7 @@ class _Session:
         self.ledger = Ledger(store)
         self.sent_by_workers = 0
         self.hits_by_workers = 0
-        self.ok = self.failed = self.skipped = 0
+        self.ok = self.failed = self.skipped = self.failed_calls = 0
         self.reuse_calls = reuse_calls
         self.job = self._job(fault, metrics)
         self.runner = Runner(executor, self.job, workers, tick=self.flush)
@@ -267,7 +268,8 @@ class _Session:
                 # The chance controls and a priced run's simulated bill ride in the metrics JSON under
                 # "controls" and "cost" (not metrics: never objectives).
                 metrics = {**result.metrics, **({"controls": result.controls} if result.controls else {}),
-                           **({"cost": result.cost} if result.cost else {})}  # fmt: skip
+                           **({"cost": result.cost} if result.cost else {}),
+                           **({"failed_model_calls": result.failed_calls} if result.failed_calls else {})}  # fmt: skip
                 write_run_row(
                     self.store, self.sweep_id, unit.config_id, unit.conversation_key, unit.run_id,
                     "ok" if result.error is None else "error", result.error, result.seconds, metrics, sent,
@@ -278,6 +280,7 @@ class _Session:
             self.done.add((result.unit.config_id, result.unit.conversation_key))
             if result.error is None:
                 self.ok += 1
+                self.failed_calls += result.failed_calls
             else:
                 self.failed += 1
 
@@ -378,7 +381,7 @@ def sweep(
         set_sweep_status(store, sweep_id, "done" if completed else "interrupted", stats)
         store.release()
     return SweepResult(sweep_id, stats["configs"], session.ok, session.failed, session.skipped, stats["naive_calls"],
-                       calls, hits, time.perf_counter() - started, chosen, n)
+                       calls, hits, time.perf_counter() - started, chosen, n, session.failed_calls)
 
 
 def _with_every_metric(result: UnitResult) -> UnitResult:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import traceback
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -63,6 +64,7 @@ class UnitResult(NamedTuple):
     stored: StoredRun | None = None  # set instead of replay and scores when the unit ran with encode=True
     controls: dict[str, Any] = {}  # noqa: RUF012  (never mutated) the chance controls (sweeps.metrics.chance_controls)
     cost: dict[str, Any] = {}  # noqa: RUF012  (never mutated) the simulated bill of a priced run (sweeps.cost.price_run)
+    failed_calls: int = 0  # summarizer calls whose summary is the fallback because the model gave none
 
 
 def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool, fault: str | None = None,
@@ -87,10 +89,12 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         if fault is not None and fault in (unit.config_id, unit.conversation_key):
             raise RuntimeError(f"injected fault for {fault}")
         conversation = data.conversations[unit.conversation_key]
+        failed_calls = 0
         if unit.strategy == "lcm":
             assert unit.config is not None
             run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id,
                          engine=unit.engine)  # type: ignore[arg-type]
+            failed_calls = _failed_model_calls(run)
         else:
             run = _run_strategy(unit, data, conversation, summarizer)
         qa = data.qa_items.get(unit.conversation_key) if score_qa else None
@@ -113,8 +117,26 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         return UnitResult(unit, None, [], {}, error, time.perf_counter() - started, _drain(summarizer))
     if stored is not None:
-        return UnitResult(unit, None, [], metrics, None, time.perf_counter() - started, _drain(summarizer), stored, controls, cost)
-    return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer), controls=controls, cost=cost)
+        return UnitResult(unit, None, [], metrics, None, time.perf_counter() - started, _drain(summarizer), stored, controls, cost,
+                          failed_calls)  # fmt: skip
+    return UnitResult(unit, run, scores, metrics, None, time.perf_counter() - started, _drain(summarizer), controls=controls, cost=cost,
+                      failed_calls=failed_calls)  # fmt: skip
+
+
+class ModelGaveNoSummaryError(RuntimeError):
+    """Every summarizer call of a run fell back: its scores would measure the fallback, not the setting."""
+
+
+def _failed_model_calls(run: Any) -> int:
+    """How many of the run's summarizer calls fell back because the model gave no summary; when
+    every one did, the run fails (a dead server or a wrong model must not yield a recommendation)."""
+    calls = [call for turn in run.turns for call in turn.calls]
+    failed = [call.failure for call in calls if call.failure]
+    if calls and len(failed) == len(calls):
+        reasons = ", ".join(f"{reason} ×{n}" for reason, n in Counter(failed).most_common())
+        raise ModelGaveNoSummaryError(f"no summary came from the model: {len(failed)} of {len(calls)} summarizer calls failed "
+                                      f"({reasons}); check the summarizer's model and api_base and that the server is up")  # fmt: skip
+    return len(failed)
 
 
 def _run_strategy(unit: Unit, data: Conversations, conversation: Any, summarizer: Any) -> Any:

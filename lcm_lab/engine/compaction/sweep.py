@@ -299,6 +299,7 @@ class Compactor(CompactionOperations):
                 latency_ms=result.latency_ms,
                 cost_usd=result.cost_usd,
                 cached=result.cached,
+                failure=str(result.extra["fallback"]) if result.extra.get("fallback") else None,
             )
         )
         self._last_model = result.model
