@@ -148,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
             f"--tight-budget {args.tight_budget} is larger than --token-budget {args.token_budget}; "
             "the tight budget is the smaller of the two assemblies"
         )
+    if args.trace_out:
+        from lcm_lab.io.atomic import check_output_path
+
+        check_output_path(args.trace_out)  # before the replay, not after it
     config, plugin_config = read_config(args.config)
     from lcm_lab.engine.config.surface import check_engine_config, check_plugin_keys
 
@@ -224,9 +228,10 @@ def run(args: argparse.Namespace) -> int:
                 plugin_config=plugin_config,
             )
             if args.trace_out:
+                from lcm_lab.io.atomic import write_text_atomic
                 from lcm_lab.io.redaction import redact
 
-                Path(args.trace_out).write_text(redact(json.dumps(trace, ensure_ascii=False, indent=1)), encoding="utf-8")
+                write_text_atomic(args.trace_out, redact(json.dumps(trace, ensure_ascii=False, indent=1)))
                 say(f"trace written to {args.trace_out}")
             if args.check:
                 expected = json.loads(Path(args.check).read_text(encoding="utf-8"))

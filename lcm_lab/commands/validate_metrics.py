@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_deprecated_alias, add_json_argument, positive_int
 from lcm_lab.errors import OptionError
+from lcm_lab.io.atomic import check_output_path, write_text_atomic
 
 # the bundled data (lcm_lab.bundled.datasets_path) it runs on by default
 LOCOMO = "locomo/locomo10.json"
@@ -45,6 +45,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_path(args.output)  # before the replays, not after them
     from tqdm.auto import tqdm
 
     from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
@@ -113,8 +114,6 @@ def run(args: argparse.Namespace) -> int:
             "checks": [{"name": c.name, "passed": c.passed, "evidence": c.evidence} for c in checks],
         })
     text = "\n".join(sections)
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    out = write_text_atomic(args.output, text)
     print(json.dumps(payload) if args.json else text + f"\nwritten to {out}")
     return 1 if failed else 0

@@ -1,28 +1,75 @@
-"""Writing a file so that readers see the old file or the whole new one, never a part."""
+"""Writing a file so that readers see the old file or the whole new one, never a part.
+
+The one path for the files a command writes where the user asked (a report, a trace, a
+Markdown page): a temporary file beside the target, flushed to disk, then renamed over it. The
+target may be absent or a regular file, which is replaced with the same permissions. Anything
+else is refused before a byte is written: a symbolic link (the lab neither writes through one
+nor replaces it), a directory, a FIFO, a device or a socket (renaming over ``/dev/null`` would
+replace the device node with a file).
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+from lcm_lab.errors import OutputError
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def check_output_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a target :func:`write_text_atomic` may replace, or an :class:`OutputError`
+    saying what is there instead."""
+    target = Path(path)
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return target
+    except NotADirectoryError:
+        raise OutputError(f"{target}: a part of the path is a file, not a directory; nothing written") from None
+    if stat.S_ISLNK(mode):
+        raise OutputError(f"{target}: a symbolic link; the lab neither writes through links nor replaces them "
+                          "(give the file's own path)")  # fmt: skip
+    for test, kind in _KINDS:
+        if test(mode):
+            raise OutputError(f"{target}: {kind}, not a file; nothing written")
+    return target
+
+
+def _new_file_mode(target: Path) -> int:
+    """The permissions the written file gets: the replaced file's, else what ``open`` would give
+    (0666 less the umask) rather than ``mkstemp``'s private 0600."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
     """Write ``text`` to a temporary file beside ``path``, flush it to disk, then rename it over
-    ``path``. A full disk or a crash leaves ``path`` as it was (and no temporary file behind).
+    ``path`` (see the module docstring for what ``path`` may be). A full disk or a crash leaves
+    ``path`` as it was (and no temporary file behind).
 
     >>> import tempfile, pathlib
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "page.html"
     >>> write_text_atomic(target, "<p>hi</p>").read_text()
     '<p>hi</p>'
     """
-    target = Path(path)
+    target = check_output_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    mode = _new_file_mode(target)
     handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding=encoding) as out:
             out.write(text)
             out.flush()
+            os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())
         os.replace(name, target)
     except BaseException:
