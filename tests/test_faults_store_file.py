@@ -42,6 +42,12 @@ def _foreign_duckdb(directory: Path) -> Path:
     return path
 
 
+def _empty_duckdb(directory: Path) -> Path:
+    path = directory / "fresh.duckdb"  # a user's new, empty DuckDB database: adopted and migrated before
+    duckdb.connect(str(path)).close()
+    return path
+
+
 def _text(directory: Path) -> Path:
     path = directory / "notes.txt"
     path.write_text("not a database\n" * 100)
@@ -62,6 +68,7 @@ REFUSED = {
     "random bytes": (_random, "not a DuckDB database"),
     "text file": (_text, "not a DuckDB database"),
     "someone else's DuckDB file": (_foreign_duckdb, "not a lab store"),
+    "someone else's empty DuckDB file": (_empty_duckdb, "not a lab store (no tables)"),
     "truncated store": (lambda d: _damaged_store(d, lambda n: n // 2), "damaged"),
     "store cut in its header": (lambda d: _damaged_store(d, lambda n: 5000), "damaged"),
 }

@@ -165,15 +165,18 @@ class _UnreplayableWal(Exception):
     """DuckDB failed to replay the store's write-ahead log."""
 
 
-def require_lab_tables(raw: duckdb.DuckDBPyConnection, path: str) -> None:
-    """Refuse a DuckDB database that holds tables but is not a lab store."""
+def require_lab_tables(raw: duckdb.DuckDBPyConnection, path: str, *, allow_empty: bool = False) -> None:
+    """Refuse a DuckDB database that is not a lab store, an empty one included (the lab never
+    leaves an empty database at a store's path: a new store is built aside and linked into place
+    whole, so an empty file there is someone else's)."""
     names = {row[0] for row in raw.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
     ).fetchall()}
-    if names and "schema_migrations" not in names:
+    if "schema_migrations" not in names and not (allow_empty and not names):
+        held = f"tables {', '.join(sorted(names)[:3])}…" if names else "no tables"
         raise NotAStoreError(
-            f"{path}: a DuckDB database that is not a lab store (tables {', '.join(sorted(names)[:3])}…); "
-            f"the lab will not write to it. Pass a lab store or a new path"
+            f"{path}: a DuckDB database that is not a lab store ({held}); the lab will not write to it. "
+            f"Pass a lab store or a new path"
         )
 
 
@@ -200,8 +203,13 @@ def open_existing(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
             ) from None
         recover_unreplayable_wal(path)
         raw = connect(path, read_only=read_only)
+        recovered = True
+    else:
+        recovered = False
     try:
-        require_lab_tables(raw, path)
+        # A store an earlier lab version created in place and lost before its first checkpoint
+        # is empty once its log is set aside: it is the lab's, and is migrated again.
+        require_lab_tables(raw, path, allow_empty=recovered)
     except BaseException:
         raw.close()
         raise
