@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import sqlite3
 from pathlib import Path
@@ -221,3 +222,25 @@ def test_malformed_header_line_still_loads_the_entries(tmp_path: Path) -> None:
     conversation = read.conversations[0].conversation
     assert conversation.session_id == "2026-01-01_abc"  # no header: the file name stands in
     assert [e.entry_id for e in conversation.entries] == ["a", "b"]
+
+
+def test_a_fifo_or_a_device_is_never_opened(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `replay FIFO` and `replay --config FIFO` blocked for ever in open() (no writer);
+    a link to /dev/zero was described as an empty file."""
+    from lcm_lab.cli import main
+    from lcm_lab.errors import InputFileError
+
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.jsonl"
+    zero.symlink_to("/dev/zero")
+    for special, said in ((fifo, "a named pipe (FIFO), not a regular file"), (zero, "a special file, not a regular file")):
+        with pytest.raises(InputFileError, match=re.escape(said)):
+            read_transcript(special)
+        assert main(["replay", "--db", str(tmp_path / "lab.duckdb"), "--no-save", str(special)]) == 2
+        assert said in capsys.readouterr().err
+    session = tmp_path / "s.jsonl"
+    session.write_text(_entry("a", None, "user", "q") + "\n")
+    assert main(["replay", "--db", str(tmp_path / "lab.duckdb"), "--no-save", "--config", str(fifo), str(session)]) == 2
+    err = capsys.readouterr().err
+    assert "FIFO" in err and "expected a JSON config file" in err and len(err.strip().splitlines()) == 1

@@ -66,17 +66,16 @@ def register(subparsers: Any) -> None:
 def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
     """The config file as LcmConfig plus the plugin keys it held (for the trace)."""
     from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
+    from lcm_lab.io.config_files import read_config_document
 
     if path is None:
         return LcmConfig(), {}
+    if not Path(path).exists():
+        raise MissingFileError(f"{path}: config file not found")
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MissingFileError(f"{path}: config file not found") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object of plugin config keys")
+        doc = read_config_document(path)
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
     if doc.get("trace_format") == "lcref-trace-v1":
         # A reference trace: the run's plugin config, plus the compaction mode its harness forced
         # (earlier sets force inline; the deferred set leaves the plugin default).

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
+from lcm_lab.io.file_kind import special_file_reason
 
 __all__ = ["load_config_file", "load_openclaw_config", "lcm_environment", "read_config_document"]
 
@@ -31,6 +32,9 @@ def lcm_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 def read_config_document(path: str | Path) -> dict[str, Any]:
     """Parse a JSON config file; errors name the file (and line for syntax errors)."""
     file = Path(path)
+    special = special_file_reason(file)
+    if special is not None:  # never opened: a FIFO without a writer would block
+        raise ConfigError(f"{file}: a {special}; expected a JSON config file")
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:

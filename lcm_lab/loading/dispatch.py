@@ -36,6 +36,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from lcm_lab.io.file_kind import unreadable_reason
 from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
 from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
 from lcm_lab.io.prepare import Prepared, read_and_build
@@ -167,24 +168,6 @@ def _failed(store: LabStore, path: Path, kind: str | None, message: str, status:
     return SourceResult(str(path), kind, status, source_id=source_id, warnings=(message,), error=message)
 
 
-def _unreadable_reason(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a file, without ever opening it (a FIFO would block)."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return "broken symbolic link" if path.is_symlink() else "no such file"
-    except OSError as exc:
-        return f"cannot stat ({exc.strerror or exc})"
-    if stat.S_ISDIR(st.st_mode):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        kind = "named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "special file"
-        return f"{kind}, not a regular file"
-    if st.st_size == 0:
-        return "empty file"
-    return None
-
-
 def load_lcm_db(path: str | os.PathLike[str], store: LabStore | None = None, *, backend: str = DEFAULT_BACKEND) -> SourceResult:
     """Load every conversation (archived ones included) of a lossless-claw ``lcm.db``.
 
@@ -196,7 +179,7 @@ def load_lcm_db(path: str | os.PathLike[str], store: LabStore | None = None, *, 
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     target = Path(path)
     with _store_for(store) as lab:
-        reason = _unreadable_reason(target)
+        reason = unreadable_reason(target)
         if reason:
             return _failed(lab, target, "lcm_db", f"{target}: {reason}; nothing loaded")
         try:
@@ -337,7 +320,7 @@ def _load_transcript(
     under ``key`` and return None. The rows are used when they were built from the bytes
     fingerprinted here and nothing was loaded from this path before (else this process reads
     the file and works out what to append)."""
-    reason = _unreadable_reason(target)
+    reason = unreadable_reason(target)
     if reason:
         return _failed(lab, target, "transcript", f"{target}: {reason}; nothing loaded")
     if rows is not None and not unchanged_since(rows.fp, target):
@@ -468,7 +451,7 @@ def detect_kind(path: str | os.PathLike[str]) -> str | None:
     target = Path(path)
     if target.is_dir():
         return "directory"
-    if _unreadable_reason(target):
+    if unreadable_reason(target):
         return None
     if is_sqlite_file(target):
         try:
@@ -506,7 +489,7 @@ def load_file(
     in_directory: bool = False,
 ) -> SourceResult:
     """Load one file of any supported kind (``.gz`` included)."""
-    reason = _unreadable_reason(path)
+    reason = unreadable_reason(path)
     if reason:
         return _failed(store, path, None, f"{path}: {reason}; nothing loaded")
     try:

@@ -29,6 +29,7 @@ import orjson
 
 from lcm_lab.engine.js.depth import MAX_JSON_DEPTH, may_exceed, value_depth
 from lcm_lab.errors import BrokenGzipError, InputFileError, JsonTooDeepError, OptionError
+from lcm_lab.io.file_kind import special_file_reason
 from lcm_lab.io.model import LoadIssue
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -116,9 +117,18 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+def open_file(path: str | Path) -> io.BufferedReader:
+    """``path`` opened for reading, once ``stat`` says it is not a FIFO or a device (opening a FIFO
+    without a writer blocks for ever; ``/dev/zero`` never ends)."""
+    special = special_file_reason(path)
+    if special is not None:
+        raise InputFileError(path, f"a {special}; nothing read")
+    return Path(path).open("rb")
+
+
 def is_gzip(path: str | Path) -> bool:
     """True when the file starts with the gzip magic bytes."""
-    with Path(path).open("rb") as handle:
+    with open_file(path) as handle:
         return handle.read(2) == GZIP_MAGIC
 
 
@@ -181,7 +191,7 @@ def open_bytes(path: str | Path) -> IO[bytes]:
     file_path = Path(path)
     if file_path.is_dir():
         raise InputFileError(file_path, "is a directory; expected a file")
-    handle: gzip.GzipFile | io.BufferedReader = _NamedGzipFile(file_path, "rb") if is_gzip(file_path) else file_path.open("rb")
+    handle: gzip.GzipFile | io.BufferedReader = _NamedGzipFile(file_path, "rb") if is_gzip(file_path) else open_file(file_path)
     encoding = text_encoding_of(handle.peek(4)[:4])
     if encoding is None:
         return cast(IO[bytes], handle)
