@@ -244,3 +244,7 @@ def test_a_fifo_or_a_device_is_never_opened(tmp_path: Path, capsys: pytest.Captu
     assert main(["replay", "--db", str(tmp_path / "lab.duckdb"), "--no-save", "--config", str(fifo), str(session)]) == 2
     err = capsys.readouterr().err
     assert "FIFO" in err and "expected a JSON config file" in err and len(err.strip().splitlines()) == 1
+    spec = tmp_path / "sweep.yaml"
+    os.mkfifo(spec)
+    assert main(["sweep", "--db", str(tmp_path / "lab.duckdb"), str(spec)]) == 2
+    assert "sweep spec" in (err := capsys.readouterr().err) and "FIFO" in err

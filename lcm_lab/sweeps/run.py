@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.versions import DEFAULT_ENGINE
 from lcm_lab.errors import MissingFileError
+from lcm_lab.io.file_kind import special_file_reason
 from lcm_lab.sweeps.executors import (
     Job,
     Runner,
@@ -82,6 +83,8 @@ def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
         import yaml
 
         path = Path(spec)
+        if (special := special_file_reason(path)) is not None:
+            raise SweepSpecError(f"sweep spec {path}: a {special}")
         if not path.is_file():
             raise MissingFileError(f"sweep spec {path} not found (lcm-lab sweep --example prints one)")
         try:
