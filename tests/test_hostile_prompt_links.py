@@ -78,3 +78,14 @@ def test_export_into_a_fresh_directory_still_works(tmp_path: Path, capsys: pytes
     assert main(["prompts", "export", str(tmp_path / "new")]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 6
     assert (tmp_path / "new" / "leaf.tmpl").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_fifo_in_a_prompt_directory_is_refused_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    os.mkfifo(prompts / "leaf.tmpl")  # before: the read blocked for ever (no writer)
+    assert main(["prompts", "show", "leaf", "--prompts", str(prompts)]) == 2
+    err = capsys.readouterr().err
+    assert "leaf.tmpl: a named pipe (FIFO), not a regular file" in err and len(err.strip().splitlines()) == 1

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from lcm_lab.errors import MissingFileError, UnknownNameError
+from lcm_lab.io.file_kind import special_file_reason
 from lcm_lab.prompts.gotemplate import Template, TemplateError
 
 TEMPLATE_NAMES: tuple[str, ...] = (
@@ -164,6 +165,8 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
         except KeyError as exc:
             raise TemplateError(f"{file}: not a known template name; expected one of {', '.join(f'{n}.tmpl' for n in TEMPLATE_NAMES)}") from exc
         _refuse_escaping_link(file, path)
+        if (special := special_file_reason(file)) is not None:  # a FIFO would block the read for ever
+            raise TemplateError(f"{file}: a {special}")
         try:
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
