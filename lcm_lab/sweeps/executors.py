@@ -236,14 +236,15 @@ def _terminate_workers(pool: ProcessPoolExecutor) -> None:
     """SIGTERM every worker of ``pool`` and reap it (CPython keeps them in ``_processes``; Python
     3.14's ``terminate_workers`` does the same)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
-    # Futures the sweep already cancelled must leave the pool's books first: finding its workers
-    # gone, Python 3.11's pool fails every pending future and raises (in its own thread, printing
-    # a traceback) on one that is cancelled.
+    # Finding its workers gone, Python 3.11's pool fails every pending future and raises (in its
+    # own thread, printing a traceback) on one the sweep already cancelled. Taking such items out
+    # of its books raced its manager thread, which then looked up an id it still had queued
+    # (KeyError, a traceback too): each keeps its place with a stand-in the pool drops quietly.
     pending = getattr(pool, "_pending_work_items", None)
     if isinstance(pending, dict):
-        for key, item in list(pending.items()):
+        for item in list(pending.values()):
             if item.future.cancelled():
-                pending.pop(key, None)
+                item.future = _Dropped()
     for process in processes:
         if process.is_alive():
             process.terminate()
@@ -252,6 +253,17 @@ def _terminate_workers(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=5)
+
+
+class _Dropped(Future[Any]):
+    """Stands in for a cancelled future in a pool's books: the pool never runs it, and failing it
+    is a no-op (a cancelled future cannot take an exception)."""
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return False
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        pass
 
 
 def _init_worker(inputs: str) -> None:
