@@ -112,7 +112,8 @@ def test_branched_file_keeps_only_the_path_to_the_last_entry() -> None:
     assert ids == ["m0", "a1", "a2", "b3", "b4", "b5", "b6"]
     assert loaded.meta["off_path_entries"] == 2  # a3, a4 are an abandoned branch
     assert loaded.meta["off_path_lines"] == (5, 6)
-    assert read.issues == ()
+    (issue,) = read.issues  # said, not dropped quietly
+    assert issue.line == 5 and not issue.skipped and "2 entries on other branches" in issue.message
     (event,) = loaded.events
     assert event.kind == "branch_summary" and event.summary == "Tried the abandoned follow-up."
     assert event.raw["fromId"] == "a4"

@@ -111,3 +111,13 @@ def _cycle(nodes: Sequence[NodeT], by_id: dict[str, NodeT], duplicates: tuple[tu
         closing.line,
         duplicates,
     )
+
+
+def off_branch_lines(nodes: Sequence[NodeT], selection: LeafPath[NodeT]) -> list[int]:
+    """Lines of ``nodes`` a tree selection left out because they are on other branches (an id's
+    earlier occurrence, which a later one replaced, is a duplicate, not a branch); none for a
+    file-order fallback, which keeps every node."""
+    if selection.mode != "tree" or len(selection.nodes) == len(nodes):
+        return []
+    kept = {node.line for node in selection.nodes} | {earlier for earlier, _, _ in selection.duplicate_lines}
+    return [node.line for node in nodes if node.line not in kept]
