@@ -54,3 +54,18 @@ def test_a_single_chain_file_is_unchanged() -> None:
     read = read_transcript(MINI)
     assert not any("main chain" in issue.message for issue in read.issues)
     assert read.conversations[0].conversation.session_id == "cc-mini-session"
+
+
+def test_a_branch_left_behind_is_a_warning(tmp_path: Path) -> None:
+    """An edited prompt forks the chain: the old fork is left out, as lossless-claw reads the file,
+    and said so (it was 0 warnings)."""
+    lines = _chain("main", 3, 0)
+    fork = {**lines[2], "uuid": "main-user-1-edited", "message": {"role": "user", "content": "edited"}}
+    reply = {**lines[3], "uuid": "main-assistant-1-edited", "parentUuid": "main-user-1-edited"}
+    path = tmp_path / "fork.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in [*lines, fork, reply]) + "\n")
+    read = read_transcript(path)
+    (conversation,) = read.conversations
+    assert len(conversation.conversation.entries) == 4  # user 0, assistant 0, the edited prompt, its reply
+    (issue,) = [i for i in read.issues if "other branches" in i.message]
+    assert issue.line == 3 and "4 entries on other branches" in issue.message
