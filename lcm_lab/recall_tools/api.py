@@ -307,7 +307,7 @@ class Recall:
         targets = self.targets(conversation_id, all_conversations)
         found = ix.documents(self.store, targets, id)
         if found.empty:
-            for file_id, uri, problem in ix.refused_payloads(self.store, targets):
+            for file_id, uri, problem in ix.refused_payloads(self.store, targets, include_missing=True):
                 if file_id == id:
                     raise UnknownNameError(f"{id}: not read, its storage_uri {uri!r} is {problem}")
             raise UnknownNameError(f"{id!r} is not a summary or file id in {', '.join(targets)}; grep for it first")

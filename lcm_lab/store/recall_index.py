@@ -210,9 +210,10 @@ def _forget_refused_files(store: LabStore, target: str, conversation_id: int) ->
                           " WHERE target = ?", [len(stale), len(stale), target])  # fmt: skip
 
 
-def refused_payloads(store: LabStore, targets: Sequence[str]) -> list[tuple[str, str, str]]:
+def refused_payloads(store: LabStore, targets: Sequence[str], *, include_missing: bool = False) -> list[tuple[str, str, str]]:
     """``(file_id, storage_uri, problem)`` of the loaded conversations' large files in ``targets``
-    whose recorded path the resolver refuses (it leaves the payload directory)."""
+    whose recorded path the resolver refuses (it leaves the payload directory); with
+    ``include_missing``, also those whose payload is not on disk or that record no path."""
     ids = [int(t.split(":", 1)[1]) for t in targets if t.startswith("conversation:")]
     refused = []
     for conversation_id in ids:
@@ -220,9 +221,12 @@ def refused_payloads(store: LabStore, targets: Sequence[str]) -> list[tuple[str,
         rows = store.fetch_all("SELECT file_id, storage_uri FROM large_files WHERE conversation_id = ? ORDER BY file_id",
                                [conversation_id])  # fmt: skip
         for file_id, uri in rows:
-            problem = resolve_data_path(uri, root).problem if uri and root is not None else None
-            if problem is not None and problem != NOT_ON_DISK:
-                refused.append((str(file_id), str(uri), problem))
+            if not uri or root is None:
+                problem = "empty" if not uri else NOT_ON_DISK
+            else:
+                problem = resolve_data_path(uri, root).problem
+            if problem is not None and (include_missing or (uri and problem != NOT_ON_DISK)):
+                refused.append((str(file_id), str(uri or ""), problem))
     return refused
 
 
