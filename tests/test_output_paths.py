@@ -43,7 +43,7 @@ def _socket(path: Path) -> None:
     server.close()  # the socket file stays
 
 
-@pytest.mark.parametrize(("make", "said"), [(_fifo, "a FIFO"), (_directory, "a directory"), (_link, "a symbolic link"),
+@pytest.mark.parametrize(("make", "said"), [(_fifo, r"a named pipe \(FIFO\)"), (_directory, "a directory"), (_link, "a symbolic link"),
                                             (_dangling, "a symbolic link"), (_socket, "a socket")])  # fmt: skip
 def test_what_is_not_a_file_is_refused_and_left_as_it_was(tmp_path: Path, make: Callable[[Path], None], said: str) -> None:
     target = tmp_path / "out.html"
@@ -78,6 +78,6 @@ def test_replay_refuses_a_trace_path_before_it_replays(tmp_path: Path, capsys: p
     session = next(iter(sorted(FIXTURE.glob("*.jsonl"))))
     code = main(["replay", "--db", str(tmp_path / "lab.duckdb"), "--trace-out", str(fifo), "--no-save", str(session)])
     out, err = capsys.readouterr()
-    assert code == 2 and "a FIFO, not a file" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "a named pipe (FIFO), not a file" in err and len(err.strip().splitlines()) == 1
     assert "turns" not in out  # refused before the replay ran
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)

@@ -234,7 +234,7 @@ def test_a_fifo_or_a_device_is_never_opened(tmp_path: Path, capsys: pytest.Captu
     os.mkfifo(fifo)
     zero = tmp_path / "zero.jsonl"
     zero.symlink_to("/dev/zero")
-    for special, said in ((fifo, "a named pipe (FIFO), not a regular file"), (zero, "a special file, not a regular file")):
+    for special, said in ((fifo, "a named pipe (FIFO), not a regular file"), (zero, "a character device, not a regular file")):
         with pytest.raises(InputFileError, match=re.escape(said)):
             read_transcript(special)
         assert main(["replay", "--db", str(tmp_path / "lab.duckdb"), "--no-save", str(special)]) == 2

@@ -16,9 +16,7 @@ import tempfile
 from pathlib import Path
 
 from lcm_lab.errors import OutputError
-
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+from lcm_lab.io.file_kind import kind_name
 
 
 def check_output_path(path: str | os.PathLike[str]) -> Path:
@@ -34,9 +32,8 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     if stat.S_ISLNK(mode):
         raise OutputError(f"{target}: a symbolic link; the lab neither writes through links nor replaces them "
                           "(give the file's own path)")  # fmt: skip
-    for test, kind in _KINDS:
-        if test(mode):
-            raise OutputError(f"{target}: {kind}, not a file; nothing written")
+    if not stat.S_ISREG(mode):
+        raise OutputError(f"{target}: {kind_name(mode)}, not a file; nothing written")
     return target
 
 

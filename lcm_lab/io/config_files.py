@@ -34,7 +34,7 @@ def read_config_document(path: str | Path) -> dict[str, Any]:
     file = Path(path)
     special = special_file_reason(file)
     if special is not None:  # never opened: a FIFO without a writer would block
-        raise ConfigError(f"{file}: a {special}; expected a JSON config file")
+        raise ConfigError(f"{file}: {special}; expected a JSON config file")
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:

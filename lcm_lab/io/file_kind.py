@@ -1,10 +1,35 @@
-"""Whether a path names something the lab may open and read: looked at with ``stat``, never
-opened (opening a FIFO without a writer blocks for ever; ``/dev/zero`` never ends)."""
+"""What a path names, looked at with ``stat`` and never opened (opening a FIFO without a writer
+blocks for ever; ``/dev/zero`` never ends): the one place that says whether the lab may read a
+path as a file, and names what it is when not."""
 
 from __future__ import annotations
 
 import stat
 from pathlib import Path
+
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def kind_name(mode: int) -> str:
+    """``a directory``, ``a named pipe (FIFO)``, ``a character device``, ... for a ``st_mode``."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((name for test, name in _SPECIAL if test(mode)), "a special file")
+
+
+def special_file_reason(path: str | Path) -> str | None:
+    """``"a named pipe (FIFO), not a regular file"`` and the like for a path that exists but must
+    not be opened (neither a regular file nor a directory); ``None`` otherwise."""
+    try:
+        mode = Path(path).stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return None
+    return f"{kind_name(mode)}, not a regular file"
 
 
 def unreadable_reason(path: str | Path) -> str | None:
@@ -17,18 +42,8 @@ def unreadable_reason(path: str | Path) -> str | None:
         return "broken symbolic link" if target.is_symlink() else "no such file"
     except OSError as exc:
         return f"cannot stat ({exc.strerror or exc})"
-    if stat.S_ISDIR(st.st_mode):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        kind = "named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "special file"
-        return f"{kind}, not a regular file"
-    if st.st_size == 0:
+    if special := special_file_reason(target):
+        return special
+    if stat.S_ISREG(st.st_mode) and st.st_size == 0:
         return "empty file"
     return None
-
-
-def special_file_reason(path: str | Path) -> str | None:
-    """:func:`unreadable_reason` for a path that exists but must not be opened (a FIFO, a device,
-    a socket); ``None`` otherwise."""
-    reason = unreadable_reason(path)
-    return reason if reason is not None and reason.endswith("not a regular file") else None

@@ -166,7 +166,7 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
             raise TemplateError(f"{file}: not a known template name; expected one of {', '.join(f'{n}.tmpl' for n in TEMPLATE_NAMES)}") from exc
         _refuse_escaping_link(file, path)
         if (special := special_file_reason(file)) is not None:  # a FIFO would block the read for ever
-            raise TemplateError(f"{file}: a {special}")
+            raise TemplateError(f"{file}: {special}")
         try:
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:

@@ -84,7 +84,7 @@ def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
 
         path = Path(spec)
         if (special := special_file_reason(path)) is not None:
-            raise SweepSpecError(f"sweep spec {path}: a {special}")
+            raise SweepSpecError(f"sweep spec {path}: {special}")
         if not path.is_file():
             raise MissingFileError(f"sweep spec {path} not found (lcm-lab sweep --example prints one)")
         try:

@@ -122,7 +122,7 @@ def open_file(path: str | Path) -> io.BufferedReader:
     without a writer blocks for ever; ``/dev/zero`` never ends)."""
     special = special_file_reason(path)
     if special is not None:
-        raise InputFileError(path, f"a {special}; nothing read")
+        raise InputFileError(path, f"{special}; nothing read")
     return Path(path).open("rb")
 
 
