@@ -81,3 +81,19 @@ def test_replay_refuses_a_trace_path_before_it_replays(tmp_path: Path, capsys: p
     assert code == 2 and "a named pipe (FIFO), not a file" in err and len(err.strip().splitlines()) == 1
     assert "turns" not in out  # refused before the replay ran
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_notebooks_copies_what_is_missing_and_never_writes_through_a_link(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lcm_lab.bundled import notebooks_path
+
+    names = sorted(p.name for p in notebooks_path().glob("*.ipynb"))
+    target = tmp_path / "books"
+    target.mkdir()
+    elsewhere = tmp_path / "elsewhere" / "planted.ipynb"  # a dangling link: exists() is False for it
+    (target / names[0]).symlink_to(elsewhere)
+    (target / names[1]).write_text("mine")
+    assert main(["notebooks", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert not elsewhere.exists() and (target / names[0]).is_symlink()
+    assert (target / names[1]).read_text() == "mine" and out.count("(exists, left as it is)") == 2
+    assert all((target / name).stat().st_size > 0 for name in names[2:])

@@ -8,6 +8,7 @@ widgets come with ``pip install 'lcm_lab[notebooks]'``).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,10 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for notebook in sorted(notebooks_path().glob("*.ipynb")):
         destination = target / notebook.name
-        copied = not destination.exists()
+        copied = not os.path.lexists(destination)  # a link, dangling or not, is left as it is: never written through
         if copied:
-            shutil.copyfile(notebook, destination)
+            with notebook.open("rb") as source, destination.open("xb") as out:  # "x": no file, no link, ever replaced
+                shutil.copyfileobj(source, out)
         rows.append({"path": str(destination), "copied": copied})
     if args.json:
         print_json_lines(rows)
