@@ -47,3 +47,25 @@ def test_a_sweep_is_an_optuna_study(tmp_path: Path) -> None:
     assert main(["export-study", result.sweep_id, "--db", str(tmp_path / "lab.duckdb"), "--storage", storage, "--replace",
                  "--study-name", "again", "--json"]) == 0
     assert optuna.load_study(study_name="again", storage=storage).user_attrs["sweep_id"] == result.sweep_id
+
+
+def test_an_existing_file_that_is_not_an_optuna_storage_is_refused_untouched(tmp_path: Path) -> None:
+    """Optuna adds its tables to any SQLite file: an lcm.db named as --storage was written into."""
+    import gzip
+    import hashlib
+    import shutil
+
+    from lcm_lab.errors import OutputError
+
+    store = LabStore(tmp_path / "lab.duckdb")
+    result = sweep(small_spec(), store=store, progress=False)
+    lcm_db, text = tmp_path / "lcm.db", tmp_path / "notes.txt"
+    with gzip.open(Path(__file__).parent.parent / "datasets" / "lcm-db" / "lcm-v0.15.3.db.gz") as src, lcm_db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    text.write_text("not a database\n")
+    for victim, said in ((lcm_db, "tables context_items"), (text, "not an SQLite database")):
+        before = hashlib.sha256(victim.read_bytes()).hexdigest()
+        with pytest.raises(OutputError, match=f"not an Optuna storage \\({said}"):
+            sweep_study(result.sweep_id, store, storage=f"sqlite:///{victim}")
+        assert hashlib.sha256(victim.read_bytes()).hexdigest() == before
+        assert not Path(f"{victim}-journal").exists()

@@ -70,6 +70,8 @@ def sweep_study(sweep_id: str, store: LabStore | None = None, *, storage: str | 
     store = _store(store)
     spec = parse_spec(sweep_row(store, sweep_id)["spec"])
     name = study_name or sweep_id
+    if storage is not None:
+        _refuse_foreign_sqlite(storage)
     if storage is not None and name in optuna.get_all_study_names(storage):
         if not replace:
             raise OptionError(f"the Optuna storage {storage} already holds a study {name!r}; pass replace=True (--replace) "
@@ -102,3 +104,34 @@ def sweep_study(sweep_id: str, store: LabStore | None = None, *, storage: str | 
         ))  # fmt: skip
     study.add_trials(trials)
     return study
+
+
+# Tables an Optuna RDB storage holds (optuna/storages/_rdb/models.py); one is enough to know it.
+_OPTUNA_TABLES = frozenset({"studies", "version_info", "alembic_version", "trials"})
+
+
+def _refuse_foreign_sqlite(storage: str) -> None:
+    """An ``sqlite:///`` storage that names an existing file must be an Optuna storage already:
+    Optuna would add its tables to any SQLite file, an lcm.db included, and the lab never writes
+    into a file that is not its own or the tool's."""
+    from pathlib import Path
+
+    from lcm_lab.errors import OutputError
+    from lcm_lab.io.file_kind import special_file_reason
+    from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_table_names
+
+    if not storage.startswith("sqlite:///"):
+        return
+    path = Path(storage.removeprefix("sqlite:///").split("?", 1)[0])
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+        return
+    if (special := special_file_reason(path)) is not None or path.is_dir():
+        raise OutputError(f"{path}: {special or 'a directory'}; not an Optuna storage")
+    try:
+        tables = sqlite_table_names(path)
+    except (SqliteReadError, OSError):
+        tables = set()
+    if not tables & _OPTUNA_TABLES:
+        held = f"tables {', '.join(sorted(tables)[:3])}…" if tables else "not an SQLite database"
+        raise OutputError(f"{path}: not an Optuna storage ({held}); the lab will not write into it. "
+                          "Pass --storage sqlite:///NEW-FILE.db or an existing Optuna storage")
