@@ -8,7 +8,6 @@ widgets come with ``pip install 'lcm_lab[notebooks]'``).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -32,10 +31,12 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for notebook in sorted(notebooks_path().glob("*.ipynb")):
         destination = target / notebook.name
-        copied = not os.path.lexists(destination)  # a link, dangling or not, is left as it is: never written through
-        if copied:
-            with notebook.open("rb") as source, destination.open("xb") as out:  # "x": no file, no link, ever replaced
+        try:  # "x": an existing entry, a link (dangling or not) included, is left as it is, never written through
+            with notebook.open("rb") as source, destination.open("xb") as out:
                 shutil.copyfileobj(source, out)
+            copied = True
+        except FileExistsError:
+            copied = False
         rows.append({"path": str(destination), "copied": copied})
     if args.json:
         print_json_lines(rows)

@@ -20,16 +20,19 @@ def kind_name(mode: int) -> str:
     return next((name for test, name in _SPECIAL if test(mode)), "a special file")
 
 
+def _special(mode: int) -> str | None:
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return None
+    return f"{kind_name(mode)}, not a regular file"
+
+
 def special_file_reason(path: str | Path) -> str | None:
     """``"a named pipe (FIFO), not a regular file"`` and the like for a path that exists but must
     not be opened (neither a regular file nor a directory); ``None`` otherwise."""
     try:
-        mode = Path(path).stat().st_mode
+        return _special(Path(path).stat().st_mode)
     except OSError:
         return None
-    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-        return None
-    return f"{kind_name(mode)}, not a regular file"
 
 
 def unreadable_reason(path: str | Path) -> str | None:
@@ -42,7 +45,7 @@ def unreadable_reason(path: str | Path) -> str | None:
         return "broken symbolic link" if target.is_symlink() else "no such file"
     except OSError as exc:
         return f"cannot stat ({exc.strerror or exc})"
-    if special := special_file_reason(target):
+    if special := _special(st.st_mode):
         return special
     if stat.S_ISREG(st.st_mode) and st.st_size == 0:
         return "empty file"

@@ -193,6 +193,7 @@ def open_existing(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
                 require_lab_tables(probe, path)
             finally:
                 probe.close()
+    recovered = False
     try:
         raw = connect(path, read_only=read_only)
     except _UnreplayableWal as exc:
@@ -204,8 +205,6 @@ def open_existing(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         recover_unreplayable_wal(path)
         raw = connect(path, read_only=read_only)
         recovered = True
-    else:
-        recovered = False
     try:
         # A store an earlier lab version created in place and lost before its first checkpoint
         # is empty once its log is set aside: it is the lab's, and is migrated again.

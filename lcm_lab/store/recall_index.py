@@ -221,11 +221,12 @@ def refused_payloads(store: LabStore, targets: Sequence[str], *, include_missing
         rows = store.fetch_all("SELECT file_id, storage_uri FROM large_files WHERE conversation_id = ? ORDER BY file_id",
                                [conversation_id])  # fmt: skip
         for file_id, uri in rows:
-            if not uri or root is None:
-                problem = "empty" if not uri else NOT_ON_DISK
-            else:
+            if uri and root is not None:
                 problem = resolve_data_path(uri, root).problem
-            if problem is not None and (include_missing or (uri and problem != NOT_ON_DISK)):
+            else:
+                problem = NOT_ON_DISK if uri else "empty"
+            missing = problem in (NOT_ON_DISK, "empty")
+            if problem is not None and (include_missing or not missing):
                 refused.append((str(file_id), str(uri or ""), problem))
     return refused
 

@@ -133,9 +133,11 @@ def _failed_model_calls(run: Any) -> int:
     calls = [call for turn in run.turns for call in turn.calls]
     failed = [call.failure for call in calls if call.failure]
     if calls and len(failed) == len(calls):
-        reasons = ", ".join(f"{reason} ×{n}" for reason, n in Counter(failed).most_common())
-        raise ModelGaveNoSummaryError(f"no summary came from the model: {len(failed)} of {len(calls)} summarizer calls failed "
-                                      f"({reasons}); check the summarizer's model and api_base and that the server is up")  # fmt: skip
+        from lcm_lab.summarizers.litellm_summarizer import CallTally
+
+        tally = CallTally(len(calls), dict(Counter(failed)))
+        raise ModelGaveNoSummaryError(f"no summary came from the model: {tally.describe()}; check the summarizer's "
+                                      "model and api_base and that the server is up")  # fmt: skip
     return len(failed)
 
 

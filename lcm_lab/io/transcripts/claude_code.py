@@ -66,7 +66,7 @@ from lcm_lab.io.transcripts.base import CLAUDE_CODE_JSONL, TranscriptFormatError
 from lcm_lab.io.transcripts.jsonl import JsonlReader, RawLine
 from lcm_lab.io.transcripts.pi import clean_id
 from lcm_lab.io.transcripts.reread import KeptLines, LazyEntries, LineSource
-from lcm_lab.io.transcripts.tree import off_branch_lines, select_leaf_path
+from lcm_lab.io.transcripts.tree import off_branch_issue, select_leaf_path
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolUse", "max_tokens": "length"}
 
@@ -583,11 +583,8 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
         selection = select_leaf_path(group)
         if selection.problem is not None:
             issues.append(LoadIssue(display, selection.problem_line, selection.problem, skipped=False))
-        elif (off := off_branch_lines(group, selection)):
-            issues.append(LoadIssue(display, off[0], (
-                f"{len(off)} entries on other branches (from line {off[0]}) are left out: the conversation is the "
-                "branch that ends at its last entry, as lossless-claw reads it"
-            ), skipped=False))  # fmt: skip
+        elif (branches := off_branch_issue(group, selection)) is not None:
+            issues.append(LoadIssue(display, *branches, skipped=False))
         for earlier, later, entry_id in selection.duplicate_lines:
             issues.append(LoadIssue(display, later, f"duplicate uuid {entry_id!r} (also on line {earlier}); the later occurrence wins", skipped=False))
         if lines is None:

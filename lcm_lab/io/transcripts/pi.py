@@ -37,7 +37,7 @@ from lcm_lab.io.transcripts.jsonl import (
     read_all_bytes,
 )
 from lcm_lab.io.transcripts.reread import KeptLines, LineSource, ReReadEntries
-from lcm_lab.io.transcripts.tree import off_branch_lines, select_leaf_path
+from lcm_lab.io.transcripts.tree import off_branch_issue, select_leaf_path
 
 EVENT_TYPES = frozenset({"compaction", "branch_summary"})
 _NO_RAW: dict[str, Any] = {}  # the raw value of a kept entry (read again with its line; never mutated)
@@ -306,13 +306,8 @@ class PiSessionParser:
                     f"{entry.type} entry without an id cannot be placed in the id tree; left out",
                     skipped=False,
                 )
-            if off := off_branch_lines(records, selection):
-                self._issue(
-                    off[0],
-                    f"{len(off)} entries on other branches of the session tree (from line {off[0]}) are left out: "
-                    "the conversation is the branch that ends at the file's last entry, as lossless-claw reads it",
-                    skipped=False,
-                )
+            if (branches := off_branch_issue(records, selection)) is not None:
+                self._issue(*branches, skipped=False)
         for earlier, later, entry_id in selection.duplicate_lines:
             self._issue(
                 later,

@@ -113,11 +113,15 @@ def _cycle(nodes: Sequence[NodeT], by_id: dict[str, NodeT], duplicates: tuple[tu
     )
 
 
-def off_branch_lines(nodes: Sequence[NodeT], selection: LeafPath[NodeT]) -> list[int]:
-    """Lines of ``nodes`` a tree selection left out because they are on other branches (an id's
-    earlier occurrence, which a later one replaced, is a duplicate, not a branch); none for a
-    file-order fallback, which keeps every node."""
+def off_branch_issue(nodes: Sequence[NodeT], selection: LeafPath[NodeT]) -> tuple[int, str] | None:
+    """``(line, message)`` saying how many of ``nodes`` a tree selection left out because they are
+    on other branches, from which line (an id's earlier occurrence, which a later one replaced, is
+    a duplicate, not a branch); ``None`` when there are none, as after a file-order fallback."""
     if selection.mode != "tree" or len(selection.nodes) == len(nodes):
-        return []
+        return None
     kept = {node.line for node in selection.nodes} | {earlier for earlier, _, _ in selection.duplicate_lines}
-    return [node.line for node in nodes if node.line not in kept]
+    off = [node.line for node in nodes if node.line not in kept]
+    if not off:
+        return None
+    return off[0], (f"{len(off)} entries on other branches (from line {off[0]}) are left out: the conversation is "
+                    "the branch that ends at its last entry, as lossless-claw reads it")
