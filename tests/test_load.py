@@ -316,3 +316,61 @@ def test_worker_rows_of_a_file_that_changed_since_are_not_used_and_the_spool_is_
     assert sum(inserted) == 2  # s1.jsonl "changed": this process read it again
     assert store.fetch_all("SELECT count(DISTINCT session_id) FROM conversations")[0][0] == 3
     assert list(spool.iterdir()) == []  # the workers' Arrow files are gone
+
+
+def _collecting_read_and_build(*args: object, **kwargs: object) -> object:
+    """A worker's read that starts with a full collection (one that would come sooner or later)."""
+    import gc
+
+    from lcm_lab.io.prepare import read_and_build
+
+    gc.collect()
+    return read_and_build(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_parents_uncollected_duckdb_connection_does_not_kill_the_forked_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A notebook's garbage: a cycle holding a DuckDB connection the collector has not reached
+    # when the load forks. Collected in a forked worker, its finalizer crashed the worker
+    # (SIGSEGV: the connection's threads are not in the child) and the load fell back to the
+    # parent; the parent now collects it before forking, and the workers never touch the rest.
+    import gc
+
+    import duckdb
+
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")
+    submitted: list[Path] = []
+    real_pool = load_module.ProcessPoolExecutor
+
+    class CountingPool(real_pool):  # type: ignore[misc, valid-type]
+        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+            submitted.append(args[0])
+            return super().submit(fn, *args, **kwargs)
+
+    used: list[bool] = []
+    real_insert = load_module.insert_prepared
+
+    def insert_prepared(store, files, **options):  # type: ignore[no-untyped-def]
+        used.extend(True for _ in files)
+        return real_insert(store, files, **options)
+
+    monkeypatch.setattr(load_module, "ProcessPoolExecutor", CountingPool)
+    monkeypatch.setattr(load_module, "insert_prepared", insert_prepared)
+    monkeypatch.setattr(load_module, "read_and_build", _collecting_read_and_build)
+    monkeypatch.setenv(load_module.WORKERS_ENV, "2")
+    store = LabStore(tmp_path / "lab.duckdb")
+    was_enabled = gc.isenabled()
+    gc.disable()  # the garbage stays uncollected until something collects it
+    try:
+        for _ in range(3):
+            cycle: dict[str, object] = {"connection": duckdb.connect()}
+            cycle["self"] = cycle
+            cycle["connection"].execute("SELECT 42").fetchall()  # type: ignore[attr-defined]
+            del cycle
+        results = load(DATASETS, store, progress=False)
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert all(r.status == "loaded" for r in results)
+    assert len(submitted) >= 2 and sum(used) == len(submitted)  # every worker's rows were stored: none died

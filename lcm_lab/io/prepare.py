@@ -16,8 +16,9 @@ import multiprocessing
 import os
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -123,6 +124,22 @@ def _shifted(table: str, arrow: pa.Table, shifts: dict[str, int]) -> pa.Table:
     return arrow
 
 
+@contextmanager
+def forking() -> Iterator[None]:
+    """Around the call that forks load workers. The parent's garbage (cycles the collector has
+    not reached yet) is collected here, where it was made: a forked child would otherwise collect
+    it, and running a DuckDB connection's finalizer in a process that has none of its threads
+    kills the worker (SIGSEGV; the load then fell back to one process). What is left is frozen
+    while the children fork, so their collections never touch what they inherit (nor write to,
+    and so copy, every page of it)."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind: str, source_id: int,
                      workers: int) -> WriteCounts:  # fmt: skip
     """:func:`~lcm_lab.io.rows.build_rows` of one new conversation, its entries projected in parts
@@ -141,13 +158,11 @@ def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind
     total = WriteCounts()
     with tempfile.TemporaryDirectory(prefix="lcm-lab-split-", ignore_cleanup_errors=True) as spool:
         _SPLIT = (item, start, kind, source_id, bounds, spool)
-        # What the parent holds goes to the collector's permanent generation while workers fork:
-        # a collection in a worker would otherwise write to (and so copy) every page of it.
-        gc.freeze()
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                futures = [pool.submit(_build_part, k) for k in range(parts)]
-                _SPLIT = None  # the workers are forked on the first submit and keep their copy
+                with forking():  # the workers are forked on the first submit and keep their copy
+                    futures = [pool.submit(_build_part, k) for k in range(parts)]
+                _SPLIT = None
                 seq = 0
                 for k, future in enumerate(futures):
                     files, counts = future.result()
@@ -161,7 +176,6 @@ def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind
                     _merge(total, counts, first=k == 0)
         finally:
             _SPLIT = None
-            gc.unfreeze()
     return total
 
 

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 from lcm_lab.io.file_kind import unreadable_reason
 from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
 from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
-from lcm_lab.io.prepare import Prepared, read_and_build
+from lcm_lab.io.prepare import Prepared, forking, read_and_build
 from lcm_lab.io.sqlite_read import (
     GZIP_MAGIC,
     SnapshotChanged,
@@ -672,6 +672,7 @@ class _Prefetcher:
         self.pool: ProcessPoolExecutor | None = None
         self.futures: dict[int, Future[Prepared]] = {}
         self.submitted = 0
+        self.forked = False
         self.spool: tempfile.TemporaryDirectory[str] | None = None
 
     def __enter__(self) -> _Prefetcher:
@@ -701,7 +702,9 @@ class _Prefetcher:
                 continue
             job = self.jobs[position]
             try:
-                self.futures[position] = self.pool.submit(read_and_build, job.path, job.read, spool=self.spool.name)
+                with forking() if not self.forked else nullcontext():  # the first submit forks the workers
+                    self.futures[position] = self.pool.submit(read_and_build, job.path, job.read, spool=self.spool.name)
+                self.forked = True
             except Exception:  # a broken pool: the remaining files load in this process
                 self.pool.shutdown(wait=False, cancel_futures=True)
                 self.pool = None
