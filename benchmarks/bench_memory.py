@@ -9,7 +9,7 @@ directory that is removed afterwards (never in the repository):
 * ``load-pi-50`` / ``load-pi-200``: one pi v3 session of 50 / 200 MB;
 * ``load-cc-200`` / ``load-cc-400`` / ``load-cc-800``: one Claude Code session of 200 / 400 /
   800 MB (their ratios show how the peak grows with the input);
-* ``load-tiny-1m`` / ``load-tiny-2m``: a pi session of one / two million tiny lines (what one
+* ``load-tiny-1m`` / ``-2m`` / ``-4m`` / ``-8m``: a pi session of one to eight million tiny lines (what one
   file's per-line structure costs);
 * ``load-lcmdb-1m``: an lcm.db of one million messages (about 1.5 GB) and their summaries;
 * ``load-line-200``: a pi session with one 200 MB line (over the default line cap: skipped);
@@ -55,7 +55,7 @@ TARGET_MB = 1024.0
 SPEED_TARGET_MB_S = 25.0
 CASES = (
     "load-pi-50", "load-pi-200", "load-cc-200", "load-cc-400", "load-cc-800", "load-tiny-1m", "load-tiny-2m",
-    "load-lcmdb-1m", "load-line-200", "load-gz-line-4096",
+    "load-tiny-4m", "load-tiny-8m", "load-lcmdb-1m", "load-line-200", "load-gz-line-4096",
     "replay-5k", "replay-20k", "report-20k", "speed-pi-28", "speed-pi-28-w2", "speed-dir-50-w2",
 )  # fmt: skip
 # Speed cases run this many times (a fresh child and store each): the median is the figure, every
@@ -74,7 +74,7 @@ def _input(case: str, work: Path) -> Path:
     if case in ("load-cc-200", "load-cc-400", "load-cc-800"):
         mb = int(case.rsplit("-", 1)[1])
         return generate.generate_claude_code_file(work / f"cc-{mb}.jsonl", target_mb=mb)
-    if case in ("load-tiny-1m", "load-tiny-2m"):
+    if case.startswith("load-tiny-"):
         millions = int(case[len("load-tiny-") : -1])
         return generate.generate_tiny_lines(work / f"tiny-{millions}m.jsonl", lines=millions * 1_000_000)
     if case == "load-lcmdb-1m":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lcm_lab.io.transcripts.reread import PackedStrings
+from lcm_lab.io.transcripts.packed import PackedStrings
 
 # Any str JSON can hold, lone surrogates included (JSON allows "\ud800").
 _VALUES = st.lists(st.one_of(st.none(), st.text(st.characters(codec=None, min_codepoint=0)), st.just("\ud800x")), max_size=30)
@@ -27,3 +27,19 @@ def test_a_part_is_the_slice_of_the_values(values: list[str | None], start: int,
 def test_empty_strings_and_none_are_different() -> None:
     packed = PackedStrings(["", None, ""])
     assert [packed[0], packed[1], packed[2]] == ["", None, ""]
+
+
+@given(_VALUES, _VALUES, st.integers(0, 30), st.integers(0, 30), st.integers(0, 30))
+def test_a_run_is_the_same_exactly_when_its_values_are(one: list[str | None], other: list[str | None],
+                                                        start: int, other_start: int, count: int) -> None:  # fmt: skip
+    # Compared as whole buffers: values that split the same bytes differently ("ab", "" against
+    # "a", "b") or a None against "" must not pass for equal.
+    count = max(0, min(count, len(one) - start, len(other) - other_start))
+    expected = one[start : start + count] == other[other_start : other_start + count]
+    assert PackedStrings(one).same_run(start, PackedStrings(other), other_start, count) == expected
+
+
+def test_the_same_bytes_split_differently_are_different_runs() -> None:
+    assert not PackedStrings(["ab", ""]).same_run(0, PackedStrings(["a", "b"]), 0, 2)
+    assert not PackedStrings([None, "x"]).same_run(0, PackedStrings(["", "x"]), 0, 2)
+    assert PackedStrings(["q", "ab", "c"]).same_run(1, PackedStrings(["ab", "c"]), 0, 2)

@@ -20,11 +20,10 @@ listed in ``meta["off_path_lines"]``.
 from __future__ import annotations
 
 import hashlib
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any
 
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
@@ -37,10 +36,12 @@ from lcm_lab.io.transcripts.jsonl import (
     read_all_bytes,
 )
 from lcm_lab.io.transcripts.reread import KeptLines, LineSource, ReReadEntries
-from lcm_lab.io.transcripts.tree import off_branch_issue, select_leaf_path
+from lcm_lab.io.transcripts.tree import IdColumns, off_branch_message, select_leaf_positions
+
+if TYPE_CHECKING:
+    from lcm_lab.io.transcripts.tree import Positions
 
 EVENT_TYPES = frozenset({"compaction", "branch_summary"})
-_NO_RAW: dict[str, Any] = {}  # the raw value of a kept entry (read again with its line; never mutated)
 
 
 def clean_id(value: object) -> str | None:
@@ -61,52 +62,23 @@ def is_runtime_message(value: object) -> bool:
 
 @dataclass(slots=True)
 class PiEntry:
-    """One parsed non-header line (mutable while ids are upgraded). A message entry the reader
-    reads again becomes a :class:`_KeptEntry`."""
+    """One parsed non-header line held whole (its id and parent id are in the parser's
+    :class:`IdColumns`, at the same position). A message entry the reader reads again from the
+    file has no object at all."""
 
     line: int
     type: str
-    entry_id: str | None
-    parent_id: str | None
     timestamp: str | None
     message: dict[str, Any] | None
     raw: dict[str, Any]
-    kept: ClassVar[bool] = False
 
     @property
-    def has_message(self) -> bool:
-        return self.message is not None
+    def fully_represented(self) -> bool:
+        """True when an :class:`InputEntry` carries all of this entry's JSON (else it is kept raw)."""
+        return self.message is not None and (self.message is self.raw or _ENVELOPE_KEYS.issuperset(self.raw))
 
-
-class _KeptEntry:
-    """A message entry whose line is read again: only what the leaf-path walk needs (the parser's
-    :class:`KeptLines` say where the line's bytes are; its timestamp and message come back with
-    it). 40 bytes a line less than a :class:`PiEntry` with those fields emptied."""
-
-    __slots__ = ("line", "entry_id", "parent_id")
-    type = "message"
-    timestamp: str | None = None
-    message: dict[str, Any] | None = None
-    raw: dict[str, Any] = _NO_RAW
-    kept = True
-    has_message = True
-
-    def __init__(self, line: int, entry_id: str | None, parent_id: str | None) -> None:
-        self.line, self.entry_id, self.parent_id = line, entry_id, parent_id
-
-
-_Entry = PiEntry | _KeptEntry
 
 _ENVELOPE_KEYS = frozenset({"type", "id", "parentId", "timestamp", "message"})
-
-
-def _not_fully_represented(entry: _Entry) -> bool:
-    """True when an :class:`InputEntry` would drop part of this entry's JSON (kept raw)."""
-    if entry.kept:
-        return False  # only fully represented message entries are read again
-    if entry.message is None:
-        return True
-    return entry.message is not entry.raw and not _ENVELOPE_KEYS.issuperset(entry.raw)
 
 
 def _v1_entry_id(session_id: str, index: int, taken: set[str]) -> str:
@@ -133,6 +105,11 @@ class PiSessionParser:
     Shared by the JSONL reader and the SQLite ``transcript_events`` reader (each row's
     ``event_json`` is the object a JSONL line would hold). ``message_prefix`` is put in front
     of every issue message (the SQLite reader names the session there).
+
+    Every entry has a position (file order) in :attr:`tree`, which holds its line, id and parent
+    id as columns; :attr:`whole` holds the entries kept as objects. A message entry fed with the
+    line it came from is not held at all: :attr:`kept` says where its bytes are, and it is read
+    again when used, so a session of millions of lines costs tens of bytes a line here.
     """
 
     def __init__(self, path: str, default_session_id: str, *, message_prefix: str = "") -> None:
@@ -143,10 +120,16 @@ class PiSessionParser:
         self.skipped_lines = 0
         self.header: dict[str, Any] | None = None
         self.header_line: int | None = None
-        self.entries: list[_Entry] = []
+        self.tree = IdColumns()
+        self.has_message = bytearray()  # 1 at a position whose entry carries a message
+        self.whole: dict[int, PiEntry] = {}
         self.last_line = 0
         self.source: LineSource | None = None
         self.kept = KeptLines()
+
+    @property
+    def entry_count(self) -> int:
+        return len(self.tree)
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -155,8 +138,10 @@ class PiSessionParser:
             self.skipped_lines += 1
         self.issues.append(LoadIssue(self.path, line, self.message_prefix + message, skipped))
 
-    def feed(self, line: int, value: Any) -> None:
-        """Add one parsed JSON value found on ``line``."""
+    def feed(self, line: int, value: Any, kept_from: tuple[RawLine, LineSource] | None = None) -> None:
+        """Add one parsed JSON value found on ``line``. With ``kept_from`` (the raw line and
+        where to read it again), a message entry the conversation holds whole is not kept in
+        memory but read again from the source when it is used."""
         if line > self.last_line:
             self.last_line = line
         if not isinstance(value, dict):
@@ -165,7 +150,7 @@ class PiSessionParser:
             return
         entry_type = value.get("type")
         if entry_type == "session":
-            if self.header is None and not self.entries:
+            if self.header is None and not self.entry_count:
                 self.header = value
                 self.header_line = line
             else:
@@ -189,32 +174,18 @@ class PiSessionParser:
             self._issue(line, "entry has no string 'type'; kept as type 'unknown'", skipped=False)
             entry_type = "unknown"
         timestamp = value.get("timestamp") if message is not value else None
-        self.entries.append(
-            PiEntry(
-                line=line,
-                type=entry_type,
-                entry_id=clean_id(value.get("id")) or clean_id(value.get("uuid")),
-                parent_id=clean_id(value.get("parentId")) or clean_id(value.get("parentUuid")),
-                timestamp=timestamp if isinstance(timestamp, str) else None,
-                message=message,
-                raw=value,
-            )
-        )
-
-    def keep_last(self, line: RawLine, source: LineSource) -> None:
-        """Drop the message just fed (from ``line``) and read it again from ``source`` when used,
-        if it is an entry the conversation holds whole (a fully represented message entry)."""
-        if not self.entries or self.entries[-1].line != line.number:
-            return
-        entry = self.entries[-1]
-        if entry.message is None or _not_fully_represented(entry):
-            return
-        offset, size = source.keep(line)
-        self.kept.add(entry.line, offset, size, entry.message is entry.raw)
-        # Interned: a child's parent_id then shares its parent's string.
-        self.entries[-1] = _KeptEntry(entry.line, None if entry.entry_id is None else sys.intern(entry.entry_id),
-                                      None if entry.parent_id is None else sys.intern(entry.parent_id))  # fmt: skip
-        self.source = source
+        position = len(self.tree)
+        self.tree.append(line, clean_id(value.get("id")) or clean_id(value.get("uuid")),
+                         clean_id(value.get("parentId")) or clean_id(value.get("parentUuid")))  # fmt: skip
+        self.has_message.append(message is not None)
+        entry = PiEntry(line, entry_type, timestamp if isinstance(timestamp, str) else None, message, value)
+        if kept_from is not None and entry.fully_represented:
+            raw_line, source = kept_from
+            offset, size = source.keep(raw_line)
+            self.kept.add(line, offset, size, message is value)
+            self.source = source
+        else:
+            self.whole[position] = entry
 
     # -- building -----------------------------------------------------------------------
 
@@ -235,24 +206,24 @@ class PiSessionParser:
 
     def _upgrade_v1_ids(self) -> bool:
         """pi's v1→v2 migration: fresh ids and a linear parent chain (deterministic ids here)."""
-        if self.version not in (None, 1) or not self.entries:
-            return False
-        if any(entry.entry_id is not None for entry in self.entries):
-            return False
+        if self.version not in (None, 1) or not self.entry_count or 0 in self.tree.ids.missing:
+            return False  # (an entry has an id)
         taken: set[str] = set()
         previous: str | None = None
-        for index, entry in enumerate(self.entries, start=1):
+        upgraded = IdColumns()
+        for index, line in enumerate(self.tree.lines, start=1):
             entry_id = _v1_entry_id(self.session_id, index, taken)
             taken.add(entry_id)
-            entry.entry_id, entry.parent_id = entry_id, previous
+            upgraded.append(line, entry_id, previous)
             previous = entry_id
+        self.tree = upgraded
         return True
 
-    def _first_kept_id(self, entry: _Entry, id_lines: Mapping[str, int]) -> str | None:
+    def _first_kept_id(self, entry: PiEntry, ids: set[str]) -> str | None:
         raw = entry.raw
         kept = clean_id(raw.get("firstKeptEntryId"))
         if kept is not None:
-            if kept not in id_lines:
+            if kept not in ids:
                 self._issue(
                     entry.line,
                     f"compaction firstKeptEntryId {kept!r} names no entry of this file",
@@ -265,8 +236,8 @@ class PiSessionParser:
         # v1: index into the parsed lines with the header at index 0 (pi's migrateV1ToV2).
         offset = 1 if self.header is not None else 0
         position = index - offset
-        if 0 <= position < len(self.entries):
-            return self.entries[position].entry_id
+        if 0 <= position < self.entry_count:
+            return self.tree.ids[position]
         self._issue(
             entry.line,
             f"compaction firstKeptEntryIndex {index} points outside the file's entries",
@@ -274,62 +245,77 @@ class PiSessionParser:
         )
         return None
 
-    def _event(self, entry: _Entry, id_lines: Mapping[str, int]) -> RecordedEvent:
+    def _event(self, position: int, ids: set[str]) -> RecordedEvent:
+        entry = self.whole[position]
         raw = entry.raw
         summary = raw.get("summary")
         return RecordedEvent(
             kind=entry.type,
             line=entry.line,
-            entry_id=entry.entry_id,
+            entry_id=self.tree.ids[position],
             timestamp=entry.timestamp,
             summary=summary if isinstance(summary, str) else None,
-            first_kept_entry_id=self._first_kept_id(entry, id_lines) if entry.type == "compaction" else None,
+            first_kept_entry_id=self._first_kept_id(entry, ids) if entry.type == "compaction" else None,
             tokens_before=_int_or_none(raw.get("tokensBefore")),
             raw=raw,
         )
 
-    def build(self) -> LoadedConversation:
-        """Select the leaf path and return the conversation with its recorded events."""
-        upgraded = self._upgrade_v1_ids()
+    def _path(self) -> tuple[Positions, str]:
+        """The positions of the conversation's entries (the leaf path, or every entry when the
+        tree cannot be used) and how they were chosen, reporting what the selection found."""
+        import numpy as np
+
+        tree = self.tree
+        everything = np.arange(self.entry_count, dtype=np.int64)
         # lossless-claw only places entries that have an id or carry a message in its tree.
-        records = [e for e in self.entries if e.entry_id is not None or e.has_message]
-        loose = [e for e in self.entries if e.entry_id is None and not e.has_message]
-        selection = select_leaf_path(records)
+        placed = (np.frombuffer(tree.ids.missing, dtype=np.uint8) == 0) | (np.frombuffer(self.has_message, dtype=np.uint8) == 1)
+        selection = select_leaf_positions(tree, everything if placed.all() else np.flatnonzero(placed))
         if selection.mode == "file-order":
-            path: list[_Entry] = list(self.entries)
+            path = everything
             self._issue(selection.problem_line, selection.problem or "fell back to file order", skipped=False)
         else:
-            path = list(selection.nodes)
-            for entry in loose:
-                self._issue(
-                    entry.line,
-                    f"{entry.type} entry without an id cannot be placed in the id tree; left out",
-                    skipped=False,
-                )
-            if (branches := off_branch_issue(records, selection)) is not None:
-                self._issue(*branches, skipped=False)
-        for earlier, later, entry_id in selection.duplicate_lines:
+            path = selection.positions
+            for position in np.flatnonzero(~placed).tolist():
+                entry = self.whole[position]
+                self._issue(entry.line, f"{entry.type} entry without an id cannot be placed in the id tree; left out",
+                            skipped=False)  # fmt: skip
+            off = selection.left_out(np.flatnonzero(placed))
+            if len(off):
+                first = tree.lines[int(off[0])]
+                self._issue(first, off_branch_message(len(off), first), skipped=False)
+        for earlier, later in selection.duplicates:
             self._issue(
-                later,
-                f"duplicate entry id {entry_id!r} (also on line {earlier}); the later occurrence wins",
+                tree.lines[later],
+                f"duplicate entry id {tree.ids[later]!r} (also on line {tree.lines[earlier]}); the later occurrence wins",
                 skipped=False,
             )
-        on_path = [e for e in path if e.type in EVENT_TYPES]
-        id_lines = {e.entry_id: e.line for e in self.entries if e.entry_id is not None} if on_path else {}
-        events = tuple(self._event(e, id_lines) for e in on_path)
-        del id_lines
-        # Kept lines get their ids only now (v1 files receive theirs in _upgrade_v1_ids).
-        items = (
-            InputEntry(line=e.line, type=e.type, message=e.message, entry_id=e.entry_id, timestamp=e.timestamp)
-            if not e.kept else (e.line, e.entry_id, self.kept.of(e.line))
-            for e in path
-        )  # fmt: skip
-        entries: Sequence[InputEntry] = (
-            ReReadEntries(self.source, items) if self.source is not None
-            else cast(tuple[InputEntry, ...], tuple(items))
-        )  # fmt: skip
+        return path, selection.mode
+
+    def build(self) -> LoadedConversation:
+        """Select the leaf path and return the conversation with its recorded events."""
+        import numpy as np
+
+        upgraded = self._upgrade_v1_ids()
+        tree, whole = self.tree, self.whole
+        path, mode = self._path()
+        if len(path) == self.entry_count and bool((np.diff(path) > 0).all()):  # every entry, in file order
+            steps = [(position, position) for position in sorted(whole)]
+            off_path_lines: tuple[int, ...] = ()
+        else:
+            step = np.full(self.entry_count, -1, dtype=np.int64)
+            step[path] = np.arange(len(path))
+            steps = sorted((int(step[p]), p) for p in whole if step[p] >= 0)
+            off_path_lines = tuple(np.sort(np.frombuffer(tree.lines, dtype=np.int64)[step < 0]).tolist())
+            del step
+        held = [position for _, position in steps]  # the entries held whole, in path order
+        events_at = [p for p in held if whole[p].type in EVENT_TYPES]
+        wanted = [kept for p in events_at if (kept := clean_id(whole[p].raw.get("firstKeptEntryId"))) is not None]
+        ids = tree.present(wanted)
+        events = tuple(self._event(p, ids) for p in events_at)
+        entries = self._entries(path, steps)
         title = None
-        for entry in path:
+        for position in held:
+            entry = whole[position]
             if entry.type == "session_info" and isinstance(entry.raw.get("name"), str):
                 title = entry.raw["name"]
         conversation = Conversation(
@@ -349,21 +335,32 @@ class PiSessionParser:
             conversation=conversation,
             events=events,
             meta={
-                "leaf_path": selection.mode,
+                "leaf_path": mode,
                 "upgraded_from_v1": upgraded,
-                "entries_in_file": len(self.entries),
-                "off_path_entries": len(self.entries) - len(path),
-                "off_path_lines": _off_path_lines(self.entries, path),
-                "raw_entries": {e.line: e.raw for e in path if _not_fully_represented(e)},
+                "entries_in_file": self.entry_count,
+                "off_path_entries": self.entry_count - len(path),
+                "off_path_lines": off_path_lines,
+                "raw_entries": {whole[p].line: whole[p].raw for p in held if not whole[p].fully_represented},
             },
         )
 
+    def _entries(self, path: Positions, held: list[tuple[int, int]]) -> Sequence[InputEntry]:
+        """The entries at ``path``; ``held`` pairs an index of it with the position of an entry
+        held whole (kept as it is), the others are read again when used."""
+        import numpy as np
 
-def _off_path_lines(entries: Sequence[_Entry], path: Sequence[_Entry]) -> tuple[int, ...]:
-    if len(path) == len(entries):  # the usual case, one branch: nothing is off the path
-        return ()
-    on_path = {e.line for e in path}
-    return tuple(sorted({e.line for e in entries if e.line not in on_path}))
+        tree, whole = self.tree, self.whole
+
+        def entry_at(position: int) -> InputEntry:
+            entry = whole[position]
+            return InputEntry(line=entry.line, type=entry.type, message=entry.message, entry_id=tree.ids[position],
+                              timestamp=entry.timestamp)  # fmt: skip
+
+        if self.source is None:  # every entry is held
+            return tuple(entry_at(position) for _, position in held)
+        lines = np.frombuffer(tree.lines, dtype=np.int64)[path]
+        return ReReadEntries(self.source, tree.ids, path, lines, self.kept.at(lines),
+                             {index: entry_at(position) for index, position in held})  # fmt: skip
 
 
 def read_pi_records(
@@ -415,15 +412,14 @@ def read_pi_jsonl(path: str | Path, *, reread: bool = False) -> TranscriptRead:
             parser = PiSessionParser(display, stem)
             source = LineSource(file_path)
             for line, value in reader:
-                parser.feed(line, value)
                 assert reader.current is not None
-                parser.keep_last(reader.current, source)
+                parser.feed(line, value, (reader.current, source))
         else:
             parser = read_pi_records(reader, display, stem)
         parser.last_line = max(parser.last_line, reader.last_line)
         issues, skipped = reader.issues, reader.skipped_lines
         layout = "jsonl"
-    if parser.header is None and not parser.entries:
+    if parser.header is None and not parser.entry_count:
         problems = f" ({len(issues)} unparseable lines)" if issues else ""
         raise TranscriptFormatError(
             f"{display}: no pi session header and no session entries found{problems}; "

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import tempfile
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple, Self, overload
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Self, overload
 
 from lcm_lab.engine.types import InputEntry
 from lcm_lab.errors import InputFileError
@@ -26,6 +26,10 @@ from lcm_lab.io.transcripts.jsonl import (
     parse_json_bytes,
     text_encoding_of,
 )
+from lcm_lab.io.transcripts.packed import PackedStrings
+
+if TYPE_CHECKING:
+    from lcm_lab.io.transcripts.tree import Flags, Positions
 
 
 class LineSource:
@@ -107,52 +111,20 @@ class KeptLines:
             raise KeyError(line)
         return KeptLine(self.offsets[line], self.sizes[line], bool(self.bare[line]))
 
+    def at(self, lines: Positions) -> tuple[Positions, Positions, Flags]:
+        """Offsets, sizes and bare flags of many lines at once (offset -1: not kept)."""
+        import numpy as np
 
-class PackedStrings:
-    """A column of strings (or None) in one buffer of UTF-8 bytes, decoded on access.
-
-    A list of ids keeps a string object per entry alive after the read, and with it the memory
-    blocks around it: dropping the ids of a 2M-line session's entries freed 300 of its 613 MB.
-    Lone surrogates (JSON allows them) round-trip (``surrogatepass``).
-
-    >>> ids = PackedStrings(["a1", None, "é"])
-    >>> [ids[0], ids[1], ids[2]], ids.part(slice(1, None))[1]
-    (['a1', None, 'é'], 'é')
-    """
-
-    def __init__(self, values: Iterable[str | None] = ()) -> None:
-        self.data = bytearray()
-        self.ends = array("q")  # where each value's bytes end in ``data``
-        self.missing = bytearray()  # 1: the value is None
-        for value in values:
-            self.append(value)
-
-    def append(self, value: str | None) -> None:
-        if value is not None:
-            self.data += value.encode("utf-8", "surrogatepass")
-        self.ends.append(len(self.data))
-        self.missing.append(value is None)
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def __getitem__(self, index: int) -> str | None:
-        if self.missing[index]:
-            return None
-        start = self.ends[index - 1] if index > 0 else 0
-        return self.data[start : self.ends[index]].decode("utf-8", "surrogatepass")
-
-    def part(self, index: slice) -> PackedStrings:
-        start, stop, step = index.indices(len(self))
-        if step != 1:
-            return PackedStrings(self[i] for i in range(start, stop, step))
-        part = PackedStrings()
-        if stop > start:
-            base = self.ends[start - 1] if start > 0 else 0
-            part.data = self.data[base : self.ends[stop - 1]]
-            part.ends = array("q", (end - base for end in self.ends[start:stop]))
-            part.missing = self.missing[start:stop]
-        return part
+        known = lines < len(self.offsets)
+        offsets = np.full(len(lines), -1, dtype=np.int64)
+        sizes = np.zeros(len(lines), dtype=np.int64)
+        bare = np.zeros(len(lines), dtype=np.uint8)
+        if len(self.offsets):
+            inside = lines[known]
+            offsets[known] = np.frombuffer(self.offsets, dtype=np.int64)[inside]
+            sizes[known] = np.frombuffer(self.sizes, dtype=np.int64)[inside]
+            bare[known] = np.frombuffer(self.bare, dtype=np.uint8)[inside]
+        return offsets, sizes, bare
 
 
 class LazyEntries(Sequence[InputEntry]):
@@ -193,54 +165,36 @@ class LazyEntries(Sequence[InputEntry]):
 
 
 class ReReadEntries(LazyEntries):
-    """A conversation's entries; those with a :class:`KeptLine` are parsed again on access.
+    """A conversation's entries; those not ``held`` whole are parsed again from ``source`` on access.
 
-    Stored as columns (line numbers, offsets and sizes in typed arrays, ids packed in one buffer)
-    so a session of a million lines costs tens of bytes per entry here, and no object per entry
-    outlives the read. Kept entries are ``message``
-    entries; their envelope timestamp comes back with the line.
+    Stored as columns (numpy arrays of line numbers, offsets and sizes; each entry's position in
+    a shared :class:`PackedStrings` of ids), so a session of a million lines costs about 40 bytes
+    per entry here and no object per entry outlives the read; a part (a slice) shares them.
+    Kept entries are ``message`` entries; their envelope timestamp comes back with the line.
+    ``held`` maps an index to the entry kept whole (offset -1 there).
     """
 
-    def __init__(self, source: LineSource, items: Iterable[InputEntry | tuple[int, str | None, KeptLine]]) -> None:
-        self.source = source
-        self.lines = array("q")
-        self.offsets = array("q")  # -1: the entry is held whole in ``held``
-        self.sizes = array("q")
-        self.bare = bytearray()
-        self.ids = PackedStrings()
-        self.held: dict[int, InputEntry] = {}
-        for index, item in enumerate(items):
-            if isinstance(item, InputEntry):
-                self.held[index] = item
-                self._append(item.line, item.entry_id, -1, 0, False)
-            else:
-                line, entry_id, kept = item
-                self._append(line, entry_id, kept.offset, kept.size, kept.bare)
-
-    def _append(self, line: int, entry_id: str | None, offset: int, size: int, bare: bool) -> None:
-        self.lines.append(line)
-        self.ids.append(entry_id)
-        self.offsets.append(offset)
-        self.sizes.append(size)
-        self.bare.append(bare)
+    def __init__(self, source: LineSource, ids: PackedStrings, id_at: Positions, lines: Positions,
+                 kept: tuple[Positions, Positions, Flags], held: dict[int, InputEntry]) -> None:  # fmt: skip
+        self.source, self.ids, self.id_at, self.lines = source, ids, id_at, lines
+        self.offsets, self.sizes, self.bare = kept
+        self.held = held
 
     def __len__(self) -> int:
         return len(self.lines)
 
     def _part(self, index: slice) -> ReReadEntries:
-        part = ReReadEntries(self.source, ())
         positions = range(len(self))[index]
-        part.lines, part.offsets, part.sizes = self.lines[index], self.offsets[index], self.sizes[index]
-        part.bare, part.ids = self.bare[index], self.ids.part(index)
-        part.held = {new: self.held[old] for new, old in enumerate(positions) if old in self.held}
-        return part
+        held = {new: self.held[old] for new, old in enumerate(positions) if old in self.held} if self.held else {}
+        kept = (self.offsets[index], self.sizes[index], self.bare[index])
+        return ReReadEntries(self.source, self.ids, self.id_at[index], self.lines[index], kept, held)
 
     def _entry(self, index: int) -> InputEntry:
         held = self.held.get(index)
         if held is not None:
             return held
-        line, entry_id, bare = self.lines[index], self.ids[index], bool(self.bare[index])
-        value = self.source.parse(self.offsets[index], self.sizes[index])
+        line, entry_id, bare = self.lines.item(index), self.ids[self.id_at.item(index)], bool(self.bare.item(index))
+        value = self.source.parse(self.offsets.item(index), self.sizes.item(index))
         message = value if bare else (value.get("message") if isinstance(value, dict) else None)
         found = value.get("id") if isinstance(value, dict) else None
         if not isinstance(message, dict) or (not bare and isinstance(found, str) and found.strip() != entry_id):

@@ -1,0 +1,81 @@
+"""A column of strings in one buffer, for per-line structures of big files (no object per value)."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+from typing import Any
+
+
+class PackedStrings:
+    """A column of strings (or None) in one buffer of UTF-8 bytes, decoded on access.
+
+    A list of ids keeps a string object per entry alive after the read, and with it the memory
+    blocks around it: dropping the ids of a 2M-line session's entries freed 300 of its 613 MB.
+    Lone surrogates (JSON allows them) round-trip (``surrogatepass``).
+
+    >>> ids = PackedStrings(["a1", None, "é"])
+    >>> [ids[0], ids[1], ids[2]], ids.part(slice(1, None))[1]
+    (['a1', None, 'é'], 'é')
+    """
+
+    def __init__(self, values: Iterable[str | None] = ()) -> None:
+        self.data = bytearray()
+        self.ends = array("q")  # where each value's bytes end in ``data``
+        self.missing = bytearray()  # 1: the value is None
+        for value in values:
+            self.append(value)
+
+    def append(self, value: str | None) -> None:
+        if value is not None:
+            self.data += value.encode("utf-8", "surrogatepass")
+        self.ends.append(len(self.data))
+        self.missing.append(value is None)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, index: int) -> str | None:
+        if self.missing[index]:
+            return None
+        start = self.ends[index - 1] if index > 0 else 0
+        return self.data[start : self.ends[index]].decode("utf-8", "surrogatepass")
+
+    def part(self, index: slice) -> PackedStrings:
+        start, stop, step = index.indices(len(self))
+        if step != 1:
+            return PackedStrings(self[i] for i in range(start, stop, step))
+        part = PackedStrings()
+        if stop > start:
+            base = self.ends[start - 1] if start > 0 else 0
+            part.data = self.data[base : self.ends[stop - 1]]
+            part.ends = array("q", (end - base for end in self.ends[start:stop]))
+            part.missing = self.missing[start:stop]
+        return part
+
+    def raw(self, index: int) -> bytes | None:
+        """The value's UTF-8 bytes (``None`` for None): equal bytes mean equal strings."""
+        if self.missing[index]:
+            return None
+        start = self.ends[index - 1] if index > 0 else 0
+        return bytes(self.data[start : self.ends[index]])
+
+    def same_run(self, start: int, other: PackedStrings, other_start: int, count: int) -> bool:
+        """True when the ``count`` values from ``start`` equal ``other``'s from ``other_start``,
+        compared as whole buffers (the values' bytes and lengths), not one by one."""
+        import numpy as np
+
+        if count <= 0:
+            return True
+        if self.missing[start : start + count] != other.missing[other_start : other_start + count]:
+            return False
+        mine, theirs = self._span(start, count), other._span(other_start, count)
+        return bool(np.array_equal(mine[1], theirs[1])) and mine[0] == theirs[0]
+
+    def _span(self, start: int, count: int) -> tuple[memoryview, Any]:
+        import numpy as np
+
+        ends = np.frombuffer(self.ends, dtype=np.int64)[start : start + count]
+        base = int(self.ends[start - 1]) if start > 0 else 0
+        lengths = np.diff(ends, prepend=base)
+        return memoryview(self.data)[base : int(ends[-1])], lengths
