@@ -163,26 +163,31 @@ def _rows(store: LabStore) -> dict[str, list[tuple[object, ...]]]:
     return {table: store.fetch_all(f"SELECT * FROM {table} ORDER BY ALL") for table in _TABLES}
 
 
-def test_load_workers_build_exactly_the_rows_the_parent_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _count_worker_files(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Path], list[bool]]:
+    """Lists that fill as the load hands a file to a worker (its path) and as it stores the rows
+    a worker built (one entry per file): equal lengths mean no worker's read was lost."""
     load_module = importlib.import_module("lcm_lab.loading.dispatch")
-
     submitted: list[Path] = []
-    real_pool = load_module.ProcessPoolExecutor
+    used: list[bool] = []
+    real_pool, real_insert = load_module.ProcessPoolExecutor, load_module.insert_prepared
 
     class CountingPool(real_pool):  # type: ignore[misc, valid-type]
         def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
             submitted.append(args[0])
             return super().submit(fn, *args, **kwargs)
 
-    monkeypatch.setattr(load_module, "ProcessPoolExecutor", CountingPool)
-    used: list[bool] = []
-    real_insert = load_module.insert_prepared
-
     def insert_prepared(store, files, **options):  # type: ignore[no-untyped-def]
         used.extend(True for _ in files)
         return real_insert(store, files, **options)
 
+    monkeypatch.setattr(load_module, "ProcessPoolExecutor", CountingPool)
     monkeypatch.setattr(load_module, "insert_prepared", insert_prepared)
+    return submitted, used
+
+
+def test_load_workers_build_exactly_the_rows_the_parent_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_module = importlib.import_module("lcm_lab.loading.dispatch")
+    submitted, used = _count_worker_files(monkeypatch)
     stores = {}
     for workers in ("1", "2"):
         monkeypatch.setenv(load_module.WORKERS_ENV, workers)
@@ -340,23 +345,7 @@ def test_a_parents_uncollected_duckdb_connection_does_not_kill_the_forked_worker
     import duckdb
 
     load_module = importlib.import_module("lcm_lab.loading.dispatch")
-    submitted: list[Path] = []
-    real_pool = load_module.ProcessPoolExecutor
-
-    class CountingPool(real_pool):  # type: ignore[misc, valid-type]
-        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
-            submitted.append(args[0])
-            return super().submit(fn, *args, **kwargs)
-
-    used: list[bool] = []
-    real_insert = load_module.insert_prepared
-
-    def insert_prepared(store, files, **options):  # type: ignore[no-untyped-def]
-        used.extend(True for _ in files)
-        return real_insert(store, files, **options)
-
-    monkeypatch.setattr(load_module, "ProcessPoolExecutor", CountingPool)
-    monkeypatch.setattr(load_module, "insert_prepared", insert_prepared)
+    submitted, used = _count_worker_files(monkeypatch)
     monkeypatch.setattr(load_module, "read_and_build", _collecting_read_and_build)
     monkeypatch.setenv(load_module.WORKERS_ENV, "2")
     store = LabStore(tmp_path / "lab.duckdb")

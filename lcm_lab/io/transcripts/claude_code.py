@@ -583,7 +583,7 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
         selection = select_leaf_path(group)
         if selection.problem is not None:
             issues.append(LoadIssue(display, selection.problem_line, selection.problem, skipped=False))
-        elif (branches := off_branch_issue(group, selection)) is not None:
+        elif (branches := off_branch_issue(selection.left_out_lines)) is not None:
             issues.append(LoadIssue(display, *branches, skipped=False))
         for earlier, later, entry_id in selection.duplicate_lines:
             issues.append(LoadIssue(display, later, f"duplicate uuid {entry_id!r} (also on line {earlier}); the later occurrence wins", skipped=False))

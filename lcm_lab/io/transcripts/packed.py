@@ -36,10 +36,8 @@ class PackedStrings:
         return len(self.ends)
 
     def __getitem__(self, index: int) -> str | None:
-        if self.missing[index]:
-            return None
-        start = self.ends[index - 1] if index > 0 else 0
-        return self.data[start : self.ends[index]].decode("utf-8", "surrogatepass")
+        raw = self.raw(index)
+        return None if raw is None else raw.decode("utf-8", "surrogatepass")
 
     def part(self, index: slice) -> PackedStrings:
         start, stop, step = index.indices(len(self))

@@ -36,7 +36,7 @@ from lcm_lab.io.transcripts.jsonl import (
     read_all_bytes,
 )
 from lcm_lab.io.transcripts.reread import KeptLines, LineSource, ReReadEntries
-from lcm_lab.io.transcripts.tree import IdColumns, off_branch_message, select_leaf_positions
+from lcm_lab.io.transcripts.tree import IdColumns, off_branch_issue, select_leaf_positions
 
 if TYPE_CHECKING:
     from lcm_lab.io.transcripts.tree import Positions
@@ -269,7 +269,8 @@ class PiSessionParser:
         everything = np.arange(self.entry_count, dtype=np.int64)
         # lossless-claw only places entries that have an id or carry a message in its tree.
         placed = (np.frombuffer(tree.ids.missing, dtype=np.uint8) == 0) | (np.frombuffer(self.has_message, dtype=np.uint8) == 1)
-        selection = select_leaf_positions(tree, everything if placed.all() else np.flatnonzero(placed))
+        members = everything if placed.all() else np.flatnonzero(placed)
+        selection = select_leaf_positions(tree, members)
         if selection.mode == "file-order":
             path = everything
             self._issue(selection.problem_line, selection.problem or "fell back to file order", skipped=False)
@@ -279,10 +280,9 @@ class PiSessionParser:
                 entry = self.whole[position]
                 self._issue(entry.line, f"{entry.type} entry without an id cannot be placed in the id tree; left out",
                             skipped=False)  # fmt: skip
-            off = selection.left_out(np.flatnonzero(placed))
-            if len(off):
-                first = tree.lines[int(off[0])]
-                self._issue(first, off_branch_message(len(off), first), skipped=False)
+            left_out = np.frombuffer(tree.lines, dtype=np.int64)[selection.left_out(members)]
+            if (branches := off_branch_issue(left_out)) is not None:
+                self._issue(*branches, skipped=False)
         for earlier, later in selection.duplicates:
             self._issue(
                 tree.lines[later],

@@ -16,8 +16,8 @@ collide are keyed again, and a parent whose key matches an id of different text 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from lcm_lab.io.transcripts.packed import PackedStrings
@@ -130,9 +130,14 @@ class LeafPositions:
         return members[~np.isin(members, kept)]
 
 
-def off_branch_message(count: int, first_line: int) -> str:
-    return (f"{count} entries on other branches (from line {first_line}) are left out: the conversation is "
-            "the branch that ends at its last entry, as lossless-claw reads it")  # fmt: skip
+def off_branch_issue(left_out_lines: Sequence[int] | Positions) -> tuple[int, str] | None:
+    """``(line, message)`` saying how many entries a tree selection left out because they are on
+    other branches (:meth:`LeafPositions.left_out`), from which line; ``None`` when there are none."""
+    if not len(left_out_lines):
+        return None
+    first = int(left_out_lines[0])
+    return first, (f"{len(left_out_lines)} entries on other branches (from line {first}) are left out: the "
+                   "conversation is the branch that ends at its last entry, as lossless-claw reads it")  # fmt: skip
 
 
 def select_leaf_positions(columns: IdColumns, members: Positions | None = None) -> LeafPositions:
@@ -245,6 +250,8 @@ class LeafPath(Generic[NodeT]):
     problem: str | None = None
     problem_line: int | None = None
     duplicate_lines: tuple[tuple[int, int, str], ...] = ()  # (earlier line, later line, id)
+    # Lines on other branches (LeafPositions.left_out): derived from the rest, so not compared.
+    left_out_lines: tuple[int, ...] = field(default=(), compare=False)
 
 
 def select_leaf_path(nodes: Sequence[NodeT]) -> LeafPath[NodeT]:
@@ -257,28 +264,15 @@ def select_leaf_path(nodes: Sequence[NodeT]) -> LeafPath[NodeT]:
     >>> [n.entry_id for n in select_leaf_path([a, b, c]).nodes]
     ['a', 'c']
     """
-    selection = select_leaf_positions(IdColumns.of(nodes))
-    node_at: Callable[[int], NodeT] = nodes.__getitem__
-    duplicate_lines = tuple(
-        (node_at(earlier).line, node_at(later).line, str(node_at(later).entry_id)) for earlier, later in selection.duplicates
-    )
+    import numpy as np
+
+    columns = IdColumns.of(nodes)
+    selection = select_leaf_positions(columns)
     return LeafPath(
-        tuple(node_at(int(at)) for at in selection.positions),
+        tuple(nodes[int(at)] for at in selection.positions),
         selection.mode,
         selection.problem,
         selection.problem_line,
-        duplicate_lines,
+        tuple((nodes[earlier].line, nodes[later].line, str(nodes[later].entry_id)) for earlier, later in selection.duplicates),
+        tuple(columns.lines[int(at)] for at in selection.left_out(np.arange(len(nodes), dtype=np.int64))),
     )
-
-
-def off_branch_issue(nodes: Sequence[NodeT], selection: LeafPath[NodeT]) -> tuple[int, str] | None:
-    """``(line, message)`` saying how many of ``nodes`` a tree selection left out because they are
-    on other branches, from which line (an id's earlier occurrence, which a later one replaced, is
-    a duplicate, not a branch); ``None`` when there are none, as after a file-order fallback."""
-    if selection.mode != "tree" or len(selection.nodes) == len(nodes):
-        return None
-    kept = {node.line for node in selection.nodes} | {earlier for earlier, _, _ in selection.duplicate_lines}
-    off = [node.line for node in nodes if node.line not in kept]
-    if not off:
-        return None
-    return off[0], off_branch_message(len(off), off[0])
