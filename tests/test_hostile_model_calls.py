@@ -165,3 +165,21 @@ def test_a_sweep_with_some_failed_calls_warns_with_the_count(tmp_path: Path, ser
     assert code == 0 and result["runs_ok"] == 3 and result["failed_model_calls"] == 2, err
     (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
     assert "2 summaries in finished runs are the truncation fallback" in warning
+
+
+def test_a_sweep_that_failed_on_a_dead_server_is_retried_once_it_answers(tmp_path: Path, server: FakeOpenAIServer,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    db, spec = str(tmp_path / "lab.duckdb"), _sweep_spec(tmp_path, server.base_url)
+    server.enqueue(*[Reply(status=503)] * 2000)  # the server is down for the whole first sweep
+    assert main(["sweep", "--db", db, "--no-progress", spec]) == 2
+    assert server.completion_requests
+    server.clear()  # back up
+    capsys.readouterr()
+    assert main(["sweep", "--db", db, "--no-progress", "--json", spec]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["failed_before"] == 3 and not server.completion_requests
+    assert "3 runs that failed in an earlier session were not run again; --retry-failed runs them" in err
+    assert main(["sweep", "--db", db, "--no-progress", "--retry-failed", spec]) == 0
+    out, err = capsys.readouterr()
+    assert "3 runs ok, 0 failed" in out and "recommended" in out and "warning" not in err, err
+    assert server.completion_requests

@@ -236,6 +236,50 @@ def test_a_failing_configuration_is_recorded_and_the_sweep_goes_on(tmp_path: Pat
     assert recommend(result.sweep_id, store).config_id != bad
 
 
+def test_a_failed_run_stays_failed_on_resume_until_retried(tmp_path: Path) -> None:
+    from lcm_lab.store.sweeps import sweep_row
+    from lcm_lab.sweeps.spec import config_id
+
+    store = LabStore(tmp_path / "lab.duckdb")
+    bad = config_id({"freshTailCount": 8})
+    first = sweep(small_spec(), store=store, progress=False, fault=bad)
+    error_at = store.fetch_all("SELECT created_at FROM sweep_runs WHERE status = 'error'")[0][0]
+    kept = sweep(small_spec(), store=store, progress=False)  # the fault is gone, but a plain resume keeps the row
+    assert (kept.runs_ok, kept.runs_failed, kept.skipped, kept.failed_before) == (0, 0, 3, 1)
+    assert list(sweep_df(first.sweep_id, store).query("status == 'error'").config_id) == [bad]
+    again = sweep(small_spec(), store=store, progress=False, retry_failed=True)
+    assert (again.runs_ok, again.runs_failed, again.skipped, again.failed_before) == (1, 0, 2, 0)  # only the failed unit ran
+    frame = sweep_df(first.sweep_id, store)
+    assert len(frame) == 3 and set(frame.status) == {"ok"} and frame.error.isna().all()
+    assert frame.set_index("config_id").peak_context_tokens[bad] > 0
+    assert store.fetch_all("SELECT created_at FROM sweep_runs WHERE config_id = ?", [bad])[0][0] >= error_at
+    assert store.fetch_all("SELECT count(*) FROM replays WHERE label = ?", [first.sweep_id])[0][0] == 3
+    stats = sweep_row(store, first.sweep_id)["stats"]
+    assert (stats["runs_ok"], stats["runs_failed"]) == (3, 0)
+    assert sweep(small_spec(), store=store, progress=False, retry_failed=True).skipped == 3  # nothing left to retry
+
+
+def test_an_optuna_study_retries_its_failed_trials_and_learns_from_them(tmp_path: Path) -> None:
+    store = LabStore(tmp_path / "lab.duckdb")
+    spec = small_spec(space={"freshTailCount": {"low": 4, "high": 48, "step": 4}},
+                      search={"method": "optuna", "trials": 3, "seed": 1},
+                      objectives=[{"metric": "peak_context_tokens", "direction": "minimize"}])  # fmt: skip
+    key = next(iter(_conversation_keys(spec)))
+    failed = sweep(spec, store=store, progress=False, fault=key)  # every unit of the one conversation fails
+    assert (failed.runs_ok, failed.runs_failed) == (0, 4)
+    again = sweep(spec, store=store, progress=False, retry_failed=True)
+    assert (again.runs_ok, again.runs_failed, again.configs) == (4, 0, 4)  # the same three trials, not three new ones
+    frame = sweep_df(failed.sweep_id, store)
+    assert sorted(frame.trial.dropna().astype(int)) == [0, 1, 2] and set(frame.status) == {"ok"}
+    assert recommend(failed.sweep_id, store).config_id in set(frame.config_id)
+
+
+def _conversation_keys(spec: dict[str, Any]) -> list[str]:
+    from lcm_lab.sweeps.run import read_conversations
+
+    return list(read_conversations(parse_spec(spec)).conversations)
+
+
 def test_optuna_study_with_a_constraint_resumes_without_rerunning(tmp_path: Path) -> None:
     store = LabStore(tmp_path / "lab.duckdb")
     spec = small_spec(

@@ -1,7 +1,7 @@
-"""``lcm-lab sweep SPEC.yaml [--executor E] [--workers N] [--json]``: run or resume a sweep.
+"""``lcm-lab sweep SPEC.yaml [--executor E] [--workers N] [--retry-failed] [--json]``: run or resume a sweep.
 
 Running the same spec again resumes it (finished runs are kept, model calls come from the
-ledger). Prints the comparison table and the recommended settings; with ``--json`` one JSON
+ledger); runs that failed stay failed unless ``--retry-failed`` runs them again. Prints the comparison table and the recommended settings; with ``--json`` one JSON
 object (``sweep_id``, counts, calls made vs naive). ``--example`` prints a commented spec that
 runs on the bundled data.
 """
@@ -28,6 +28,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--example", action="store_true", help="print a commented example spec and exit")
     parser.add_argument("--executor", default=None, help="auto, serial, threads, processes, ray or ray://HOST:PORT (overrides the spec)")
     parser.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (overrides the spec)")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="run again the runs that failed in an earlier session (e.g. after fixing the model server)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_argument(parser, "one object: sweep_id and counts")
     parser.set_defaults(func=run)
@@ -49,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec)  # a spec that cannot run is refused before the store is opened (and locked)
     store = open_store(args.db)
-    result = sweep(spec, store=store, executor=args.executor, workers=args.workers, progress=not args.no_progress)
+    result = sweep(spec, store=store, executor=args.executor, workers=args.workers, progress=not args.no_progress,
+                   retry_failed=args.retry_failed)
     status = _failures(result, store)
     if args.json:
         print(json.dumps(result._asdict()))
@@ -87,6 +90,9 @@ def _failures(result: Any, store: Any) -> int:
               "fallback because the model gave none; those runs' scores are partly the fallback's", file=sys.stderr)  # fmt: skip
     if result.runs_failed:
         print(f"warning: sweep {result.sweep_id}: {result.runs_failed} runs failed{why}; they stay failed on resume "
-              "(sweep_df shows each error)", file=sys.stderr)  # fmt: skip
+              "unless --retry-failed (sweep_df shows each error)", file=sys.stderr)  # fmt: skip
         return 1
+    if result.failed_before:
+        print(f"warning: sweep {result.sweep_id}: {result.failed_before} runs that failed in an earlier session were not "
+              "run again; --retry-failed runs them (sweep_df shows each error)", file=sys.stderr)  # fmt: skip
     return 0

@@ -5,8 +5,8 @@
 >>> register_sweep(store, "sw_1", "demo", {"name": "demo"})
 >>> register_config(store, "sw_1", "c_1", {"freshTailCount": 8}, {"freshTailCount": 8}, trial=0)
 >>> write_run_row(store, "sw_1", "c_1", "conv-0", "run-1", "ok", None, 0.5, {"peak_context_tokens": 10.0}, 0)
->>> finished_units(store, "sw_1")
-{('c_1', 'conv-0')}
+>>> unit_statuses(store, "sw_1")
+{('c_1', 'conv-0'): 'ok'}
 >>> sweeps_df(store).name.tolist()
 ['demo']
 """
@@ -61,10 +61,10 @@ def register_config(
     )
 
 
-def finished_units(store: LabStore, sweep_id: str) -> set[tuple[str, str]]:
-    """``(config_id, conversation_key)`` of every unit already recorded (ok or failed)."""
-    rows = store.fetch_all("SELECT config_id, conversation_key FROM sweep_runs WHERE sweep_id = ?", [sweep_id])
-    return {(r[0], r[1]) for r in rows}
+def unit_statuses(store: LabStore, sweep_id: str) -> dict[tuple[str, str], str]:
+    """The status (``ok`` or ``error``) of every unit already recorded, by ``(config_id, conversation_key)``."""
+    rows = store.fetch_all("SELECT config_id, conversation_key, status FROM sweep_runs WHERE sweep_id = ?", [sweep_id])
+    return {(r[0], r[1]): r[2] for r in rows}
 
 
 def write_run_row(

@@ -75,6 +75,7 @@ class SweepResult(NamedTuple):
     executor: str
     workers: int
     failed_model_calls: int = 0  # in the runs that finished: summaries that are the fallback because the model gave none
+    failed_before: int = 0  # of ``skipped``: units that failed in an earlier session and were not run again
 
 
 def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
@@ -174,18 +175,21 @@ class _Session:
     """One run of :func:`sweep`: the store writer, counters and progress bar."""
 
     def __init__(self, spec: SweepSpec, sweep_id: str, store: Any, executor: str, workers: int,
-                 progress: bool, fault: str | None, reuse_calls: bool = True, metrics: bytes | None = None) -> None:
+                 progress: bool, fault: str | None, reuse_calls: bool = True, metrics: bytes | None = None,
+                 retry_failed: bool = False) -> None:
         from lcm_lab.store.ledger import Ledger
-        from lcm_lab.store.sweeps import finished_units
+        from lcm_lab.store.sweeps import unit_statuses
 
         self.spec, self.sweep_id, self.store = spec, sweep_id, store
         self.executor, self.workers = executor, workers
         self.data = read_conversations(spec)
-        self.done = finished_units(store, sweep_id)
+        recorded = unit_statuses(store, sweep_id)
+        self.done = {unit for unit, status in recorded.items() if status == "ok" or not retry_failed}
+        self.failed_earlier = set() if retry_failed else {unit for unit, status in recorded.items() if status != "ok"}
         self.ledger = Ledger(store)
         self.sent_by_workers = 0
         self.hits_by_workers = 0
-        self.ok = self.failed = self.skipped = self.failed_calls = 0
+        self.ok = self.failed = self.skipped = self.failed_calls = self.skipped_failed = 0
         self.reuse_calls = reuse_calls
         self.job = self._job(fault, metrics)
         self.runner = Runner(executor, self.job, workers, tick=self.flush)
@@ -221,6 +225,7 @@ class _Session:
             for index, key in enumerate(self.data.conversations):
                 if (p.config_id, key) in self.done:
                     self.skipped += 1
+                    self.skipped_failed += (p.config_id, key) in self.failed_earlier
                     continue
                 run_id = f"{self.sweep_id}_{p.config_id}_{index}"
                 out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget,
@@ -322,6 +327,7 @@ def sweep(
     progress: bool = True,
     fault: str | None = None,
     reuse_calls: bool = True,
+    retry_failed: bool = False,
 ) -> SweepResult:
     """Run (or resume) a sweep; results land in ``store`` (default: the lab store).
 
@@ -329,7 +335,9 @@ def sweep(
     summarizers, threads for litellm; ``ray`` or ``ray://HOST:PORT`` for Ray). ``fault`` makes
     units of that config id or conversation key fail (for testing the failure path).
     ``reuse_calls=False`` (in-process litellm sweeps) sends every request to the model: the naive
-    sweep that benchmarks compare against.
+    sweep that benchmarks compare against. A resumed sweep keeps the runs that failed before
+    (``failed_before`` counts them) unless ``retry_failed``: then they run again, model calls that
+    succeeded before come from the ledger, and each new outcome replaces the failed row.
     """
     from lcm_lab.store import LabStore
     from lcm_lab.store.sweeps import register_sweep, set_sweep_status, sweep_row
@@ -353,7 +361,7 @@ def sweep(
     before = sweep_row(store, sweep_id)["stats"]
     if not reuse_calls and (spec.summarizer.name != "litellm" or chosen not in ("threads", "serial")):
         raise ValueError("reuse_calls=False applies to litellm sweeps on the threads or serial executor")
-    session = _Session(spec, sweep_id, store, chosen, n, progress, fault, reuse_calls, packed)
+    session = _Session(spec, sweep_id, store, chosen, n, progress, fault, reuse_calls, packed, retry_failed)
     completed = False
     try:
         baseline = Point(BASELINE_ID, {}, LcmConfig())
@@ -384,7 +392,7 @@ def sweep(
         set_sweep_status(store, sweep_id, "done" if completed else "interrupted", stats)
         store.release()
     return SweepResult(sweep_id, stats["configs"], session.ok, session.failed, session.skipped, stats["naive_calls"],
-                       calls, hits, time.perf_counter() - started, chosen, n, session.failed_calls)
+                       calls, hits, time.perf_counter() - started, chosen, n, session.failed_calls, session.skipped_failed)
 
 
 def _with_every_metric(result: UnitResult) -> UnitResult:
