@@ -10,7 +10,8 @@ directory that is removed afterwards (never in the repository):
 * ``load-cc-200`` / ``load-cc-400`` / ``load-cc-800``: one Claude Code session of 200 / 400 /
   800 MB (their ratios show how the peak grows with the input);
 * ``load-tiny-1m`` / ``-2m`` / ``-4m`` / ``-8m``: a pi session of one to eight million tiny lines (what one
-  file's per-line structure costs);
+  file's per-line structure costs); ``load-cc-tiny-2m`` the same for a Claude Code session of two
+  million short lines (about 800 MB);
 * ``load-lcmdb-1m``: an lcm.db of one million messages (about 1.5 GB) and their summaries;
 * ``load-line-200``: a pi session with one 200 MB line (over the default line cap: skipped);
 * ``load-gz-line-4096``: a ``.gz`` holding one 4 GB line (skipped without being read whole);
@@ -54,7 +55,7 @@ REPORTS = REPO / "reports" / "benchmarks"
 TARGET_MB = 1024.0
 SPEED_TARGET_MB_S = 25.0
 CASES = (
-    "load-pi-50", "load-pi-200", "load-cc-200", "load-cc-400", "load-cc-800", "load-tiny-1m", "load-tiny-2m",
+    "load-pi-50", "load-pi-200", "load-cc-200", "load-cc-400", "load-cc-800", "load-cc-tiny-2m", "load-tiny-1m", "load-tiny-2m",
     "load-tiny-4m", "load-tiny-8m", "load-lcmdb-1m", "load-line-200", "load-gz-line-4096",
     "replay-5k", "replay-20k", "report-20k", "speed-pi-28", "speed-pi-28-w2", "speed-dir-50-w2",
 )  # fmt: skip
@@ -74,6 +75,8 @@ def _input(case: str, work: Path) -> Path:
     if case in ("load-cc-200", "load-cc-400", "load-cc-800"):
         mb = int(case.rsplit("-", 1)[1])
         return generate.generate_claude_code_file(work / f"cc-{mb}.jsonl", target_mb=mb)
+    if case == "load-cc-tiny-2m":
+        return generate.generate_claude_code_tiny_lines(work / "cc-tiny-2m.jsonl", lines=2_000_000)
     if case.startswith("load-tiny-"):
         millions = int(case[len("load-tiny-") : -1])
         return generate.generate_tiny_lines(work / f"tiny-{millions}m.jsonl", lines=millions * 1_000_000)

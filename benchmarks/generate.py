@@ -278,6 +278,27 @@ def generate_tiny_lines(path: Path, *, lines: int = 1_000_000) -> Path:
     return path
 
 
+def generate_claude_code_tiny_lines(path: Path, *, lines: int = 1_000_000) -> Path:
+    """One Claude Code session of ``lines`` short user/assistant lines in one chain."""
+    if path.exists():
+        return path
+    envelope = '"isSidechain":false,"sessionId":"tiny-cc","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w","version":"1.0.0"'
+    with _atomic_text(path) as handle:
+        parent = "null"
+        for index in range(lines):
+            entry_id = f'"00000000-0000-4000-8000-{index:012x}"'
+            if index % 2 == 0:
+                message = f'{{"role":"user","content":"w{index}"}}'
+                kind = "user"
+            else:
+                message = (f'{{"id":"msg_{index:012x}","type":"message","role":"assistant","model":"claude","content":'
+                           f'[{{"type":"text","text":"w{index}"}}],"stop_reason":"end_turn","usage":{{"input_tokens":1,"output_tokens":1}}}}')  # fmt: skip
+                kind = "assistant"
+            handle.write(f'{{"parentUuid":{parent},{envelope},"type":"{kind}","uuid":{entry_id},"message":{message}}}\n')
+            parent = entry_id
+    return path
+
+
 def generate_long_line(path: Path, *, line_mb: int, gz: bool = False) -> Path:
     """A pi v3 session whose second line is one user message of ``line_mb`` MB, then a short reply."""
     if path.exists():

@@ -50,42 +50,42 @@ bridges compact boundaries). Every source line is kept verbatim in
 
 from __future__ import annotations
 
-import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_lab.engine.types import Conversation, InputEntry
 from lcm_lab.errors import InputFileError
 from lcm_lab.io.model import LoadedConversation, LoadIssue, RecordedEvent
 from lcm_lab.io.transcripts.base import CLAUDE_CODE_JSONL, TranscriptFormatError, TranscriptRead
 from lcm_lab.io.transcripts.jsonl import JsonlReader, RawLine
+from lcm_lab.io.transcripts.packed import PackedStrings
 from lcm_lab.io.transcripts.pi import clean_id
 from lcm_lab.io.transcripts.reread import KeptLines, LazyEntries, LineSource
-from lcm_lab.io.transcripts.tree import off_branch_issue, select_leaf_path
+from lcm_lab.io.transcripts.tree import (
+    DANGLING,
+    ROOT,
+    IdColumns,
+    Links,
+    link_members,
+    off_branch_issue,
+    one_chain,
+    parent_matches,
+    select_leaf_positions,
+)
+
+if TYPE_CHECKING:
+    from lcm_lab.io.transcripts.tree import Flags, Positions
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolUse", "max_tokens": "length"}
 
 
-@dataclass(slots=True)
-class _Line:
-    """One line with a uuid. ``raw`` is the whole line, or when the reader re-reads lines
-    (:class:`_LineBytes`) only the envelope keys structure needs (``_ENVELOPE``)."""
-
-    line: int
-    type: str
-    entry_id: str | None
-    parent_id: str | None
-    sidechain: bool
-    raw: dict[str, Any]
-
-
-# Keys of a line that grouping and conversation metadata read; a re-read line keeps only these.
-_ENVELOPE = ("agentId", "logicalParentUuid", "cwd", "version", "gitBranch")
+# Keys of a line that grouping and conversation metadata read (a row keeps only these).
+_ENVELOPE = ("agentId", "cwd", "version", "gitBranch")
 
 
 @dataclass(slots=True)
@@ -155,54 +155,99 @@ def _usage(raw_usage: object) -> dict[str, Any]:
     return {**parts, "totalTokens": sum(parts.values()), "cost": zero_cost}
 
 
-class _ConversationBuilder:
-    """Turns the leaf path of one chain into runtime-message entries.
+class _EntryColumns:
+    """Where each entry of a conversation comes from, as columns: its first line, which runtime
+    message of that line it is (``pick``, kept only where it is not the first: a user line splits
+    into several) and the further lines merged into it (the streamed blocks of one assistant
+    message). About 24 bytes an entry, no object per entry."""
 
-    ``raw_of`` gives a line's whole object (re-read from the file when the reader does not hold
-    it). With ``hold`` False the drafts keep no message content (only what structure needs: the
-    entries are then :class:`_RebuiltEntries`, which build each message again from its lines with
-    a builder that holds).
+    def __init__(self) -> None:
+        self.lines = array("q")
+        self.picks: dict[int, int] = {}
+        self.merged_into = array("q")  # (entry index, line) of every line merged into an earlier entry
+        self.merged_lines = array("q")
+
+    def add(self, line: int, pick: int = 0) -> int:
+        self.lines.append(line)
+        if pick:
+            self.picks[len(self.lines) - 1] = pick
+        return len(self.lines) - 1
+
+    def merge(self, index: int, line: int) -> None:
+        self.merged_into.append(index)
+        self.merged_lines.append(line)
+
+
+class _ConversationBuilder:
+    """Turns the leaf path of one chain into runtime-message entries, a line at a time (``add``).
+
+    With ``hold`` False it keeps no message: only where each entry comes from
+    (:attr:`columns`, from which :class:`_RebuiltEntries` builds each message again with a
+    builder that holds: the one conversion path), the issues and the recorded events.
     """
 
-    def __init__(self, path: str, tool_names: Mapping[str, str], issues: list[LoadIssue], *,
-                 raw_of: Callable[[_Line], dict[str, Any]] = lambda item: item.raw, hold: bool = True) -> None:  # fmt: skip
+    def __init__(self, path: str, tool_names: Mapping[str, str], issues: list[LoadIssue], *, hold: bool = True) -> None:
         self.path = path
         self.tool_names = tool_names
         self.issues = issues
-        self.raw_of = raw_of
         self.hold = hold
         self.drafts: list[_Draft] = []
-        self.assistant_by_id: dict[str, _Draft] = {}
+        self.columns = _EntryColumns()
+        self.assistant_by_id: dict[str, int] = {}  # message id → the entry its lines merge into
         self.stop_reasons: dict[int, str | None] = {}
         self.events: list[RecordedEvent] = []
         self.pending_boundary: int | None = None
         self.calls_seen: set[str] = set()
+        self.added = 0
+        self._prompts: list[tuple[tuple[int, int, int], str, object]] = []  # (order, prompt, call id)
 
-    def add(self, item: _Line) -> None:
-        raw = self.raw_of(item)
+    def add(self, line: int, raw: dict[str, Any]) -> None:
+        self.added += 1
+        entry_type = raw.get("type") if isinstance(raw.get("type"), str) else "unknown"
+        entry_id = clean_id(raw.get("uuid"))
         timestamp = raw.get("timestamp") if isinstance(raw.get("timestamp"), str) else None
         message = raw.get("message")
-        if item.type == "assistant" and isinstance(message, dict):
-            self._add_assistant(item, raw, message, timestamp)
-        elif item.type == "user" and isinstance(message, dict):
-            self._add_user(item, raw, message, timestamp)
+        if entry_type == "assistant" and isinstance(message, dict):
+            self._add_assistant(line, entry_id, raw, message, timestamp)
+        elif entry_type == "user" and isinstance(message, dict):
+            self._add_user(line, entry_id, raw, message, timestamp)
         else:
-            if item.type in ("assistant", "user"):
+            if entry_type in ("assistant", "user"):
                 self.issues.append(
-                    LoadIssue(self.path, item.line, f"{item.type} line without a message object; kept as a non-message entry", skipped=False)
+                    LoadIssue(self.path, line, f"{entry_type} line without a message object; kept as a non-message entry", skipped=False)
                 )
-            self.drafts.append(_Draft(item.line, item.entry_id, timestamp, item.type, None, [item.line]))
-            if item.type == "system" and raw.get("subtype") == "compact_boundary":
-                self._add_boundary(item, raw, timestamp)
+            self._new(_Draft(line, entry_id, timestamp, entry_type, None, [line]))
+            if entry_type == "system" and raw.get("subtype") == "compact_boundary":
+                self._add_boundary(line, entry_id, raw, timestamp)
 
-    def _add_boundary(self, item: _Line, raw: dict[str, Any], timestamp: str | None) -> None:
+    def _new(self, draft: _Draft) -> int:
+        """Start an entry; its index."""
+        if self.hold:
+            self.drafts.append(draft)
+            return len(self.drafts) - 1
+        return self.columns.add(draft.line, draft.pick)
+
+    def _note_calls(self, entry: int, blocks: Sequence[object]) -> None:
+        """Remember the tool calls among ``blocks`` (of entry ``entry``) that carry a prompt."""
+        for at, block in enumerate(blocks):
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                arguments = block.get("arguments")
+                if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
+                    self._prompts.append(((entry, self.added, at), arguments["prompt"], block.get("id")))
+
+    def prompt_calls(self) -> dict[str, object]:
+        """Each prompt a tool call of these entries carries → the id of the last call with it, in
+        entry order (how a sidechain finds the main-chain call that started it)."""
+        return {prompt: call_id for _, prompt, call_id in sorted(self._prompts, key=lambda found: found[0])}
+
+    def _add_boundary(self, line: int, entry_id: str | None, raw: dict[str, Any], timestamp: str | None) -> None:
         metadata = raw.get("compactMetadata")
         pre_tokens = metadata.get("preTokens") if isinstance(metadata, dict) else None
         self.events.append(
             RecordedEvent(
                 kind="compact_boundary",
-                line=item.line,
-                entry_id=item.entry_id,
+                line=line,
+                entry_id=entry_id,
                 timestamp=timestamp,
                 summary=None,
                 tokens_before=pre_tokens if isinstance(pre_tokens, int) else None,
@@ -211,7 +256,8 @@ class _ConversationBuilder:
         )
         self.pending_boundary = len(self.events) - 1
 
-    def _add_assistant(self, item: _Line, raw: dict[str, Any], message: dict[str, Any], timestamp: str | None) -> None:
+    def _add_assistant(self, line: int, entry_id: str | None, raw: dict[str, Any], message: dict[str, Any],
+                       timestamp: str | None) -> None:  # fmt: skip
         content = message.get("content")
         blocks = [_convert_block(b) for b in content] if isinstance(content, list) else (
             [{"type": "text", "text": content}] if isinstance(content, str) else []
@@ -222,13 +268,17 @@ class _ConversationBuilder:
                 has_call = True
                 if isinstance(block.get("id"), str):
                     self.calls_seen.add(block["id"])
-        if not self.hold:
-            blocks = []
         message_id = message.get("id") if isinstance(message.get("id"), str) else None
-        draft = self.assistant_by_id.get(message_id) if message_id else None
-        if draft is not None and draft.message is not None:
+        index = self.assistant_by_id.get(message_id) if message_id else None
+        if index is not None:
+            self._note_calls(index, blocks)
+            if not self.hold:
+                self.columns.merge(index, line)
+                return
+            draft = self.drafts[index]
+            assert draft.message is not None
             draft.message["content"].extend(blocks)
-            draft.source_lines.append(item.line)
+            draft.source_lines.append(line)
         else:
             runtime: dict[str, Any] = {
                 "role": "assistant",
@@ -242,10 +292,13 @@ class _ConversationBuilder:
             runtime["usage"] = _usage(None)
             runtime["stopReason"] = "stop"
             runtime["timestamp"] = iso_to_epoch_ms(timestamp) or 0
-            draft = _Draft(item.line, item.entry_id, timestamp, "message", runtime, [item.line])
-            self.drafts.append(draft)
+            index = self._new(_Draft(line, entry_id, timestamp, "message", runtime, [line]))
+            self._note_calls(index, blocks)
             if message_id:
-                self.assistant_by_id[message_id] = draft
+                self.assistant_by_id[message_id] = index
+            if not self.hold:
+                return
+            draft = self.drafts[index]
         assert draft.message is not None
         draft.has_call = draft.has_call or has_call
         if isinstance(message.get("usage"), dict):
@@ -256,7 +309,8 @@ class _ConversationBuilder:
         if raw.get("isApiErrorMessage") is True:
             self.stop_reasons[id(draft)] = "error"
 
-    def _add_user(self, item: _Line, raw: dict[str, Any], message: dict[str, Any], timestamp: str | None) -> None:
+    def _add_user(self, line: int, entry_id: str | None, raw: dict[str, Any], message: dict[str, Any],
+                  timestamp: str | None) -> None:  # fmt: skip
         epoch = iso_to_epoch_ms(timestamp) or 0
         content = message.get("content")
         runtime_messages: list[dict[str, Any]] = []
@@ -264,7 +318,7 @@ class _ConversationBuilder:
             others: list[object] = []
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    runtime_messages.append(self._tool_result(item, block, epoch))
+                    runtime_messages.append(self._tool_result(line, block, epoch))
                 else:
                     others.append(_convert_block(block))
             if others:
@@ -272,8 +326,10 @@ class _ConversationBuilder:
         else:
             runtime_messages.append({"role": "user", "content": content if content is not None else "", "timestamp": epoch})
         for index, runtime in enumerate(runtime_messages):
-            entry_id = item.entry_id if index == 0 or item.entry_id is None else f"{item.entry_id}:{index}"
-            self.drafts.append(_Draft(item.line, entry_id, timestamp, "message", runtime, [item.line], pick=index))
+            part_id = entry_id if index == 0 or entry_id is None else f"{entry_id}:{index}"
+            entry = self._new(_Draft(line, part_id, timestamp, "message", runtime, [line], pick=index))
+            if isinstance(runtime["content"], list):
+                self._note_calls(entry, runtime["content"])
         if raw.get("isCompactSummary") is True and self.pending_boundary is not None:
             boundary = self.events[self.pending_boundary]
             text = content if isinstance(content, str) else "\n".join(
@@ -285,20 +341,17 @@ class _ConversationBuilder:
                 tokens_before=boundary.tokens_before, raw=boundary.raw,
             )
             self.pending_boundary = None
-        if not self.hold:
-            for runtime in runtime_messages:
-                runtime["content"] = []
 
-    def _tool_result(self, item: _Line, block: dict[str, Any], epoch: int) -> dict[str, Any]:
+    def _tool_result(self, line: int, block: dict[str, Any], epoch: int) -> dict[str, Any]:
         call_id = block.get("tool_use_id")
         name = self.tool_names.get(call_id) if isinstance(call_id, str) else None
         if name is None:
             self.issues.append(
-                LoadIssue(self.path, item.line, f"tool_result for unknown tool_use id {call_id!r}; toolName set to 'unknown'", skipped=False)
+                LoadIssue(self.path, line, f"tool_result for unknown tool_use id {call_id!r}; toolName set to 'unknown'", skipped=False)
             )
         elif call_id not in self.calls_seen:
             self.issues.append(
-                LoadIssue(self.path, item.line, f"tool_result {call_id!r} precedes its tool_use in this chain", skipped=False)
+                LoadIssue(self.path, line, f"tool_result {call_id!r} precedes its tool_use in this chain", skipped=False)
             )
         raw_content = block.get("content")
         if isinstance(raw_content, str):
@@ -317,6 +370,7 @@ class _ConversationBuilder:
         }
 
     def entries(self) -> tuple[tuple[InputEntry, ...], dict[int, tuple[int, ...]]]:
+        """The held entries and each entry's line → the lines merged into it (``hold`` only)."""
         result: list[InputEntry] = []
         source_lines: dict[int, tuple[int, ...]] = {}
         for draft in self.drafts:
@@ -329,62 +383,176 @@ class _ConversationBuilder:
         return tuple(result), source_lines
 
 
-def _group_chains(lines: list[_Line]) -> list[tuple[str | None, list[_Line]]]:
-    """Split tree lines into the main chain and one group per sidechain root."""
-    parent_of = {item.entry_id: item.parent_id for item in lines if item.entry_id}
-    root_cache: dict[str, str] = {}
+class _Rows:
+    """Every line with a uuid, in file order, as columns (no object per line): line, uuid and
+    parent uuid (:class:`IdColumns`), type, whether it is a sidechain line, and its envelope
+    (``_ENVELOPE``: one shared dict for lines that have the same)."""
 
-    def root(entry_id: str) -> str:
-        trail: list[str] = []
-        current = entry_id
-        while current in parent_of and current not in root_cache and current not in trail:
+    def __init__(self) -> None:
+        self.tree = IdColumns()
+        self.types: list[str] = []
+        self.type_of = array("I")
+        self.sidechain = bytearray()
+        self.envelopes: list[dict[str, Any]] = []
+        self.envelope_of = array("I")
+        self.logical: dict[int, str] = {}  # row → logicalParentUuid, for rows without a parent
+        self._type_codes: dict[str, int] = {}
+        self._envelope_codes: dict[tuple[tuple[str, Any], ...], int] = {}
+
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    def append(self, line: int, entry_type: str, entry_id: str, parent: str | None, value: dict[str, Any]) -> None:
+        row = len(self.tree)
+        self.tree.append(line, entry_id, parent)
+        code = self._type_codes.get(entry_type)
+        if code is None:
+            code = self._type_codes[entry_type] = len(self.types)
+            self.types.append(entry_type)
+        self.type_of.append(code)
+        self.sidechain.append(value.get("isSidechain") is True)
+        self.envelope_of.append(self._envelope({key: value[key] for key in _ENVELOPE if key in value}))
+        logical = clean_id(value.get("logicalParentUuid"))
+        if parent is None and logical is not None:
+            self.logical[row] = logical
+
+    def _envelope(self, envelope: dict[str, Any]) -> int:
+        try:
+            key = tuple(envelope.items())
+            code = self._envelope_codes.get(key)
+        except TypeError:  # a value that is not hashable (a list): the line keeps its own
+            key, code = None, None
+        if code is None:
+            code = len(self.envelopes)
+            self.envelopes.append(envelope)
+            if key is not None:
+                self._envelope_codes[key] = code
+        return code
+
+    def bridge_compact_boundaries(self) -> None:
+        """A line without a parent whose ``logicalParentUuid`` names a uuid of the file takes it
+        as its parent (the chain continues across a compact boundary)."""
+        known = self.tree.present(sorted(set(self.logical.values())))
+        self.tree.set_parents({row: logical for row, logical in self.logical.items() if logical in known})
+
+    def is_message(self) -> Flags:
+        import numpy as np
+
+        codes = np.frombuffer(self.type_of, dtype=np.uint32)
+        message_codes = [code for code, name in enumerate(self.types) if name in ("user", "assistant")]
+        return np.isin(codes, np.array(message_codes, dtype=np.uint32)).astype(np.uint8)
+
+    def envelope(self, row: int) -> dict[str, Any]:
+        return self.envelopes[self.envelope_of[row]]
+
+
+class _Roots:
+    """The root uuid each row's parent chain leads to, as the grouping names groups: the first
+    uuid without a parent, a parent uuid no line has (dangling), or in a loop the entry the walk
+    met again. Walks share what they found, in the order rows are asked for (which, in a loop,
+    decides the name), exactly as a walk over a dict of uuids would."""
+
+    _UNKNOWN = -1
+
+    def __init__(self, rows: _Rows) -> None:
+        self.rows = rows
+        self._links: tuple[Links, Positions] | None = None  # linked when a root is first asked for
+        self.dangling: dict[bytes, int] = {}  # a dangling parent's text → its code (-2, -3, ...)
+        self.names: dict[int, str] = {}  # code → the uuid it stands for
+
+    def _linked(self) -> tuple[Links, Positions]:
+        import numpy as np
+
+        if self._links is None:
+            links = link_members(self.rows.tree, np.arange(len(self.rows), dtype=np.int64))
+            self._links = links, np.full(len(self.rows), self._UNKNOWN, dtype=np.int64)  # by an id's last row: its root
+        return self._links
+
+    def code(self, row: int) -> int:
+        """The root of ``row``: a row (>= 0, the root's last occurrence) or a dangling parent's code (< -1)."""
+        (links, found), tree = self._linked(), self.rows.tree
+        current = int(links.last_of[row])
+        trail: list[int] = []
+        seen: set[int] = set()
+        root = current
+        while found[current] == self._UNKNOWN and current not in seen:
             trail.append(current)
-            parent = parent_of[current]
-            if parent is None:
+            seen.add(current)
+            parent = int(links.parent_of[current])
+            if parent == ROOT:
+                root = current
                 break
-            current = parent
-        found = root_cache.get(current, current)
+            if parent == DANGLING or not parent_matches(tree, current, parent):
+                root = self._dangling(tree.parents.raw(current))
+                break
+            current = root = parent
+        else:  # a row whose root is known, or the row a loop came back to (then that row names it)
+            if found[current] != self._UNKNOWN:
+                root = int(found[current])
         for visited in trail:
-            root_cache[visited] = found
-        return found
+            found[visited] = root
+        return root
 
-    main: list[_Line] = []
-    sidechains: dict[str, list[_Line]] = {}
-    for item in lines:
-        if not item.sidechain:
-            main.append(item)
-            continue
-        agent = item.raw.get("agentId")
-        key = f"agent-{agent}" if isinstance(agent, str) and agent else root(item.entry_id or f"line{item.line}")
-        sidechains.setdefault(key, []).append(item)
-    groups: list[tuple[str | None, list[_Line]]] = []
-    if main:
-        groups.extend(_split_main_chains(main, root))
-    groups.extend(sidechains.items())
+    def _dangling(self, text: bytes | None) -> int:
+        assert text is not None
+        code = self.dangling.get(text)
+        if code is None:
+            code = self.dangling[text] = -2 - len(self.dangling)
+            self.names[code] = text.decode("utf-8", "surrogatepass")
+        return code
+
+    def name(self, code: int) -> str:
+        """The uuid a root code stands for."""
+        if code not in self.names:
+            self.names[code] = str(self.rows.tree.ids[code])
+        return self.names[code]
+
+
+def _group_chains(rows: _Rows) -> list[tuple[str | None, Positions]]:
+    """Split the rows into the main chain and one group per sidechain root (each a sorted array of rows)."""
+    import numpy as np
+
+    if not len(rows):
+        return []
+    roots = _Roots(rows)
+    side = np.frombuffer(rows.sidechain, dtype=np.uint8)
+    main = np.flatnonzero(side == 0)
+    sidechains: dict[str, array[int]] = {}
+    for row in np.flatnonzero(side).tolist():
+        agent = rows.envelope(row).get("agentId")
+        key = f"agent-{agent}" if isinstance(agent, str) and agent else roots.name(roots.code(row))
+        sidechains.setdefault(key, array("q")).append(row)
+    groups: list[tuple[str | None, Positions]] = []
+    if len(main):
+        groups.extend(_split_main_chains(rows, roots, main))
+    groups.extend((key, np.frombuffer(members, dtype=np.int64)) for key, members in sidechains.items())
     return groups
 
 
-def _split_main_chains(main: list[_Line], root: Any) -> list[tuple[str | None, list[_Line]]]:
-    """The main lines as one group, or, when they hold more than one tree with messages (two
+def _split_main_chains(rows: _Rows, roots: _Roots, main: Positions) -> list[tuple[str | None, Positions]]:
+    """The main rows as one group, or, when they hold more than one tree with messages (two
     sessions in one file, a resumed session whose parent is elsewhere), one group per tree: the
     tree holding the last message stays the main conversation (key ``None``, what a single tree
     gives), each other one becomes ``chain-<n>`` in file order. Trees without messages stay with
-    the main group, off its path, as before."""
-    trees: dict[str, list[_Line]] = {}
-    for item in main:
-        trees.setdefault(root(item.entry_id or f"line{item.line}"), []).append(item)
-    with_messages = [lines for lines in trees.values() if any(i.type in ("user", "assistant") for i in lines)]
+    the main group, off its path."""
+    import numpy as np
+
+    if one_chain(rows.tree, main):  # the usual file: one tree, no walk needed
+        return [(None, main)]
+    codes = np.fromiter((roots.code(row) for row in main.tolist()), dtype=np.int64, count=len(main))
+    message = rows.is_message()[main] == 1
+    with_messages = np.unique(codes[message])
     if len(with_messages) < 2:
         return [(None, main)]
-    last_message = max((i for lines in with_messages for i in lines if i.type in ("user", "assistant")), key=lambda i: i.line)
-    others = [lines for lines in with_messages if last_message not in lines]
-    moved = {i.line for lines in others for i in lines}
-    groups: list[tuple[str | None, list[_Line]]] = [(None, [i for i in main if i.line not in moved])]
-    groups.extend((f"chain-{n}", lines) for n, lines in enumerate(sorted(others, key=lambda ls: ls[0].line), start=1))
+    last_tree = codes[np.flatnonzero(message)[-1]]
+    groups: list[tuple[str | None, Positions]] = [(None, main[~np.isin(codes, with_messages[with_messages != last_tree])])]
+    others = [main[codes == code] for code in with_messages if code != last_tree]
+    others.sort(key=lambda members: int(members[0]))
+    groups.extend((f"chain-{n}", members) for n, members in enumerate(others, start=1))
     return groups
 
 
-def _first_user_text(entries: tuple[InputEntry, ...]) -> str | None:
+def _first_user_text(entries: Sequence[InputEntry]) -> str | None:
     for entry in entries:
         message = entry.message
         if message is not None and message.get("role") == "user":
@@ -397,121 +565,151 @@ def _first_user_text(entries: tuple[InputEntry, ...]) -> str | None:
 
 
 class _LineBytes:
-    """Where the lines of a re-read session are (a :class:`LineSource`) with each line's uuid, in
-    columns indexed by line number, and each line parsed again."""
+    """Where the lines of a re-read session are (a :class:`LineSource`), and each line parsed
+    again, checked against the uuid it had (``rows``: the lines with one, in increasing order)."""
 
     def __init__(self, source: LineSource) -> None:
         self.source = source
         self.kept = KeptLines()
-        self.ids: list[str | None] = []  # by line number (None: no uuid, or the line is not kept)
+        self.id_lines = array("q")  # the lines with a uuid that are rows, increasing, and their uuids
+        self.ids = PackedStrings()
+        self.other_ids: dict[int, str] = {}  # kept lines with a uuid that are not rows (summary lines)
 
-    def keep(self, line: RawLine, entry_id: str | None) -> None:
+    def keep(self, line: RawLine) -> None:
         self.kept.add(line.number, *self.source.keep(line))
-        self.ids.extend([None] * (line.number + 1 - len(self.ids)))
-        self.ids[line.number] = entry_id
 
     def value(self, line: int) -> dict[str, Any]:
         kept = self.kept.of(line)
         value = self.source.parse(kept.offset, kept.size)
-        if not isinstance(value, dict) or clean_id(value.get("uuid")) != self.ids[line]:
+        if not isinstance(value, dict) or clean_id(value.get("uuid")) != self._id(line):
             raise InputFileError(self.source.path, f"line {line} changed while the file was loaded; load it again")
         return value
 
-    def raw_of(self, item: _Line) -> dict[str, Any]:
-        return self.value(item.line)
+    def _id(self, line: int) -> str | None:
+        at = bisect_left(self.id_lines, line)
+        if at < len(self.id_lines) and self.id_lines[at] == line:
+            return self.ids[at]
+        return self.other_ids.get(line)
 
-    def lines(self) -> Iterator[int]:
+    def lines(self) -> Positions:
         """The kept lines, in order."""
-        return (line for line, offset in enumerate(self.kept.offsets) if offset >= 0)
+        import numpy as np
+
+        return np.flatnonzero(np.frombuffer(self.kept.offsets, dtype=np.int64) >= 0)
 
 
 class _KeptRaw(Mapping[int, dict[str, Any]]):
     """``raw_entries`` of a re-read session: line → the line's object, parsed again on access."""
 
-    def __init__(self, lines: _LineBytes, here: Iterable[int]) -> None:
+    def __init__(self, lines: _LineBytes, here: Positions) -> None:
         self.lines = lines
-        self.here = array("q", here)  # the lines, in increasing order
+        self.here = here  # the lines, in increasing order
 
     def __getitem__(self, line: int) -> dict[str, Any]:
-        index = bisect_left(self.here, line)
-        if index == len(self.here) or self.here[index] != line:
+        index = int(self.here.searchsorted(line))
+        if index == len(self.here) or int(self.here[index]) != line:
             raise KeyError(line)
         return self.lines.value(line)
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.here)
+        return iter(self.here.tolist())
 
     def __len__(self) -> int:
         return len(self.here)
 
 
-class _RebuiltEntries(LazyEntries):
-    """A re-read conversation's entries: each message is built again, by a builder that holds
-    content, from the lines merged into it (the one conversion path); other entries are held."""
+class _Sources:
+    """Each entry's lines as numpy columns over :class:`_EntryColumns`: ``first`` line, and its
+    merged lines ``merged[starts[i]:ends[i]]`` (shared by the parts of a slice)."""
 
-    def __init__(self, drafts: Sequence[_Draft], source_lines: Mapping[int, tuple[int, ...]], by_line: Mapping[int, _Line],
-                 lines: _LineBytes, tool_names: Mapping[str, str], path: str) -> None:  # fmt: skip
-        # A message is its source lines; which runtime message of them it is (``pick``) is kept
-        # only where it is not the first (a pair per message cost 56 bytes a message).
-        self.items: list[InputEntry | tuple[int, ...]] = [
-            InputEntry(d.line, d.type, None, d.entry_id, d.timestamp) if d.message is None else _shared(source_lines, d)
-            for d in drafts
-        ]  # fmt: skip
-        self.picks = {index: d.pick for index, d in enumerate(drafts) if d.message is not None and d.pick}
-        self.by_line, self.lines, self.tool_names, self.path = by_line, lines, tool_names, path
+    def __init__(self, columns: _EntryColumns) -> None:
+        import numpy as np
+
+        self.first = np.frombuffer(columns.lines, dtype=np.int64).copy()
+        into = np.frombuffer(columns.merged_into, dtype=np.int64)
+        order = np.argsort(into, kind="stable")
+        into = into[order]
+        self.merged = np.frombuffer(columns.merged_lines, dtype=np.int64)[order]
+        every = np.arange(len(self.first), dtype=np.int64)
+        self.starts, self.ends = np.searchsorted(into, every), np.searchsorted(into, every, side="right")
+        self.picks = columns.picks
+
+    def of(self, index: int) -> tuple[int, ...]:
+        start, end = int(self.starts[index]), int(self.ends[index])
+        return (int(self.first[index]), *self.merged[start:end].tolist())
+
+
+class _SourceLines(Mapping[int, tuple[int, ...]]):
+    """``meta["source_lines"]`` of a re-read conversation: an entry's line → every line merged
+    into it, in entry order, answered from :class:`_Sources` (a dict of tuples cost about 150
+    bytes an entry)."""
+
+    def __init__(self, sources: _Sources) -> None:
+        import numpy as np
+
+        first = sources.first
+        order = np.argsort(first, kind="stable")
+        keep = np.ones(len(order), dtype=bool)
+        keep[1:] = first[order][1:] != first[order][:-1]  # a line split into several entries is one key
+        self.sources = sources
+        self.sorted_at = order[keep]  # the entry of each distinct line, by line
+        self.sorted_lines = first[self.sorted_at]
+
+    def __getitem__(self, line: int) -> tuple[int, ...]:
+        at = int(self.sorted_lines.searchsorted(line))
+        if at == len(self.sorted_lines) or int(self.sorted_lines[at]) != line:
+            raise KeyError(line)
+        return self.sources.of(int(self.sorted_at[at]))
+
+    def __iter__(self) -> Iterator[int]:
+        import numpy as np
+
+        return iter(self.sources.first[np.sort(self.sorted_at)].tolist())
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.sorted_at)
+
+
+class _RebuiltEntries(LazyEntries):
+    """A re-read conversation's entries: each is built again, by a builder that holds, from the
+    lines it came from (the one conversion path)."""
+
+    def __init__(self, sources: _Sources, lines: _LineBytes, tool_names: Mapping[str, str], path: str,
+                 at: range | None = None) -> None:  # fmt: skip
+        self.sources, self.lines, self.tool_names, self.path = sources, lines, tool_names, path
+        self.at = at if at is not None else range(len(sources.first))  # which entries of ``sources``
+
+    def __len__(self) -> int:
+        return len(self.at)
 
     def _part(self, index: slice) -> _RebuiltEntries:
-        part = _RebuiltEntries((), {}, self.by_line, self.lines, self.tool_names, self.path)
-        part.items = self.items[index]
-        if self.picks:
-            positions = range(len(self.items))[index]
-            part.picks = {new: self.picks[old] for new, old in enumerate(positions) if old in self.picks}
-        return part
+        return _RebuiltEntries(self.sources, self.lines, self.tool_names, self.path, self.at[index])
 
     def _entry(self, index: int) -> InputEntry:
-        item = self.items[index]
-        if isinstance(item, InputEntry):
-            return item
-        builder = _ConversationBuilder(self.path, self.tool_names, [], raw_of=self.lines.raw_of)
-        for line in item:
-            builder.add(self.by_line[line])
-        return builder.entries()[0][self.picks.get(index, 0)]
-
-
-def _shared(source_lines: Mapping[int, tuple[int, ...]], draft: _Draft) -> tuple[int, ...]:
-    """The draft's source lines, as the tuple ``source_lines`` already holds when it is the same."""
-    mine = tuple(draft.source_lines)
-    held = source_lines.get(draft.line)
-    return held if held == mine else mine
-
-
-def _shared_envelope(envelopes: dict[tuple[tuple[str, Any], ...], dict[str, Any]], envelope: dict[str, Any]) -> dict[str, Any]:
-    """One dict for every line with the same envelope (lines of a session mostly share their cwd,
-    version and branch: a dict per line cost about 64 bytes a line). Never mutated."""
-    try:
-        return envelopes.setdefault(tuple(envelope.items()), envelope)
-    except TypeError:  # a value that is not hashable (a list): the line keeps its own
-        return envelope
+        at = self.at[index]
+        builder = _ConversationBuilder(self.path, self.tool_names, [])
+        for line in self.sources.of(at):
+            builder.add(line, self.lines.value(line))
+        return builder.entries()[0][self.sources.picks.get(at, 0)]
 
 
 def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> TranscriptRead:
     """Read a Claude Code session file into the main conversation plus one per sidechain.
 
-    With ``reread``, lines are not held: each keeps its envelope and where its bytes are, the
-    entries build each message again from its lines when used (:class:`_RebuiltEntries`) and
-    ``raw_entries`` parses each line again, so a big session loads in bounded memory.
+    With ``reread``, lines are not held: the reader keeps where each line's bytes are and, per
+    line with a uuid, columns of what grouping needs (:class:`_Rows`); the entries build each
+    message again from its lines when used (:class:`_RebuiltEntries`) and ``raw_entries`` parses
+    each line again, so a big session loads in bounded memory.
     """
+    import numpy as np
+
     file_path = Path(path)
     display = str(path)
     reader = JsonlReader(file_path, display_path=display)
     lines = _LineBytes(LineSource(file_path)) if reread else None
     issues: list[LoadIssue] = []
-    tree_lines: list[_Line] = []
+    rows = _Rows()
     raw_entries: dict[int, dict[str, Any]] = {}
-    envelopes: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
     summaries: list[RecordedEvent] = []
     untracked: dict[str, int] = {}
     tool_names: dict[str, str] = {}
@@ -525,7 +723,7 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
         entry_id = clean_id(value.get("uuid"))
         if lines is not None:
             assert reader.current is not None
-            lines.keep(reader.current, entry_id)
+            lines.keep(reader.current)
         else:
             raw_entries[line] = value
         entry_type = value.get("type") if isinstance(value.get("type"), str) else "unknown"
@@ -537,6 +735,8 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
                 RecordedEvent("summary", line, clean_id(value.get("leafUuid")), None,
                               summary if isinstance(summary, str) else None, raw=value)
             )
+            if lines is not None and entry_id is not None:
+                lines.other_ids[line] = entry_id
             continue
         if entry_type == "custom-title" and isinstance(value.get("customTitle"), str):
             custom_title = value["customTitle"]
@@ -548,64 +748,60 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
         if entry_id is None:
             untracked[entry_type] = untracked.get(entry_type, 0) + 1
             continue
-        parent = clean_id(value.get("parentUuid"))
-        if lines is not None:
-            envelope = _shared_envelope(envelopes, {key: sys.intern(v) if isinstance(v := value[key], str) else v
-                                                    for key in _ENVELOPE if key in value})  # fmt: skip
-            entry_id, parent = sys.intern(entry_id), None if parent is None else sys.intern(parent)
-            tree_lines.append(_Line(line, sys.intern(entry_type), entry_id, parent, value.get("isSidechain") is True,
-                                    envelope))  # fmt: skip
-        else:
-            tree_lines.append(_Line(line, entry_type, entry_id, parent, value.get("isSidechain") is True, value))
+        rows.append(line, entry_type, entry_id, clean_id(value.get("parentUuid")), value)
 
-    if not tree_lines and not summaries:
+    if not len(rows) and not summaries:
         raise TranscriptFormatError(
             f"{display}: no Claude Code entries (lines with a uuid) found; not a Claude Code session"
         )
-    known = {item.entry_id for item in tree_lines}
-    for item in tree_lines:
-        logical = clean_id(item.raw.get("logicalParentUuid"))
-        if item.parent_id is None and logical in known:
-            item.parent_id = logical
+    if lines is not None:
+        lines.id_lines, lines.ids = rows.tree.lines, rows.tree.ids
+    rows.bridge_compact_boundaries()
     session_id = max(session_ids, key=lambda key: session_ids[key]) if session_ids else file_path.stem
-    sidechain_lines = {item.line for item in tree_lines if item.sidechain}
+    row_lines = np.frombuffer(rows.tree.lines, dtype=np.int64)
+    sidechain_lines = row_lines[np.frombuffer(rows.sidechain, dtype=np.uint8) == 1]
     conversations: list[LoadedConversation] = []
-    main_tool_calls: dict[str, str] = {}
-    groups = _group_chains(tree_lines)
-    moved_lines = {item.line for key, group in groups if key is not None and key.startswith("chain-") for item in group}
+    main_tool_calls: dict[str, object] = {}
+    groups = _group_chains(rows)
+    moved = [members for key, members in groups if key is not None and key.startswith("chain-")]
+    moved_lines = row_lines[np.concatenate(moved)] if moved else np.empty(0, dtype=np.int64)
     for group_key, group in groups:
         extra_chain = group_key is not None and group_key.startswith("chain-")
+        first_row = int(group[0])
         if extra_chain:
-            issues.append(LoadIssue(display, group[0].line, (
-                f"a second main chain starts here (root uuid {group[0].entry_id!r}, {len(group)} entries, not connected to the "
-                f"main one); loaded as its own conversation {session_id}:{group_key}"
+            issues.append(LoadIssue(display, rows.tree.lines[first_row], (
+                f"a second main chain starts here (root uuid {rows.tree.ids[first_row]!r}, {len(group)} entries, not connected "
+                f"to the main one); loaded as its own conversation {session_id}:{group_key}"
             ), skipped=False))  # fmt: skip
-        selection = select_leaf_path(group)
+        selection = select_leaf_positions(rows.tree, group)
         if selection.problem is not None:
             issues.append(LoadIssue(display, selection.problem_line, selection.problem, skipped=False))
-        elif (branches := off_branch_issue(selection.left_out_lines)) is not None:
+        elif (branches := off_branch_issue(row_lines[selection.left_out(group)])) is not None:
             issues.append(LoadIssue(display, *branches, skipped=False))
-        for earlier, later, entry_id in selection.duplicate_lines:
-            issues.append(LoadIssue(display, later, f"duplicate uuid {entry_id!r} (also on line {earlier}); the later occurrence wins", skipped=False))
+        for earlier, later in selection.duplicates:
+            issues.append(LoadIssue(display, rows.tree.lines[later], f"duplicate uuid {rows.tree.ids[later]!r} (also on line "
+                                    f"{rows.tree.lines[earlier]}); the later occurrence wins", skipped=False))  # fmt: skip
+        builder = _ConversationBuilder(display, tool_names, issues, hold=lines is None)
+        for line in row_lines[selection.positions].tolist():
+            builder.add(line, raw_entries[line] if lines is None else lines.value(line))
+        entries: Sequence[InputEntry]
+        source_lines: Mapping[int, tuple[int, ...]]
         if lines is None:
-            builder = _ConversationBuilder(display, tool_names, issues)
+            entries, source_lines = builder.entries()
         else:
-            builder = _ConversationBuilder(display, tool_names, issues, raw_of=lines.raw_of, hold=False)
-        for item in selection.nodes:
-            builder.add(item)
-        entries, source_lines = builder.entries()
-        if lines is not None:
-            by_line = {item.line: item for item in selection.nodes}
-            entries = _RebuiltEntries(builder.drafts, source_lines, by_line, lines, tool_names, display)  # type: ignore[assignment]
+            sources = _Sources(builder.columns)
+            entries, source_lines = _RebuiltEntries(sources, lines, tool_names, display), _SourceLines(sources)
         sidechain = group_key is not None and not extra_chain
         events = tuple(builder.events) if group_key is not None else tuple(summaries) + tuple(builder.events)
+        prompt_calls = builder.prompt_calls()
+        del builder
         meta: dict[str, Any] = {
             "format": CLAUDE_CODE_JSONL,
             "sidechain": sidechain,
             "last_line": reader.last_line,
             "source_lines": source_lines,
         }
-        first = group[0].raw
+        first = rows.envelope(first_row)
         for key, name in (("cwd", "cwd"), ("version", "claude_code_version"), ("gitBranch", "git_branch")):
             if isinstance(first.get(key), str):
                 meta[name] = first[key]
@@ -617,36 +813,29 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
             if prompt is not None and prompt in main_tool_calls:
                 meta["parent_tool_call_id"] = main_tool_calls[prompt]
         else:
-            for entry in entries:
-                content = entry.message.get("content") if entry.message else None
-                for block in content if isinstance(content, list) else ():
-                    if not isinstance(block, dict) or block.get("type") != "toolCall":
-                        continue
-                    arguments = block.get("arguments")
-                    if isinstance(arguments, dict) and isinstance(arguments.get("prompt"), str):
-                        main_tool_calls[arguments["prompt"]] = block.get("id")
+            main_tool_calls = prompt_calls
         conversation_id = (session_id if group_key is None else f"{session_id}:{group_key}" if extra_chain
                            else f"{session_id}:sidechain:{group_key}")  # fmt: skip
         title = None if group_key is not None else custom_title or (summaries[-1].summary if summaries else None)
         # The lines this conversation keeps raw: its group's, or for the main chain every line
         # that no sidechain or extra chain took (lines without a uuid included).
         if group_key is not None:
-            here = [item.line for item in group]
+            here = row_lines[group]
         else:
-            here = [line for line in (lines.lines() if lines is not None else raw_entries)
-                    if line not in sidechain_lines and line not in moved_lines]  # fmt: skip
+            every = lines.lines() if lines is not None else np.fromiter(raw_entries, dtype=np.int64, count=len(raw_entries))
+            here = every[~np.isin(every, sidechain_lines) & ~np.isin(every, moved_lines)]
         raw_here: Mapping[int, dict[str, Any]] = (
-            {line: raw_entries[line] for line in here} if lines is None else _KeptRaw(lines, here)
+            {line: raw_entries[line] for line in here.tolist()} if lines is None else _KeptRaw(lines, here)
         )  # fmt: skip
         conversations.append(
             LoadedConversation(
                 conversation=Conversation(
-                    session_id=conversation_id, entries=entries, title=title, source=display, meta=meta
+                    session_id=conversation_id, entries=entries, title=title, source=display, meta=meta  # type: ignore[arg-type]
                 ),
                 events=events,
                 meta={
                     "leaf_path": selection.mode,
-                    "off_path_entries": len(group) - len(selection.nodes),
+                    "off_path_entries": len(group) - len(selection.positions),
                     "untracked_entry_types": dict(untracked) if not sidechain else {},
                     "raw_entries": raw_here,
                 },

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -50,6 +50,36 @@ class PackedStrings:
             part.ends = array("q", (end - base for end in self.ends[start:stop]))
             part.missing = self.missing[start:stop]
         return part
+
+    def filled(self, values: Mapping[int, str]) -> PackedStrings:
+        """A copy with ``values`` at those indices, each of which holds None here (one pass over
+        the buffer, not a value at a time).
+
+        >>> filled = PackedStrings(["a", None, "c", None]).filled({1: "b", 3: "d"})
+        >>> [filled[i] for i in range(4)]
+        ['a', 'b', 'c', 'd']
+        """
+        import numpy as np
+
+        if any(not self.missing[index] for index in values):
+            raise ValueError("filled() only fills values that are None")
+        out = PackedStrings()
+        pieces: list[bytes | bytearray] = []
+        at = 0
+        added = np.zeros(len(self), dtype=np.int64)
+        for index in sorted(values):
+            offset = self.ends[index]
+            encoded = values[index].encode("utf-8", "surrogatepass")
+            pieces += [self.data[at:offset], encoded]
+            added[index] = len(encoded)
+            at = offset
+        pieces.append(self.data[at:])
+        out.data = bytearray().join(pieces)
+        out.ends = array("q", (np.frombuffer(self.ends, dtype=np.int64) + np.cumsum(added)).tobytes())
+        out.missing = bytearray(self.missing)
+        for index in values:
+            out.missing[index] = 0
+        return out
 
     def raw(self, index: int) -> bytes | None:
         """The value's UTF-8 bytes (``None`` for None): equal bytes mean equal strings."""

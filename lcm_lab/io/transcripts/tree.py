@@ -16,7 +16,7 @@ collide are keyed again, and a parent whose key matches an id of different text 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -44,7 +44,7 @@ class TreeNode(Protocol):
 NodeT = TypeVar("NodeT", bound=TreeNode)
 
 NO_ID_PROBLEM = "an entry has no id, so the id tree cannot be used; using all entries in file order"
-_ROOT, _DANGLING = -1, -2
+ROOT, DANGLING = -1, -2  # parent_of of a node without a parent, or whose parent no node is
 _KEYINGS = 8  # keyings tried before giving up (a second collision among 64-bit keys is already ~1e-26)
 
 
@@ -73,6 +73,13 @@ class IdColumns:
         self.parents.append(parent_id)
         self.id_keys.append(0 if entry_id is None else hash(entry_id))
         self.parent_keys.append(0 if parent_id is None else hash(parent_id))
+
+    def set_parents(self, parents: Mapping[int, str]) -> None:
+        """Give the nodes at these positions, which have no parent, that parent id."""
+        if parents:
+            self.parents = self.parents.filled(parents)
+            for position, parent_id in parents.items():
+                self.parent_keys[position] = hash(parent_id)
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -153,18 +160,12 @@ def select_leaf_positions(columns: IdColumns, members: Positions | None = None) 
     no_id = np.frombuffer(columns.ids.missing, dtype=np.uint8)[members]
     if no_id.any():
         return LeafPositions(members, "file-order", NO_ID_PROBLEM, columns.lines[int(members[int(np.argmax(no_id))])])
-    if _one_chain(columns, members):
+    if one_chain(columns, members):
         return LeafPositions(members, "tree")
-    every = len(members) == len(columns)
-    for keying in range(_KEYINGS):
-        id_keys, parent_keys = columns.keys(keying)
-        selection = _select(columns, members, *((id_keys, parent_keys) if every else (id_keys[members], parent_keys[members])))
-        if selection is not None:
-            return selection
-    raise RuntimeError(f"node ids kept colliding under {_KEYINGS} keyings")  # pragma: no cover - ~1e-26 per file
+    return _walk(columns, members, link_members(columns, members))
 
 
-def _one_chain(columns: IdColumns, members: Positions) -> bool:
+def one_chain(columns: IdColumns, members: Positions) -> bool:
     """True when ``members`` are consecutive nodes forming one chain (the first a root, each the
     parent of the next, no id twice): the usual file, whose path is every member. Checked on
     whole columns (the parent ids against the ids one place back as two runs of packed strings,
@@ -178,14 +179,42 @@ def _one_chain(columns: IdColumns, members: Positions) -> bool:
     if no_parent[0] != 1 or no_parent[1:].any() or not columns.parents.same_run(start + 1, columns.ids, start, count - 1):
         return False
     keys = np.sort(np.frombuffer(columns.id_keys, dtype=np.int64)[start : start + count])
-    return not bool((keys[1:] == keys[:-1]).any())  # (equal keys: a repeated id, or a collision for _select)
+    return not bool((keys[1:] == keys[:-1]).any())  # (equal keys: a repeated id, or a collision for _link)
 
 
-def _select(columns: IdColumns, members: Positions, keys: Positions, parent_keys: Positions) -> LeafPositions | None:
-    """The selection with these keys, or None when two different ids share a key."""
+@dataclass(frozen=True)
+class Links:
+    """Members linked to their parents by :func:`link_members` (indices are into ``members``).
+
+    ``parent_of``: the index of the last occurrence of each member's parent id, ``ROOT`` (no
+    parent) or ``DANGLING`` (no member has that id as far as the keys tell; a key match is checked
+    against the text only where a walk uses it). ``last_of``: the index of the last occurrence of
+    each member's own id. ``duplicates``: ``(earlier, later)`` positions of members sharing an id.
+    """
+
+    parent_of: Positions
+    last_of: Positions
+    duplicates: tuple[tuple[int, int], ...]
+    ids: int  # distinct ids
+
+
+
+def link_members(columns: IdColumns, members: Positions) -> Links:
+    """Each member's parent and last occurrence, exact: keys that collide are keyed again."""
+    every = len(members) == len(columns)
+    for keying in range(_KEYINGS):
+        id_keys, parent_keys = columns.keys(keying)
+        links = _link(columns, members, *((id_keys, parent_keys) if every else (id_keys[members], parent_keys[members])))
+        if links is not None:
+            return links
+    raise RuntimeError(f"node ids kept colliding under {_KEYINGS} keyings")  # pragma: no cover - ~1e-26 per file
+
+
+def _link(columns: IdColumns, members: Positions, keys: Positions, parent_keys: Positions) -> Links | None:
+    """:class:`Links` with these keys, or None when two different ids share a key."""
     import numpy as np
 
-    ids, lines = columns.ids, columns.lines
+    ids = columns.ids
     order = np.argsort(keys, kind="stable")  # equal ids stay in file order
     ordered = keys[order]
     repeats = np.flatnonzero(ordered[1:] == ordered[:-1])
@@ -197,31 +226,46 @@ def _select(columns: IdColumns, members: Positions, keys: Positions, parent_keys
     last = np.ones(len(keys), dtype=bool)
     last[repeats] = False  # the last occurrence of each id is the one parents lead to
     unique_keys, unique_at = ordered[last], order[last]
+    del order, ordered
     where = np.minimum(np.searchsorted(unique_keys, parent_keys), len(unique_keys) - 1)
-    parent_of = np.where(unique_keys[where] == parent_keys, unique_at[where], _DANGLING)
-    parent_of[np.frombuffer(columns.parents.missing, dtype=np.uint8)[members] == 1] = _ROOT
-    del order, ordered, where
+    parent_of = np.where(unique_keys[where] == parent_keys, unique_at[where], DANGLING)
+    parent_of[np.frombuffer(columns.parents.missing, dtype=np.uint8)[members] == 1] = ROOT
+    last_of = unique_at[np.searchsorted(unique_keys, keys)]
+    return Links(parent_of, last_of, tuple(duplicates), len(unique_keys))
+
+
+def parent_matches(columns: IdColumns, child: int, parent: int) -> bool:
+    """Whether node ``parent`` really has the id node ``child`` names as its parent (keys that
+    matched a different id's text: the parent is dangling)."""
+    return columns.parents.raw(child) == columns.ids.raw(parent)
+
+
+def _walk(columns: IdColumns, members: Positions, links: Links) -> LeafPositions:
+    """The path from the last member up its parents (or the fallback to file order)."""
+    import numpy as np
+
+    parent_of, duplicates, lines = links.parent_of, links.duplicates, columns.lines
 
     def fallback(problem: str, at: int) -> LeafPositions:
-        return LeafPositions(members, "file-order", problem, lines[int(members[at])], tuple(duplicates))
+        return LeafPositions(members, "file-order", problem, lines[int(members[at])], duplicates)
 
     path = array("q")
     current = len(members) - 1
     while True:
-        if len(path) == len(unique_keys):  # more steps than there are ids: the chain loops
+        if len(path) == links.ids:  # more steps than there are ids: the chain loops
             return fallback(*_cycle(columns, members, parent_of))
         path.append(current)
         parent = int(parent_of[current])
-        if parent == _ROOT:
+        if parent == ROOT:
             break
         child_at = int(members[current])
-        if parent == _DANGLING or columns.parents.raw(child_at) != ids.raw(int(members[parent])):
+        if parent == DANGLING or not parent_matches(columns, child_at, int(members[parent])):
             # (a parent whose key matches an id of other text names no id either)
             return fallback(f"parent id {columns.parents[child_at]!r} does not exist (dangling parent); "
                             "using all entries in file order", current)  # fmt: skip
         current = parent
     chosen = members[np.frombuffer(path, dtype=np.int64)[::-1]]
-    return LeafPositions(chosen, "tree", None, None, tuple(duplicates))
+    return LeafPositions(chosen, "tree", None, None, duplicates)
 
 
 def _cycle(columns: IdColumns, members: Positions, parent_of: Positions) -> tuple[str, int]:
