@@ -29,14 +29,14 @@ def test_empty_strings_and_none_are_different() -> None:
     assert [packed[0], packed[1], packed[2]] == ["", None, ""]
 
 
-@given(_VALUES, _VALUES, st.integers(0, 30), st.integers(0, 30), st.integers(0, 30))
+@given(_VALUES, _VALUES, st.integers(0, 30), st.integers(0, 30), st.integers(0, 30), st.sampled_from([1, 2, 3, 7, 1 << 20]))
 def test_a_run_is_the_same_exactly_when_its_values_are(one: list[str | None], other: list[str | None],
-                                                        start: int, other_start: int, count: int) -> None:  # fmt: skip
-    # Compared as whole buffers: values that split the same bytes differently ("ab", "" against
-    # "a", "b") or a None against "" must not pass for equal.
+                                                        start: int, other_start: int, count: int, chunk: int) -> None:  # fmt: skip
+    # Compared as buffers, a chunk at a time: values that split the same bytes differently ("ab",
+    # "" against "a", "b") or a None against "" must not pass for equal.
     count = max(0, min(count, len(one) - start, len(other) - other_start))
     expected = one[start : start + count] == other[other_start : other_start + count]
-    assert PackedStrings(one).same_run(start, PackedStrings(other), other_start, count) == expected
+    assert PackedStrings(one).same_run(start, PackedStrings(other), other_start, count, chunk=chunk) == expected
 
 
 def test_the_same_bytes_split_differently_are_different_runs() -> None:

@@ -765,7 +765,9 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
     groups = _group_chains(rows)
     moved = [members for key, members in groups if key is not None and key.startswith("chain-")]
     moved_lines = row_lines[np.concatenate(moved)] if moved else np.empty(0, dtype=np.int64)
-    for group_key, group in groups:
+    selections = [select_leaf_positions(rows.tree, group) for _, group in groups]
+    rows.tree.release_parents()
+    for (group_key, group), selection in zip(groups, selections, strict=True):
         extra_chain = group_key is not None and group_key.startswith("chain-")
         first_row = int(group[0])
         if extra_chain:
@@ -773,7 +775,6 @@ def read_claude_code_jsonl(path: str | Path, *, reread: bool = False) -> Transcr
                 f"a second main chain starts here (root uuid {rows.tree.ids[first_row]!r}, {len(group)} entries, not connected "
                 f"to the main one); loaded as its own conversation {session_id}:{group_key}"
             ), skipped=False))  # fmt: skip
-        selection = select_leaf_positions(rows.tree, group)
         if selection.problem is not None:
             issues.append(LoadIssue(display, selection.problem_line, selection.problem, skipped=False))
         elif (branches := off_branch_issue(row_lines[selection.left_out(group)])) is not None:

@@ -88,13 +88,16 @@ class PackedStrings:
         start = self.ends[index - 1] if index > 0 else 0
         return bytes(self.data[start : self.ends[index]])
 
-    def same_run(self, start: int, other: PackedStrings, other_start: int, count: int) -> bool:
+    def same_run(self, start: int, other: PackedStrings, other_start: int, count: int, *, chunk: int = 1 << 20) -> bool:
         """True when the ``count`` values from ``start`` equal ``other``'s from ``other_start``,
-        compared as whole buffers (the values' bytes and lengths), not one by one."""
+        compared as buffers (the values' bytes and lengths) ``chunk`` values at a time, not one by
+        one (a chunk's lengths are the only copy made)."""
+        return all(self._same_part(start + done, other, other_start + done, min(chunk, count - done))
+                   for done in range(0, count, chunk))  # fmt: skip
+
+    def _same_part(self, start: int, other: PackedStrings, other_start: int, count: int) -> bool:
         import numpy as np
 
-        if count <= 0:
-            return True
         if self.missing[start : start + count] != other.missing[other_start : other_start + count]:
             return False
         mine, theirs = self._span(start, count), other._span(other_start, count)

@@ -298,6 +298,7 @@ class PiSessionParser:
         upgraded = self._upgrade_v1_ids()
         tree, whole = self.tree, self.whole
         path, mode = self._path()
+        tree.release_parents()
         if len(path) == self.entry_count and bool((np.diff(path) > 0).all()):  # every entry, in file order
             steps = [(position, position) for position in sorted(whole)]
             off_path_lines: tuple[int, ...] = ()
