@@ -15,7 +15,9 @@ directory that is removed afterwards (never in the repository):
 * ``load-lcmdb-1m``: an lcm.db of one million messages (about 1.5 GB) and their summaries;
 * ``load-line-200``: a pi session with one 200 MB line (over the default line cap: skipped);
 * ``load-gz-line-4096``: a ``.gz`` holding one 4 GB line (skipped without being read whole);
-* ``replay-5k`` / ``replay-20k``: replay a 5k / 20k-message conversation and save it;
+* ``replay-5k`` / ``replay-20k``: replay a 5k / 20k-message conversation and save it (a tight
+  configuration at an 8k budget: compaction runs often); ``replay-20k-default`` the 20k one on
+  the plugin defaults at the CLI's 128k budget (every call sends a large context);
 * ``report-20k``: write the HTML report of the saved 20k run;
 * ``speed-pi-28``: a 28 MB pi session: MB/s of ``load`` beside DuckDB ``read_json`` of the
   same file in the same child (the ratio is the figure to compare across machines);
@@ -57,7 +59,7 @@ SPEED_TARGET_MB_S = 25.0
 CASES = (
     "load-pi-50", "load-pi-200", "load-cc-200", "load-cc-400", "load-cc-800", "load-cc-tiny-2m", "load-tiny-1m", "load-tiny-2m",
     "load-tiny-4m", "load-tiny-8m", "load-lcmdb-1m", "load-line-200", "load-gz-line-4096",
-    "replay-5k", "replay-20k", "report-20k", "speed-pi-28", "speed-pi-28-w2", "speed-dir-50-w2",
+    "replay-5k", "replay-20k", "replay-20k-default", "report-20k", "speed-pi-28", "speed-pi-28-w2", "speed-dir-50-w2",
 )  # fmt: skip
 # Speed cases run this many times (a fresh child and store each): the median is the figure, every
 # run is kept (wall time on a shared machine swings by a third between runs of the same code).
@@ -174,7 +176,7 @@ def _child_load(path: Path, store: Any) -> dict[str, Any]:
     }
 
 
-def _child_replay(messages: int, store: Any, work: Path) -> dict[str, Any]:
+def _child_replay(messages: int, store: Any, work: Path, *, defaults: bool = False) -> dict[str, Any]:
     from benchmarks.bench_replay import BUDGET, TIGHT
     from benchmarks.bench_replay import generate as conversation_of
     from lcm_lab.engine.config.lcm_config import LcmConfig
@@ -183,11 +185,13 @@ def _child_replay(messages: int, store: Any, work: Path) -> dict[str, Any]:
     from lcm_lab.summarizers.stub import StubV1Summarizer
 
     started = time.perf_counter()
-    run = replay(conversation_of(messages), LcmConfig(**TIGHT), StubV1Summarizer(), token_budget=BUDGET)
+    config, budget = (LcmConfig(), 128_000) if defaults else (LcmConfig(**TIGHT), BUDGET)
+    run = replay(conversation_of(messages), config, StubV1Summarizer(), token_budget=budget)
     replayed = time.perf_counter() - started
     unsaved = _peaks()["peak_rss_mb"]
     run_id = save_replay(store, run, label=f"bench-{messages}")
-    (work / f"run-{messages}.id").write_text(run_id)
+    if not defaults:  # the run the report case writes
+        (work / f"run-{messages}.id").write_text(run_id)
     return {"seconds": time.perf_counter() - started, "replay_seconds": replayed, "ok": True,
             "unsaved_peak_rss_mb": unsaved, "messages": messages, "turns": len(run.turns)}  # fmt: skip
 
@@ -231,6 +235,7 @@ def child(case: str, path: Path, store_path: Path) -> dict[str, Any]:
         runners: dict[str, Callable[[], dict[str, Any]]] = {
             "replay-5k": lambda: _child_replay(5_000, store, path),
             "replay-20k": lambda: _child_replay(20_000, store, path),
+            "replay-20k-default": lambda: _child_replay(20_000, store, path, defaults=True),
             "report-20k": lambda: _child_report(20_000, store, path),
             "speed-pi-28": lambda: _child_speed(path, store),
             "speed-pi-28-w2": lambda: _child_speed(path, store),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Role = Literal["system", "user", "assistant", "tool"]
 SummaryKind = Literal["leaf", "condensed"]
@@ -234,6 +234,33 @@ class SentContext:
         """The message dicts the model receives, the host's appended prompt included."""
         out = tuple(item.message for item in self.items)
         return out + ((self.prompt.message,) if self.prompt is not None else ())
+
+
+class SentFacts(NamedTuple):
+    """The numbers of one :class:`SentContext`, without its items: what a saved run's
+    ``replay_sent`` rows, the size metrics and the budget plot read, small enough to keep for
+    every call of a long run (``Replay.sent_facts``)."""
+
+    turn: int | None
+    token_budget: int
+    path: str
+    clamped: bool
+    degraded: bool
+    estimated_tokens: int
+    prompt_message_tokens: int | None  # the user message the host appends (per-turn calls)
+    bare_tokens: int | None  # the bare assembler's estimate at the same state
+    messages: int
+    summaries: int
+    emergency_drain: str | None  # the outcome of the deferred drain this call ran first
+
+    @classmethod
+    def of(cls, sent: SentContext) -> SentFacts:
+        return cls(
+            sent.turn, sent.token_budget, sent.path, sent.clamped, sent.degraded, sent.estimated_tokens,
+            None if sent.prompt is None else sent.prompt.tokens, None if sent.bare is None else sent.bare.estimated_tokens,
+            len(sent.items), sum(1 for item in sent.items if item.kind == "summary"),
+            None if sent.emergency_drain is None else sent.emergency_drain.outcome,
+        )
 
 
 # -- what a replay records (spec §4, reference trace schema) ---------------------------------

@@ -13,7 +13,8 @@ import dataclasses
 import hashlib
 import json
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
@@ -40,7 +41,7 @@ from lcm_lab.engine.types import (
     SweepRecord,
     TurnRecord,
 )
-from lcm_lab.io.redaction import redact, redact_rows
+from lcm_lab.io.redaction import redact, redact_rows, secret_values
 from lcm_lab.store.core import LabStore
 from lcm_lab.strategies.base import MemoryItem, ModelCall, StrategyRun, StrategyTurn
 
@@ -69,11 +70,7 @@ def _encode(value: Any) -> Any:
         return [_encode(v) for v in value]
     if cls is dict:
         return {str(k): _encode(v) for k, v in value.items()}
-    names = _FIELD_NAMES.get(cls, ())
-    if names == ():
-        # Fields marked ``stored: False`` (a replay's summarizer object) are live-only.
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("stored", True)) if dataclasses.is_dataclass(cls) else None
-        _FIELD_NAMES[cls] = names
+    names = _stored_fields(cls)
     if names is not None:
         out = {_TYPE_KEY: cls.__name__}
         for name in names:
@@ -84,6 +81,41 @@ def _encode(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_encode(v) for v in value]
     return value
+
+
+def _stored_fields(cls: type) -> tuple[str, ...] | None:
+    """The dataclass fields of ``cls`` that are stored (``None``: not a dataclass). Fields marked
+    ``stored: False`` (a replay's summarizer object) are live-only."""
+    names = _FIELD_NAMES.get(cls, ())
+    if names == ():
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("stored", True)) if dataclasses.is_dataclass(cls) else None
+        _FIELD_NAMES[cls] = names
+    return names
+
+
+_dumps = partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_pieces(value: Any) -> Iterator[str]:
+    """The JSON text of ``_encode(value)``, in pieces: a dataclass field by field and a list
+    item by item, down to the items of its fields' lists (a replay's turns, messages and
+    summaries), so no piece is more than one such item."""
+    names = _stored_fields(type(value))
+    if names is None:
+        yield _dumps(_encode(value))
+        return
+    yield "{" + _dumps(_TYPE_KEY) + ":" + _dumps(type(value).__name__)
+    for name in names:
+        field = getattr(value, name)
+        yield "," + _dumps(name) + ":"
+        if type(field) in (list, tuple):
+            yield "["
+            for index, item in enumerate(field):
+                yield ("," if index else "") + _dumps(_encode(item))
+            yield "]"
+        else:
+            yield _dumps(_encode(field))
+    yield "}"
 
 
 def _decode(value: Any) -> Any:
@@ -107,8 +139,27 @@ def _decode(value: Any) -> Any:
 def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
     """The stored payload: the replay as JSON, secrets redacted (:mod:`lcm_lab.io.redaction`;
     the conversation's own messages stay in the messages table as loaded), compressed."""
-    text = json.dumps(_encode(replay), ensure_ascii=False, separators=(",", ":"))
-    return zlib.compress(redact(text).encode("utf-8"), 6)
+    # Encoded, redacted and compressed about a megabyte of text at a time (the whole text of a
+    # 20k-message run at a 128k budget took 1.1 GB at once). Pieces end between JSON values, so
+    # a secret (no quotes or commas in it) never straddles two; the bytes equal the one-shot
+    # compression of the whole text, so a run's content-derived id does not change.
+    secrets = secret_values()
+    compressor = zlib.compressobj(6)
+    out: list[bytes] = []
+    pending: list[str] = []
+    size = 0
+    for piece in _json_pieces(replay):
+        pending.append(piece)
+        size += len(piece)
+        if size >= _PAYLOAD_STEP:
+            out.append(compressor.compress(redact("".join(pending), secrets).encode("utf-8")))
+            pending, size = [], 0
+    out.append(compressor.compress(redact("".join(pending), secrets).encode("utf-8")))
+    out.append(compressor.flush())
+    return b"".join(out)
+
+
+_PAYLOAD_STEP = 1 << 20  # characters of JSON text encoded per step of replay_to_bytes
 
 
 def replay_from_bytes(payload: bytes) -> Replay | StrategyRun:
@@ -286,23 +337,23 @@ def _turn_rows(run_id: str, replay: Replay) -> list[dict[str, Any]]:
 
 def _sent_rows(run_id: str, replay: Replay) -> list[dict[str, Any]]:
     """One row per engine-level assemble call at the run budget (per turn, and the end of the run as turn -1)."""
-    calls = [replay.sent(t.turn) for t in replay.turns] + ([replay.sent()] if replay.turns else [])
+    calls = [*range(len(replay.turns)), None] if replay.turns else []
     return [
         {
             "run_id": run_id,
-            "turn": -1 if sent.turn is None else sent.turn,
-            "token_budget": sent.token_budget,
-            "path": sent.path,
-            "clamped": sent.clamped,
-            "degraded": sent.degraded,
-            "estimated_tokens": sent.estimated_tokens,
-            "prompt_tokens": None if sent.prompt is None else sent.prompt.tokens,
-            "bare_tokens": None if sent.bare is None else sent.bare.estimated_tokens,
-            "messages": len(sent.items),
-            "summaries": sum(1 for item in sent.items if item.kind == "summary"),
-            "emergency_drain": None if sent.emergency_drain is None else sent.emergency_drain.outcome,
+            "turn": -1 if facts.turn is None else facts.turn,
+            "token_budget": facts.token_budget,
+            "path": facts.path,
+            "clamped": facts.clamped,
+            "degraded": facts.degraded,
+            "estimated_tokens": facts.estimated_tokens,
+            "prompt_tokens": facts.prompt_message_tokens,
+            "bare_tokens": facts.bare_tokens,
+            "messages": facts.messages,
+            "summaries": facts.summaries,
+            "emergency_drain": facts.emergency_drain,
         }
-        for sent in calls
+        for facts in map(replay.sent_facts, calls)
     ]
 
 

@@ -25,7 +25,7 @@ def sent_sizes(run: Any) -> list[int]:
     if hasattr(run, "strategy"):  # a StrategyRun: its turns already hold the next call's size
         return [t.context_tokens for t in run.turns]
     last = len(run.turns) - 1
-    return [run.sent(None if i == last else i + 1).estimated_tokens for i in range(len(run.turns))]
+    return [run.sent_facts(None if i == last else i + 1).estimated_tokens for i in range(len(run.turns))]
 
 
 def _score(run: ScoredRun, name: str, value: float | None) -> list[Score]:

@@ -101,7 +101,7 @@ def budget_info(replay: Any, marker_turn: int | None = None, title: str | None =
         split_context(t.final_context, messages, summaries, config.fresh_tail_count, config.fresh_tail_max_tokens)
         for t in turns
     ]
-    sent = [replay.sent(t.turn) for t in turns]
+    sent = [replay.sent_facts(t.turn) for t in turns]
     depths = sorted({d for sp in splits for d in sp.summary_tokens_by_depth})
     sweep_turns: list[int] = []
     sweep_y: list[int] = []
@@ -137,7 +137,7 @@ def budget_info(replay: Any, marker_turn: int | None = None, title: str | None =
         title=title or f"{label}: context tokens per turn (budget {int(replay.token_budget):,}, "
         f"{replay.compaction_mode} compaction)",
         sent_tokens=tuple(x.estimated_tokens for x in sent),
-        bare_tokens=tuple(None if x.bare is None else x.bare.estimated_tokens for x in sent),
+        bare_tokens=tuple(x.bare_tokens for x in sent),
         paths=tuple(x.path for x in sent),
         clamped_turns=tuple(t.turn for t, x in zip(turns, sent, strict=True) if x.clamped),
         degraded_turns=tuple(t.turn for t, x in zip(turns, sent, strict=True) if x.degraded),

@@ -58,8 +58,8 @@ def replay_stats(replay: Any) -> ReplayStats:
         final_tokens=final,
         token_budget=int(replay.token_budget),
         compression=(message_tokens / final) if final else None,
-        clamped_turns=sum(1 for t in replay.turns if replay.sent(t.turn).clamped),
-        degraded_turns=sum(1 for t in replay.turns if replay.sent(t.turn).degraded),
+        clamped_turns=sum(1 for t in replay.turns if replay.sent_facts(t.turn).clamped),
+        degraded_turns=sum(1 for t in replay.turns if replay.sent_facts(t.turn).degraded),
     )
 
 

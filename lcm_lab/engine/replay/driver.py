@@ -49,6 +49,7 @@ from lcm_lab.engine.types import (
     InputEntry,
     LargeFile,
     SentContext,
+    SentFacts,
     StoredMessage,
     Summary,
     TurnRecord,
@@ -61,6 +62,8 @@ DEFAULT_TOKEN_BUDGET = 128_000  # what the plugin assumes when the host reports 
 
 _HOST_VIEWS: dict[tuple[int, bool, bool, bool], tuple[Conversation, HostView]] = {}
 _HOST_VIEW_LIMIT = 64
+# Whole contexts a replay keeps (Replay.sent), the last used; their numbers are kept for every call.
+_SENT_CACHE_LIMIT = 64
 
 @dataclass(frozen=True)
 class Replay:
@@ -197,16 +200,32 @@ class Replay:
         in the conversation goes to :meth:`ask`. Every view and context-based score reads this
         or :meth:`ask`, never :meth:`assemble`. Computed on demand, so replays stay fast.
         """
-        budget = self.token_budget if budget is None else budget
+        k, key = self._sent_key(turn, budget)
+        cache = self._sent_cache
+        sent = cache.pop(key, None)
+        if sent is None:
+            budget = key[1]
+            prompt = self._host_view.prompts[k] if turn is not None else None
+            sent = self.engine_call(k, self._recorded_start(k, turn, budget), budget, prompt, turn is not None)
+            self._sent_facts[key] = SentFacts.of(sent)
+            if len(cache) >= _SENT_CACHE_LIMIT:
+                cache.pop(next(iter(cache)))
+        cache[key] = sent  # (re)inserted last: the least recently used goes first
+        return sent
+
+    def sent_facts(self, turn: int | None = None, budget: int | None = None) -> SentFacts:
+        """The numbers of :meth:`sent` (tokens, path, clamp, counts) without its items: kept for
+        every call, where whole contexts are kept only for the last few used (a 20k-message run
+        at a 128k budget held about 450 MB of them)."""
+        facts = self._sent_facts.get(self._sent_key(turn, budget)[1])
+        return facts if facts is not None else SentFacts.of(self.sent(turn, budget))
+
+    def _sent_key(self, turn: int | None, budget: int | None) -> tuple[int, tuple[int | None, int]]:
         n = len(self.turns)
         k = n if turn is None else (turn + n if turn < 0 else turn)
         if not 0 <= k <= n or (turn is not None and k == n):
             raise IndexError(f"turn {turn} is outside this replay's {n} turns")
-        key = (None if turn is None else k, budget)
-        if key not in self._sent_cache:
-            prompt = self._host_view.prompts[k] if turn is not None else None
-            self._sent_cache[key] = self.engine_call(k, self._recorded_start(k, turn, budget), budget, prompt, turn is not None)
-        return self._sent_cache[key]
+        return k, (None if turn is None else k, self.token_budget if budget is None else budget)
 
     def ask(
         self,
@@ -234,6 +253,11 @@ class Replay:
 
     @cached_property
     def _sent_cache(self) -> dict[tuple[int | None, int], SentContext]:
+        # the last _SENT_CACHE_LIMIT contexts used, least recently used first
+        return {}
+
+    @cached_property
+    def _sent_facts(self) -> dict[tuple[int | None, int], SentFacts]:
         return {}
 
     @cached_property

@@ -1,0 +1,76 @@
+"""A long replay saved in bounded memory (issue 22 item 3, the saved 20k-message run that peaked
+at 1.4-1.6 GB): a replay keeps whole model contexts only for the calls used last and their
+numbers for every call, and its payload is encoded, redacted and compressed a piece at a time,
+to exactly the bytes the one-shot encoding gave."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+import zlib
+
+import pytest
+
+from benchmarks.bench_replay import generate
+from lcm_lab.engine.config.lcm_config import LcmConfig
+from lcm_lab.engine.replay import driver
+from lcm_lab.engine.replay.driver import Replay, replay
+from lcm_lab.engine.types import SentFacts
+from lcm_lab.io.redaction import redact
+from lcm_lab.store import replays as stored
+from lcm_lab.summarizers.stub import StubV1Summarizer
+
+
+@pytest.fixture(scope="module")
+def long_run() -> Replay:
+    # default settings at the CLI's default budget: every call sends a large context
+    return replay(generate(800), LcmConfig(), StubV1Summarizer(), token_budget=128_000)
+
+
+def test_a_replay_keeps_few_whole_contexts_and_the_numbers_of_every_call(long_run: Replay) -> None:
+    calls = [*range(len(long_run.turns)), None]
+    assert len(calls) > 2 * driver._SENT_CACHE_LIMIT
+    facts = [long_run.sent_facts(k) for k in calls]
+    assert len(long_run._sent_cache) == driver._SENT_CACHE_LIMIT  # before: one context per call
+    assert len(long_run._sent_facts) == len(calls)
+    again = replay(long_run.conversation, LcmConfig(), StubV1Summarizer(), token_budget=128_000)
+    assert facts == [SentFacts.of(again.sent(k)) for k in calls]  # a fresh replay, every context whole
+    first = long_run.sent(0)  # evicted long ago: assembled again, to the same context
+    assert first == again.sent(0) and long_run.sent(0) is first  # and cached while it is recent
+    assert facts[0].messages == len(first.items) and facts[-1].turn is None
+
+
+def test_the_budget_of_a_call_is_part_of_its_key(long_run: Replay) -> None:
+    small = long_run.sent_facts(5, 4000)
+    assert small.token_budget == 4000 and small.estimated_tokens <= 4000 < long_run.sent_facts(5).estimated_tokens
+
+
+def _one_shot(run: Replay) -> bytes:
+    return zlib.compress(redact(json.dumps(stored._encode(run), ensure_ascii=False, separators=(",", ":"))).encode("utf-8"), 6)
+
+
+@pytest.mark.parametrize("step", [1, 5, 4096, 1 << 20])
+def test_the_payload_in_pieces_is_the_one_shot_payload(long_run: Replay, monkeypatch: pytest.MonkeyPatch, step: int) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-lab-test-0123456789abcdef")
+    monkeypatch.setattr(stored, "_PAYLOAD_STEP", step)
+    secret = dict(long_run.meta, note="key sk-lab-test-0123456789abcdef in the run")
+    run = Replay(**{**{f: getattr(long_run, f) for f in long_run.__dataclass_fields__}, "meta": secret})
+    payload = stored.replay_to_bytes(run)
+    assert payload == _one_shot(run)  # the same bytes, so the same content-derived run id
+    assert "sk-lab-test" not in zlib.decompress(payload).decode()
+    assert stored.replay_from_bytes(payload).turns == run.turns
+
+
+def test_encoding_the_payload_holds_a_fraction_of_its_text(long_run: Replay) -> None:
+    text = len(zlib.decompress(stored.replay_to_bytes(long_run)))
+    tracemalloc.start()
+    stored.replay_to_bytes(long_run)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    tracemalloc.start()
+    _one_shot(long_run)
+    _, before = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # one-shot: the object tree, the text and its copies (4x the text here); in pieces: a step's
+    # copies and the compressed bytes (about half the text here, a far smaller share of a bigger run)
+    assert before > 2 * text and peak < before / 5 and peak < text / 1.5, (text, before, peak)
