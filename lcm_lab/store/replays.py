@@ -67,6 +67,9 @@ def _encode(value: Any) -> Any:
     if cls in _SCALARS:
         return value
     if cls is list or cls is tuple:
+        refs = _context_refs(value)
+        if refs is not None:
+            return {_TYPE_KEY: _CONTEXT_REFS, "refs": refs}
         return [_encode(v) for v in value]
     if cls is dict:
         return {str(k): _encode(v) for k, v in value.items()}
@@ -83,6 +86,27 @@ def _encode(value: Any) -> Any:
     return value
 
 
+# A context (a turn's items, thousands at a big budget) is stored as its refs: a message's seq
+# (an int) or a summary's id (a string), not an object per item (a 20k-message run at a 128k
+# budget: 233 of 292 MB of JSON text, 2.7M objects to build when it was loaded).
+_CONTEXT_REFS = "ContextRefs"
+
+
+def _context_refs(items: Sequence[Any]) -> list[int | str] | None:
+    """The refs of a sequence of context items, or ``None`` when it is anything else."""
+    if not items or type(items[0]) is not ContextItem:
+        return None
+    refs: list[int | str] = []
+    for item in items:
+        if type(item) is not ContextItem:
+            return None
+        ref = item.ref
+        if not ((item.kind == "message" and type(ref) is int) or (item.kind == "summary" and type(ref) is str)):
+            return None
+        refs.append(ref)
+    return refs
+
+
 def _stored_fields(cls: type) -> tuple[str, ...] | None:
     """The dataclass fields of ``cls`` that are stored (``None``: not a dataclass). Fields marked
     ``stored: False`` (a replay's summarizer object) are live-only."""
@@ -96,44 +120,59 @@ def _stored_fields(cls: type) -> tuple[str, ...] | None:
 _dumps = partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
 
 
-def _json_pieces(value: Any) -> Iterator[str]:
-    """The JSON text of ``_encode(value)``, in pieces: a dataclass field by field and a list
-    item by item, down to the items of its fields' lists (a replay's turns, messages and
-    summaries), so no piece is more than one such item."""
+def _json_pieces(value: Any, depth: int = 2) -> Iterator[str]:
+    """The JSON text of ``_encode(value)``, in pieces: a dataclass field by field and a list item
+    by item, ``depth`` levels down (a replay's turns and summaries, its conversation's entries),
+    so no piece is more than one such item."""
     names = _stored_fields(type(value))
-    if names is None:
+    if names is None or depth < 0:
         yield _dumps(_encode(value))
         return
     yield "{" + _dumps(_TYPE_KEY) + ":" + _dumps(type(value).__name__)
     for name in names:
         field = getattr(value, name)
         yield "," + _dumps(name) + ":"
-        if type(field) in (list, tuple):
+        if type(field) in (list, tuple) and _context_refs(field) is None:
             yield "["
             for index, item in enumerate(field):
-                yield ("," if index else "") + _dumps(_encode(item))
+                if index:
+                    yield ","
+                yield from _json_pieces(item, depth - 1)
             yield "]"
         else:
-            yield _dumps(_encode(field))
+            yield from _json_pieces(field, depth - 1)
     yield "}"
 
 
-def _decode(value: Any) -> Any:
+def _decode(value: Any, items: dict[tuple[str, int | str], ContextItem]) -> Any:
+    """The value :func:`_encode` encoded; ``items`` holds one :class:`ContextItem` per distinct
+    item, shared by every context that refers to it (as the replay shared them)."""
     if isinstance(value, dict):
         type_name = value.get(_TYPE_KEY)
         if type_name is None:
-            return {k: _decode(v) for k, v in value.items()}
+            return {k: _decode(v, items) for k, v in value.items()}
+        if type_name == _CONTEXT_REFS:
+            return tuple(_item("message" if type(ref) is int else "summary", ref, items) for ref in value["refs"])
         cls = _TYPES[type_name]
+        if cls is ContextItem:  # a payload from before contexts were stored as refs
+            return _item(value["kind"], value["ref"], items)
         kwargs = {}
         for f in dataclasses.fields(cls):
             if f.name in value:
-                item = _decode(value[f.name])
+                item = _decode(value[f.name], items)
                 # Every sequence field of the lab's values is a tuple; nested JSON keeps lists.
                 kwargs[f.name] = tuple(item) if isinstance(item, list) else item
         return cls(**kwargs)
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [_decode(v, items) for v in value]
     return value
+
+
+def _item(kind: str, ref: int | str, items: dict[tuple[str, int | str], ContextItem]) -> ContextItem:
+    found = items.get((kind, ref))
+    if found is None:
+        found = items[(kind, ref)] = ContextItem(kind, ref)  # type: ignore[arg-type]
+    return found
 
 
 def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
@@ -142,7 +181,7 @@ def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
     # Encoded, redacted and compressed about a megabyte of text at a time (the whole text of a
     # 20k-message run at a 128k budget took 1.1 GB at once). Pieces end between JSON values, so
     # a secret (no quotes or commas in it) never straddles two; the bytes equal the one-shot
-    # compression of the whole text, so a run's content-derived id does not change.
+    # compression of the whole text (a run's id is derived from them).
     secrets = secret_values()
     compressor = zlib.compressobj(6)
     out: list[bytes] = []
@@ -163,7 +202,7 @@ _PAYLOAD_STEP = 1 << 20  # characters of JSON text encoded per step of replay_to
 
 
 def replay_from_bytes(payload: bytes) -> Replay | StrategyRun:
-    replay = _decode(json.loads(zlib.decompress(payload).decode("utf-8")))
+    replay = _decode(json.loads(zlib.decompress(payload).decode("utf-8")), {})
     if isinstance(replay, StrategyRun):
         return dataclasses.replace(replay, memories=tuple(tuple(m) for m in replay.memories))
     if not isinstance(replay, Replay):
