@@ -181,5 +181,6 @@ def test_a_sweep_that_failed_on_a_dead_server_is_retried_once_it_answers(tmp_pat
     assert "3 runs that failed in an earlier session were not run again; --retry-failed runs them" in err
     assert main(["sweep", "--db", db, "--no-progress", "--retry-failed", spec]) == 0
     out, err = capsys.readouterr()
-    assert "3 runs ok, 0 failed" in out and "recommended" in out and "warning" not in err, err
+    lab_warnings = [line for line in err.splitlines() if line.startswith("warning:")]  # (not litellm's own log noise)
+    assert "3 runs ok, 0 failed" in out and "recommended" in out and not lab_warnings, err
     assert server.completion_requests
