@@ -225,6 +225,10 @@ class SentContext:
         return any(item.kind == "summary" for item in self.items)
 
     @property
+    def summary_count(self) -> int:
+        return sum(1 for item in self.items if item.kind == "summary")
+
+    @property
     def prompt_tokens(self) -> int:
         """Serialized estimate of the whole model input: the output plus the host's prompt."""
         return self.estimated_tokens + (self.prompt.tokens if self.prompt is not None else 0)
@@ -258,7 +262,7 @@ class SentFacts(NamedTuple):
         return cls(
             sent.turn, sent.token_budget, sent.path, sent.clamped, sent.degraded, sent.estimated_tokens,
             None if sent.prompt is None else sent.prompt.tokens, None if sent.bare is None else sent.bare.estimated_tokens,
-            len(sent.items), sum(1 for item in sent.items if item.kind == "summary"),
+            len(sent.items), sent.summary_count,
             None if sent.emergency_drain is None else sent.emergency_drain.outcome,
         )
 

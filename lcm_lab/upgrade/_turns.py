@@ -90,7 +90,7 @@ def turn_rows(runs: Mapping[str, Any]) -> list[dict[str, Any]]:
         for sent in sent_turns(run):
             rows.append({
                 "turn": sent.turn, "engine": engine, "path": sent.path, "clamped": sent.clamped, "degraded": sent.degraded,
-                "summaries_sent": sum(1 for item in sent.items if item.kind == "summary"),
+                "summaries_sent": sent.summary_count,
                 "messages_sent": len(sent.items), "sent_tokens": sent.estimated_tokens,
                 "messages_sha256": canonical.sha256(sent.items),
                 "shape_sha256": _sha(shape_of(sent.items, summaries, memo)),

@@ -200,7 +200,7 @@ def compare(
         row: dict[str, Any] = {
             "run": labels[i] if labels else rid, "run_id": run.run_id, "parent_run_id": run.meta.get("derived_from"),
             "edit": edit.get("op"), "token_budget": run.token_budget, "sent_tokens": sent.estimated_tokens,
-            "sent_items": len(sent.items), "sent_summaries": sum(1 for it in sent.items if it.kind == "summary"),
+            "sent_items": len(sent.items), "sent_summaries": sent.summary_count,
             "stored_tokens": run.final_tokens, "path": sent.path,
         }  # fmt: skip
         headlines = []

@@ -65,6 +65,14 @@ _HOST_VIEW_LIMIT = 64
 # Whole contexts a replay keeps (Replay.sent), the last used; their numbers are kept for every call.
 _SENT_CACHE_LIMIT = 64
 
+
+def _keep_last(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Insert ``value`` last in ``cache``, dropping the earliest entry once it holds ``limit``."""
+    cache.pop(key, None)
+    if len(cache) >= limit:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+
 @dataclass(frozen=True)
 class Replay:
     """The outcome of a replay: per-turn records and the final DAG, with views over them."""
@@ -175,9 +183,8 @@ class Replay:
             view = host_view_of_entries([t.entries for t in self._turn_inputs], v1=self.is_v1)
         else:
             view = host_view_of_stored([t.stored for t in self._turn_inputs], v1=self.is_v1)
-        if len(_HOST_VIEWS) >= _HOST_VIEW_LIMIT:
-            _HOST_VIEWS.pop(next(iter(_HOST_VIEWS)))
-        _HOST_VIEWS[key] = (self.conversation, view)  # holds the conversation: its id is not reused while cached
+        # holds the conversation: its id is not reused while cached
+        _keep_last(_HOST_VIEWS, key, (self.conversation, view), _HOST_VIEW_LIMIT)
         return view
 
     def turn_times(self, turn: int) -> tuple[int | None, int | None]:
@@ -202,15 +209,13 @@ class Replay:
         """
         k, key = self._sent_key(turn, budget)
         cache = self._sent_cache
-        sent = cache.pop(key, None)
+        sent = cache.get(key)
         if sent is None:
             budget = key[1]
             prompt = self._host_view.prompts[k] if turn is not None else None
             sent = self.engine_call(k, self._recorded_start(k, turn, budget), budget, prompt, turn is not None)
             self._sent_facts[key] = SentFacts.of(sent)
-            if len(cache) >= _SENT_CACHE_LIMIT:
-                cache.pop(next(iter(cache)))
-        cache[key] = sent  # (re)inserted last: the least recently used goes first
+        _keep_last(cache, key, sent, _SENT_CACHE_LIMIT)  # (re)inserted last: the least recently used goes first
         return sent
 
     def sent_facts(self, turn: int | None = None, budget: int | None = None) -> SentFacts:
