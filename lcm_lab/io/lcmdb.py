@@ -111,6 +111,12 @@ CORE_TABLES: tuple[str, ...] = LCM_TABLES[:8]
 V1_TABLES: tuple[str, ...] = LCM_TABLES[8:]
 # Without these a file is not an lcm.db (every release has all three).
 REQUIRED_TABLES = ("conversations", "messages", "summaries")
+# Columns every release writes: a table by one of these names without them is something else.
+KEY_COLUMNS = {
+    "conversations": ("conversation_id", "session_id"),
+    "messages": ("message_id", "conversation_id", "seq", "role", "content"),
+    "summaries": ("summary_id", "conversation_id", "kind", "content"),
+}
 # Columns whose absence the lab fills by re-running the plugin's backfill (lcm_lab.store).
 DERIVED_WHEN_MISSING = {
     ("summaries", "depth"),
@@ -190,6 +196,10 @@ def read_lcmdb_schema(conn: sqlite3.Connection, path: str) -> LcmDbSchema:
         )
     columns = {name: _table_columns(conn, path, name, required=name in LCM_TABLES) for name in names}
     tables = {table: columns[table] for table in LCM_TABLES if table in columns}
+    for table, keys in KEY_COLUMNS.items():
+        if absent := [key for key in keys if key not in tables[table]]:
+            raise NotAnLcmDb(f"{path}: SQLite file but not a lossless-claw lcm.db (table {table} has no "
+                             f"{', '.join(absent)} column{'s' if len(absent) > 1 else ''})")  # fmt: skip
     done: frozenset[str] = frozenset()
     if "lcm_migration_state" in names:
         done = frozenset(r[0] for r in conn.execute("SELECT step_name FROM lcm_migration_state"))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lcm_lab.errors import DataError
+from lcm_lab.io.lcmdb import read_lcmdb_schema
 from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_snapshot
 
 
@@ -123,8 +124,41 @@ class LcmDbRows:
 _REQUIRED = ("conversations", "messages", "summaries", "summary_messages", "summary_parents", "context_items")
 
 
-def _optional(value: Any) -> str | None:
+# Converters of stored values: a value lossless-claw never writes there (NULL in a key, a blob,
+# text in an integer column) raises ValueError naming the column; read_rows adds the table.
+def _int(value: Any, column: str) -> int:
+    if value is None or isinstance(value, (bytes, bytearray)):
+        raise ValueError(f"{column} is {'NULL' if value is None else 'a blob'}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{column} holds {str(value)[:40]!r}, not an integer") from None
+
+
+def _optional_int(value: Any, column: str) -> int | None:
+    return None if value is None else _int(value, column)
+
+
+def _count(value: Any, column: str) -> int:
+    """A count or ordinal (NULL reads as 0, as before)."""
+    return 0 if value is None else _int(value, column)
+
+
+def _optional(value: Any, column: str) -> str | None:
+    if isinstance(value, (bytes, bytearray)):
+        raise ValueError(f"{column} is a blob")
     return None if value is None else str(value)
+
+
+def _text(value: Any, column: str) -> str:
+    return _optional(value, column) or ""
+
+
+def _id(value: Any, column: str) -> str:
+    text = _optional(value, column)
+    if text is None:
+        raise ValueError(f"{column} is NULL")
+    return text
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -143,37 +177,40 @@ def _select(conn: sqlite3.Connection, where: list[str], table: str, wanted: tupl
 def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
     """All doctor-relevant rows from an open lcm.db connection (:class:`DataError` naming the table
     when a column holds a value of the wrong type, e.g. text in ``summaries.token_count``)."""
+    read_lcmdb_schema(conn, path)  # NotAnLcmDb: its key tables or columns are not lossless-claw's
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [t for t in _REQUIRED if t not in tables]
+    if missing:
+        raise SqliteReadError(f"{path}: not an lcm.db (missing tables: {', '.join(missing)})")
     where: list[str] = []
     try:
-        return _read_rows(conn, path, where)
-    except ValueError as exc:  # int('lots'): a bug elsewhere is a TypeError and keeps its traceback
+        return _read_rows(conn, path, tables, where)
+    except ValueError as exc:  # from the converters: a bug elsewhere is a TypeError and keeps its traceback
         table = where[-1] if where else "?"
         raise DataError(f"{path}: table {table} holds a value of the wrong type ({exc}); "
                         f"lossless-claw does not write such rows, so the file was changed by something else") from None
 
 
-def _read_rows(conn: sqlite3.Connection, path: str, where: list[str]) -> LcmDbRows:
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    missing = [t for t in _REQUIRED if t not in tables]
-    if missing:
-        raise SqliteReadError(f"{path}: not an lcm.db (missing tables: {', '.join(missing)})")
-    conversations = {int(cid): str(sid) for cid, sid in _select(conn, where, "conversations", ("conversation_id", "session_id"))}
+def _read_rows(conn: sqlite3.Connection, path: str, tables: set[str], where: list[str]) -> LcmDbRows:
+    conversations = {_int(cid, "conversation_id"): _id(sid, "session_id")
+                     for cid, sid in _select(conn, where, "conversations", ("conversation_id", "session_id"))}  # fmt: skip
     messages = tuple(
-        MessageRow(int(mid), int(cid), int(seq), str(role), content or "", int(tok or 0))
+        MessageRow(_int(mid, "message_id"), _int(cid, "conversation_id"), _int(seq, "seq"), _id(role, "role"),
+                   _text(content, "content"), _count(tok, "token_count"))
         for mid, cid, seq, role, content, tok in _select(
             conn, where, "messages", ("message_id", "conversation_id", "seq", "role", "content", "token_count")
         )
-    )
+    )  # fmt: skip
     summaries = tuple(
         SummaryRow(
-            str(sid),
-            int(cid),
-            str(kind),
-            None if depth is None else int(depth),
-            content or "",
-            int(tok or 0),
-            None if model is None else str(model),
-            None if smt is None else int(smt),
+            _id(sid, "summary_id"),
+            _int(cid, "conversation_id"),
+            _id(kind, "kind"),
+            _optional_int(depth, "depth"),
+            _text(content, "content"),
+            _count(tok, "token_count"),
+            _optional(model, "model"),
+            _optional_int(smt, "source_message_token_count"),
         )
         for sid, cid, kind, depth, content, tok, model, smt in _select(
             conn,
@@ -183,46 +220,50 @@ def _read_rows(conn: sqlite3.Connection, path: str, where: list[str]) -> LcmDbRo
         )
     )
     summary_messages = tuple(
-        EdgeRow(str(sid), int(mid), int(ordinal or 0))
+        EdgeRow(_id(sid, "summary_id"), _int(mid, "message_id"), _count(ordinal, "ordinal"))
         for sid, mid, ordinal in _select(conn, where, "summary_messages", ("summary_id", "message_id", "ordinal"))
     )
     summary_parents = tuple(
-        EdgeRow(str(sid), str(pid), int(ordinal or 0))
+        EdgeRow(_id(sid, "summary_id"), _id(pid, "parent_summary_id"), _count(ordinal, "ordinal"))
         for sid, pid, ordinal in _select(conn, where, "summary_parents", ("summary_id", "parent_summary_id", "ordinal"))
     )
     context_items = tuple(
-        ContextRow(int(cid), int(ordinal), str(kind), None if mid is None else int(mid), None if sid is None else str(sid))
+        ContextRow(_int(cid, "conversation_id"), _int(ordinal, "ordinal"), _id(kind, "item_type"),
+                   _optional_int(mid, "message_id"), _optional(sid, "summary_id"))
         for cid, ordinal, kind, mid, sid in _select(
             conn, where, "context_items", ("conversation_id", "ordinal", "item_type", "message_id", "summary_id")
         )
-    )
+    )  # fmt: skip
+
     def rows_of(table: str, wanted: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
         return _select(conn, where, table, wanted) if table in tables else iter(())
 
     batches = tuple(
-        BatchRow(str(bid), int(cid), str(status))
+        BatchRow(_id(bid, "batch_id"), _int(cid, "conversation_id"), _id(status, "status"))
         for bid, cid, status in rows_of("pending_compaction_batches", ("batch_id", "conversation_id", "status"))
     )
     pending_nodes = tuple(
-        PendingNodeRow(str(nid), str(bid), int(cid), str(kind), None if depth is None else int(depth), str(status),
-                       _optional(content), _optional(canonical))
+        PendingNodeRow(_id(nid, "node_id"), _id(bid, "batch_id"), _int(cid, "conversation_id"), _id(kind, "kind"),
+                       _optional_int(depth, "depth"), _id(status, "status"), _optional(content, "content"),
+                       _optional(canonical, "canonical_summary_id"))
         for nid, bid, cid, kind, depth, status, content, canonical in rows_of(
             "pending_summary_nodes",
             ("node_id", "batch_id", "conversation_id", "kind", "depth", "status", "content", "canonical_summary_id"),
         )
     )  # fmt: skip
     pending_node_messages = tuple(
-        EdgeRow(str(nid), int(mid), int(ordinal or 0))
+        EdgeRow(_id(nid, "node_id"), _int(mid, "message_id"), _count(ordinal, "ordinal"))
         for nid, mid, ordinal in rows_of("pending_summary_node_messages", ("node_id", "message_id", "ordinal"))
     )
     pending_node_children = tuple(
-        PendingChildRow(str(nid), int(ordinal or 0), _optional(child), _optional(summary))
+        PendingChildRow(_id(nid, "node_id"), _count(ordinal, "ordinal"), _optional(child, "child_node_id"),
+                        _optional(summary, "child_summary_id"))
         for nid, ordinal, child, summary in rows_of(
             "pending_summary_node_children", ("node_id", "ordinal", "child_node_id", "child_summary_id")
         )
-    )
+    )  # fmt: skip
     receipts = tuple(
-        ReceiptRow(str(key), str(sid), int(count or 0))
+        ReceiptRow(_id(key, "advancement_key"), _id(sid, "session_id"), _count(count, "message_count"))
         for key, sid, count in rows_of("turn_advancements", ("advancement_key", "session_id", "message_count"))
     )
     return LcmDbRows(

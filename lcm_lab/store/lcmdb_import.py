@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
+from lcm_lab.errors import DataError
 from lcm_lab.io.lcmdb import CANONICAL, LCM_TABLES, LcmDbSchema, iter_table_batches
 from lcm_lab.store.lcmdb_backends import BACKENDS
 from lcm_lab.store.sql_tokens import fill_token_estimates_sql
@@ -258,40 +259,52 @@ def import_lcm_db(
     come through DuckDB's SQLite scanner, else through the stdlib connection ``conn``.
     """
     backend = "scanner" if scanner_alias else "sqlite3"
+    at: list[str] = []
     try:
-        return _import(store, conn, schema, source_id, scanner_alias)
+        return _import(store, conn, schema, source_id, scanner_alias, at)
+    except _VALUE_FAULTS as exc:  # the same on either backend: not the scanner's fault
+        reason = str(exc).splitlines()[0]
+        raise DataError(f"{schema.path}: table {at[-1] if at else '?'} holds a value the lab cannot store ({reason}); "
+                        "lossless-claw does not write such rows, so the file was changed by something else") from exc
     except duckdb.Error as exc:
         if backend == "scanner":
             raise ScannerFailed(f"{schema.path}: SQLite scanner failed ({exc})") from exc
         raise
 
 
+# What a value out of the lab column's range or shape raises (an INT32 token count of 2**63 - 1,
+# a NULL seq, a repeated message id).
+_VALUE_FAULTS = (duckdb.ConversionException, duckdb.ConstraintException, duckdb.OutOfRangeException)
+
+
 def _import(
-    store: LabStore, conn: sqlite3.Connection, schema: LcmDbSchema, source_id: int, scanner_alias: str | None
+    store: LabStore, conn: sqlite3.Connection, schema: LcmDbSchema, source_id: int, scanner_alias: str | None,
+    at: list[str],
 ) -> LcmDbImport:
     params = {"source_id": source_id, "base": store.next_id("conversations", "conversation_id") - 1}
     result = LcmDbImport(backend="scanner" if scanner_alias else "sqlite3")
-    try:
-        for table in LCM_TABLES:
-            lab_table = _LAB_TABLE.get(table, table)
-            inserted = 0
-            if table in schema.tables:
-                if scanner_alias:
-                    sql = _TRANSFORMS[table](f"({schema.select_sql(table, f'{scanner_alias}.{table}')})", params)
-                    inserted = _count(store.execute(sql).fetchone())
-                else:
-                    for batch in iter_table_batches(conn, schema, table):
-                        store.con.register(_BATCH, pa.Table.from_batches([batch]))
-                        try:
-                            inserted += _count(store.execute(_TRANSFORMS[table](_BATCH, params)).fetchone())
-                        finally:
-                            store.con.unregister(_BATCH)
-            result.counts[lab_table] = inserted
-            _after(store, table, params)
-    finally:
-        store.execute("DROP TABLE IF EXISTS _lcm_message_keys")
-        store.execute("DROP TABLE IF EXISTS _lcm_summary_keys")
-        store.execute("DROP TABLE IF EXISTS _lcm_node_keys")
+    for table in LCM_TABLES:
+        at.append(table)
+        lab_table = _LAB_TABLE.get(table, table)
+        inserted = 0
+        if table in schema.tables:
+            if scanner_alias:
+                sql = _TRANSFORMS[table](f"({schema.select_sql(table, f'{scanner_alias}.{table}')})", params)
+                inserted = _count(store.execute(sql).fetchone())
+            else:
+                for batch in iter_table_batches(conn, schema, table):
+                    store.con.register(_BATCH, pa.Table.from_batches([batch]))
+                    try:
+                        inserted += _count(store.execute(_TRANSFORMS[table](_BATCH, params)).fetchone())
+                    finally:
+                        store.con.unregister(_BATCH)
+        result.counts[lab_table] = inserted
+        _after(store, table, params)
+    # (after a failure the caller's rollback drops these temporary tables: dropping them here
+    # in the failed transaction raised its own error over the first)
+    store.execute("DROP TABLE IF EXISTS _lcm_message_keys")
+    store.execute("DROP TABLE IF EXISTS _lcm_summary_keys")
+    store.execute("DROP TABLE IF EXISTS _lcm_node_keys")
     own = f"conversation_id IN (SELECT conversation_id FROM conversations WHERE source_id = {source_id})"
     store.execute(fill_token_estimates_sql("messages", own))
     store.execute(fill_token_estimates_sql("summaries", own))

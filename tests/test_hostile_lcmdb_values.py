@@ -1,0 +1,102 @@
+"""Crafted lcm.db files whose values lossless-claw never writes: ``load`` (both backends) and
+``doctor`` end in one line naming the table, exit 2, and the file is unchanged.
+
+Each case takes the 0.15.3 fixture, drops its triggers and rebuilds a table without its
+constraints where the value needs it (SQLite would refuse a NULL ``seq`` otherwise).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, gunzip_to
+from faults import sha256
+
+from lcm_lab.cli import main
+
+_UNCONSTRAINED = ("CREATE TABLE m2 AS SELECT * FROM messages", "DROP TABLE messages", "ALTER TABLE m2 RENAME TO messages")
+
+# case -> (statements run on the copy, what load's line says, what doctor's line says)
+CASES = {
+    "token count past 32 bits": (
+        ["UPDATE messages SET token_count = 9223372036854775807"], "table messages holds a value the lab cannot store",
+        None,  # the doctor reads it as a number: nothing wrong to say
+    ),
+    "NULL seq": (
+        [_UNCONSTRAINED[0], "UPDATE m2 SET seq = NULL WHERE rowid = 1", *_UNCONSTRAINED[1:]],
+        "table messages holds a value the lab cannot store", "table messages holds a value of the wrong type (seq is NULL)",
+    ),
+    "repeated message ids": (
+        [_UNCONSTRAINED[0], "INSERT INTO m2 SELECT * FROM m2", *_UNCONSTRAINED[1:]],
+        "table messages holds a value the lab cannot store", None,
+    ),
+    "blob content": (
+        [_UNCONSTRAINED[0], "UPDATE m2 SET content = X'DEADBEEF' WHERE rowid = 1", *_UNCONSTRAINED[1:]],
+        None, "table messages holds a value of the wrong type (content is a blob)",
+    ),
+    "messages of another shape": (
+        ["DROP TABLE messages", "CREATE TABLE messages(a, b, c)", "INSERT INTO messages VALUES (1, 2, 3)"],
+        "not a lossless-claw lcm.db (table messages has no message_id", "not a lossless-claw lcm.db (table messages has no",
+    ),
+    "summaries of another shape": (
+        ["DROP TABLE summaries", "CREATE TABLE summaries(a, b, c)"],
+        "not a lossless-claw lcm.db (table summaries has no", "not a lossless-claw lcm.db (table summaries has no",
+    ),
+    "no summary_parents": (["DROP TABLE summary_parents"], None, "not an lcm.db (missing tables: summary_parents)"),
+}
+
+
+def _crafted(tmp_path: Path, statements: list[str]) -> Path:
+    db = gunzip_to(FIXTURES / "lcm-db-versions" / "lcm-v0.15.3.db.gz", tmp_path)
+    con = sqlite3.connect(db)
+    for (trigger,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        con.execute(f'DROP TRIGGER "{trigger}"')
+    for statement in statements:
+        con.execute(statement)
+    con.commit()
+    con.close()
+    return db
+
+
+def _one_line(capsys: pytest.CaptureFixture[str], needle: str) -> None:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert needle in err, err
+
+
+@pytest.mark.parametrize("backend", ["scanner", "sqlite3"])
+@pytest.mark.parametrize("case", [c for c, (_, load_says, _) in CASES.items() if load_says])
+def test_load_refuses_values_the_plugin_never_writes(
+    case: str, backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    statements, load_says, _ = CASES[case]
+    db = _crafted(tmp_path, statements)
+    before = sha256(db)
+    assert main(["load", "--backend", backend, "--db", str(tmp_path / "lab.duckdb"), str(db)]) == 2
+    _one_line(capsys, load_says)
+    assert sha256(db) == before
+    # the failed file left nothing behind: the store still loads a good file
+    (tmp_path / "good").mkdir()
+    good = gunzip_to(FIXTURES / "lcm-db-versions" / "lcm-v0.14.0.db.gz", tmp_path / "good")
+    assert main(["load", "--backend", backend, "--db", str(tmp_path / "lab.duckdb"), str(good)]) == 0
+
+
+@pytest.mark.parametrize("case", [c for c, (_, _, doctor_says) in CASES.items() if doctor_says])
+def test_doctor_names_the_value(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    statements, _, doctor_says = CASES[case]
+    db = _crafted(tmp_path, statements)
+    before = sha256(db)
+    assert main(["doctor", str(db)]) == 2
+    assert doctor_says is not None
+    _one_line(capsys, doctor_says)
+    assert sha256(db) == before
+
+
+def test_a_huge_token_count_is_a_finding_for_the_doctor_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _crafted(tmp_path, CASES["token count past 32 bits"][0])
+    assert main(["doctor", str(db)]) in (0, 1)
+    assert "Traceback" not in capsys.readouterr().err
