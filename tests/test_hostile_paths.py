@@ -161,3 +161,33 @@ def test_paths_no_file_system_takes_are_refused_not_a_crash(crafted: dict, capsy
         err = capsys.readouterr().err
         assert why in err and len(err.strip().splitlines()) == 1, err
         assert "not a summary or file id" not in err  # it is one: its payload is what is missing
+
+
+@pytest.mark.parametrize("target", ["root", "secret directory"])
+def test_a_payload_directory_that_is_a_link_is_not_read(target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``lcm-files -> /`` (or to a private directory elsewhere) would put every file "inside" the
+    payload directory by the plugin's rule; the lab reads no payload through such a link."""
+    state, secrets = tmp_path / "state", tmp_path / "secrets"
+    state.mkdir()
+    secrets.mkdir()
+    (secrets / "key.txt").write_text(f"{SECRET}\n")
+    (state / "lcm-files").symlink_to("/" if target == "root" else secrets)
+    db = state / "lcm.db"
+    with gzip.open(DATASETS / "lcm-db" / "lcm-v0.15.3.db.gz") as src, db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    uri = "/etc/passwd" if target == "root" else str(secrets / "key.txt")
+    conn = sqlite3.connect(db)
+    file_id = conn.execute("SELECT file_id FROM large_files ORDER BY file_id").fetchone()[0]
+    conn.execute("UPDATE large_files SET storage_uri = ?, mime_type = 'text/plain'", (uri,))
+    conn.commit()
+    conn.close()
+    store = str(tmp_path / "lab.duckdb")
+    assert main(["load", "--db", store, str(db)]) == 0
+    capsys.readouterr()
+    assert main(["describe", "--db", store, file_id]) == 2
+    out, err = capsys.readouterr()
+    assert SECRET not in out + err and "root:x" not in out + err
+    assert "is a symbolic link" in err
+    assert main(["grep", "--db", store, "--scope", "files", "root" if target == "root" else SECRET]) == 0
+    out = capsys.readouterr().out
+    assert "0 shown of 0 matches" in out and "is a symbolic link" in out

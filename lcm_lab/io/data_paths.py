@@ -16,7 +16,9 @@ beside the lcm.db it loaded:
 
 Whatever the spelling, the candidate's real path must be a regular file inside the payload
 directory's real path; anything else is refused (:attr:`Resolved.problem` says why) and never
-opened.
+opened. Unlike the plugin, the lab also refuses every payload when the payload directory itself
+is a symbolic link: the plugin trusts its own state directory, but a state directory the lab is
+given may come from anywhere, and ``lcm-files -> /`` would put every file inside it.
 
 >>> root = Path("/state/lcm-files")
 >>> resolve_data_path("/etc/passwd", root).problem
@@ -55,6 +57,9 @@ def resolve_data_path(recorded: str, root: Path) -> Resolved:
         return Resolved(None, "not a path (it holds a NUL byte)")
     if not recorded:
         return Resolved(None, "not a path (it is empty)")
+    if root.is_symlink():
+        return Resolved(None, f"the payload directory {root} is a symbolic link (the lab reads payloads only "
+                              "from a real directory beside the lcm.db: copy them there)")  # fmt: skip
     real_root = Path(os.path.realpath(root))
     given = Path(recorded)
     candidates = [given if given.is_absolute() else root.parent / given]
