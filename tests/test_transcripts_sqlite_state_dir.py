@@ -173,3 +173,24 @@ def test_unreadable_session_file_is_reported_and_the_rest_listed(tmp_path: Path,
     assert any("secret.jsonl" in m and "Permission denied" in m for m in messages)
     assert "secret.jsonl" not in [item.path.name for item in scan.items]
     assert "golden-session.jsonl" in [item.path.name for item in scan.items]
+
+
+def test_links_out_of_the_state_directory_are_skipped_and_said(tmp_path: Path) -> None:
+    """A state directory from elsewhere (an unpacked archive) may hold links to any file: files
+    whose real path leaves the directory are not read; a link that stays inside is (control)."""
+    root = _state_dir(tmp_path / "openclaw")
+    outside = tmp_path / "outside"
+    (outside / "agent").mkdir(parents=True)
+    shutil.copy(BRANCHED, outside / "private.jsonl")
+    build_store(outside / "agent" / "openclaw-agent.sqlite")
+    sessions = root / "agents" / "main" / "sessions"
+    (sessions / "private.jsonl").symlink_to(outside / "private.jsonl")
+    (sessions / "inside-link.jsonl").symlink_to(sessions / "golden-session.jsonl")
+    (root / "agents" / "linked").mkdir()
+    (root / "agents" / "linked" / "agent").symlink_to(outside / "agent")
+    scan = scan_state_dir(root)
+    names = [item.path.name for item in scan.items]
+    assert "private.jsonl" not in names and "inside-link.jsonl" in names
+    assert [item.agent_id for item in scan.items if item.kind == OPENCLAW_SQLITE] == ["helper"]
+    refused = sorted(issue.path for issue in scan.issues if "outside the state directory" in issue.message)
+    assert refused == sorted([str(sessions / "private.jsonl"), str(root / "agents" / "linked" / "agent" / "openclaw-agent.sqlite")])

@@ -51,6 +51,12 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def within(path: Path, root: Path) -> bool:
+    """Whether ``path``, links resolved, lies inside ``root`` (links resolved): a file found by
+    listing a directory the lab was given, which a link may lead out of."""
+    return _inside(Path(os.path.realpath(path)), Path(os.path.realpath(root)))
+
+
 def resolve_data_path(recorded: str, root: Path) -> Resolved:
     """Resolve ``recorded`` (a path read from data) against the payload directory ``root``."""
     if "\x00" in recorded:  # no file system takes one; realpath would raise

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from lcm_lab.io.data_paths import within
 from lcm_lab.io.model import LoadedConversation, LoadIssue
 from lcm_lab.io.transcripts.base import (
     LCM_DB,
@@ -85,7 +86,11 @@ def _session_keys(sessions_json: Path, issues: list[LoadIssue]) -> dict[str, str
     return keys
 
 
-def _readable(path: Path, issues: list[LoadIssue]) -> int | None:
+def _readable(path: Path, root: Path, issues: list[LoadIssue]) -> int | None:
+    if not within(path, root):
+        issues.append(LoadIssue(str(path), None, f"a link to {os.path.realpath(path)}, outside the state directory; "
+                                                 "skipped (pass that file itself to load it)"))  # fmt: skip
+        return None
     try:
         size = path.stat().st_size
         if not os.access(path, os.R_OK):  # the same error open() gives (root passes this check)
@@ -137,7 +142,7 @@ def scan_state_dir(root: str | Path, *, include_checkpoints: bool = False) -> St
             for path in sorted(sessions.iterdir()):
                 if ".jsonl" not in path.name or path.is_dir():
                     continue
-                size = _readable(path, issues)
+                size = _readable(path, root_path, issues)
                 if size is None:
                     continue
                 item = _session_item(path, agent_id, keys, size)
@@ -146,12 +151,12 @@ def scan_state_dir(root: str | Path, *, include_checkpoints: bool = False) -> St
                 items.append(item)
         store = agent_dir / "agent" / "openclaw-agent.sqlite"
         if store.is_file():
-            size = _readable(store, issues)
+            size = _readable(store, root_path, issues)
             if size is not None:
                 items.append(StateDirItem(store, OPENCLAW_SQLITE, agent_id=agent_id, size=size))
     lcm_db = root_path / "lcm.db"
     if lcm_db.is_file():
-        size = _readable(lcm_db, issues)
+        size = _readable(lcm_db, root_path, issues)
         if size is not None:
             items.append(StateDirItem(lcm_db, LCM_DB, size=size))
     if not items and not issues:
