@@ -12,6 +12,9 @@ directory that is removed afterwards (never in the repository):
 * ``load-tiny-1m`` / ``-2m`` / ``-4m`` / ``-8m``: a pi session of one to eight million tiny lines (what one
   file's per-line structure costs); ``load-cc-tiny-2m`` the same for a Claude Code session of two
   million short lines (about 800 MB);
+* ``load-dir-200-w2``: a directory of the 200 MB pi session and a 2 MB one, with
+  ``LCM_LAB_LOAD_WORKERS=2`` (the workers read the files ahead and spool their rows for the
+  loading process: the case where it held a whole big file's rows mapped at once);
 * ``load-lcmdb-1m``: an lcm.db of one million messages (about 1.5 GB) and their summaries;
 * ``load-line-200``: a pi session with one 200 MB line (over the default line cap: skipped);
 * ``load-gz-line-4096``: a ``.gz`` holding one 4 GB line (skipped without being read whole);
@@ -58,14 +61,15 @@ TARGET_MB = 1024.0
 SPEED_TARGET_MB_S = 25.0
 CASES = (
     "load-pi-50", "load-pi-200", "load-cc-200", "load-cc-400", "load-cc-800", "load-cc-tiny-2m", "load-tiny-1m", "load-tiny-2m",
-    "load-tiny-4m", "load-tiny-8m", "load-lcmdb-1m", "load-line-200", "load-gz-line-4096",
+    "load-tiny-4m", "load-tiny-8m", "load-dir-200-w2", "load-lcmdb-1m", "load-line-200", "load-gz-line-4096",
     "replay-5k", "replay-20k", "replay-20k-default", "report-20k", "speed-pi-28", "speed-pi-28-w2", "speed-dir-50-w2",
 )  # fmt: skip
 # Speed cases run this many times (a fresh child and store each): the median is the figure, every
 # run is kept (wall time on a shared machine swings by a third between runs of the same code).
 SPEED_REPEATS = 5
 # Cases run with settings of their own (everything else on the defaults).
-CASE_ENV = {"speed-pi-28-w2": {"LCM_LAB_LOAD_WORKERS": "2"}, "speed-dir-50-w2": {"LCM_LAB_LOAD_WORKERS": "2"}}
+CASE_ENV = {"speed-pi-28-w2": {"LCM_LAB_LOAD_WORKERS": "2"}, "speed-dir-50-w2": {"LCM_LAB_LOAD_WORKERS": "2"},
+            "load-dir-200-w2": {"LCM_LAB_LOAD_WORKERS": "2"}}
 
 
 def _input(case: str, work: Path) -> Path:
@@ -82,6 +86,10 @@ def _input(case: str, work: Path) -> Path:
     if case.startswith("load-tiny-"):
         millions = int(case[len("load-tiny-") : -1])
         return generate.generate_tiny_lines(work / f"tiny-{millions}m.jsonl", lines=millions * 1_000_000)
+    if case == "load-dir-200-w2":
+        generate.generate_pi_file(work / "dir-200" / "big.jsonl", target_mb=200)
+        generate.generate_pi_file(work / "dir-200" / "small.jsonl", target_mb=2)
+        return work / "dir-200"
     if case == "load-lcmdb-1m":
         return generate.generate_lcm_db(work / "lcmdb-1m" / "lcm.db", messages=1_000_000)
     if case == "load-line-200":

@@ -237,7 +237,7 @@ def test_a_row_batch_stores_its_files_in_one_insert_and_a_failure_stays_with_its
         delivered: list[tuple[int, object]] = []
         batch = load_module._RowBatch(lab, lambda key, result: delivered.append((key, result)))
         for key, path in enumerate(files):
-            rows = prepare.read_and_build(path, spool=spool).mapped()
+            rows = prepare.read_and_build(path, spool=spool)
             batch.add(key, path, rows.fp, rows)
         return delivered, batch
 
@@ -363,3 +363,57 @@ def test_a_parents_uncollected_duckdb_connection_does_not_kill_the_forked_worker
             gc.enable()
     assert all(r.status == "loaded" for r in results)
     assert len(submitted) >= 2 and sum(used) == len(submitted)  # every worker's rows were stored: none died
+
+
+def test_prepared_rows_are_mapped_one_spool_file_at_a_time_and_stored_the_same(tmp_path: Path) -> None:
+    """A worker's rows stay on disk until stored: ``insert_prepared`` maps a table's spool files
+    only until that much is inserted (a 164 MB session's rows were all mapped at once, 550 MB
+    resident in the loading process), and any grouping stores the same rows."""
+    from lcm_lab.io import prepare
+    from lcm_lab.store.write_loaded import insert_prepared
+
+    files = sorted(_session_dir(tmp_path, 4).iterdir())
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    built = [prepare.read_and_build(path, spool=spool) for path in files]
+    assert all(built_rows.nbytes > 0 for built_rows in built)
+    live: list[int] = []
+    real_tables = prepare.Prepared.tables
+
+    def counting(self: prepare.Prepared):  # type: ignore[no-untyped-def]
+        for table, arrow in real_tables(self):
+            live.append(table)  # type: ignore[arg-type]
+            yield table, arrow
+
+    write_loaded = importlib.import_module("lcm_lab.store.write_loaded")
+    real_insert = write_loaded._insert
+    inserts: list[str] = []
+
+    def recording(lab: LabStore, table: str, arrow: object) -> None:
+        inserts.append(table)
+        real_insert(lab, table, arrow)
+
+    contents, statements = [], []
+    for group_bytes in (write_loaded.COMMIT_BYTES, 1):
+        lab = LabStore(tmp_path / f"lab-{group_bytes}.duckdb")
+        inserts.clear()
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(prepare.Prepared, "tables", counting)
+                patch.setattr(write_loaded, "_insert", recording)
+                patch.setattr(write_loaded, "COMMIT_BYTES", group_bytes)
+                with lab.transaction():
+                    insert_prepared(lab, [(index + 1, rows) for index, rows in enumerate(built)])
+            contents.append({table: lab.fetch_all(f"SELECT * FROM {table} ORDER BY ALL")
+                             for table in ("conversations", "messages", "message_parts", "entries")})  # fmt: skip
+            statements.append(list(inserts))
+        finally:
+            lab.close()
+    assert contents[0] == contents[1] and contents[0]["messages"]
+    spooled = [table for rows in built for table, _, _ in rows.files]
+    assert sorted(statements[0]) == sorted(set(spooled))  # small files: one statement per table
+    assert statements[1] == spooled  # groups of one byte: each spool file stored (and released) alone, in order
+    assert len(live) == 2 * sum(len(rows.files) for rows in built)  # each spool file mapped once per store
+    for rows in built:
+        rows.discard()
+    assert list(spool.iterdir()) == []

@@ -41,8 +41,8 @@ class Prepared(NamedTuple):
     ``fp`` is the fingerprint of the bytes the worker read (the file had the same size and mtime
     before and after); the parent uses the rows only while the file still has them. Conversation
     ids in the rows count from 0 and ``conversations.source_id`` is 0: the parent shifts both
-    when it inserts. The worker hands over ``files`` (lab table, Arrow IPC file);
-    :meth:`mapped` turns them into ``tables``.
+    when it inserts. The worker hands over ``files`` (lab table, Arrow IPC file, its bytes), one
+    per flush of its rows; :meth:`tables` maps them one at a time.
     """
 
     fp: FileFingerprint
@@ -50,20 +50,28 @@ class Prepared(NamedTuple):
     issues: tuple[str, ...]
     skipped_lines: int
     counts: WriteCounts
-    files: tuple[tuple[str, str], ...] = ()
-    tables: tuple[tuple[str, pa.Table], ...] = ()
+    files: tuple[tuple[str, str, int], ...] = ()
 
-    def mapped(self) -> Prepared:
-        """The rows memory-mapped from the spool files, which are removed (the mapping stays)."""
-        tables = []
-        for table, name in self.files:
+    @property
+    def nbytes(self) -> int:
+        return sum(size for _, _, size in self.files)
+
+    def tables(self) -> Iterator[tuple[str, pa.Table]]:
+        """Each spool file's rows, memory-mapped when asked for. A mapping lasts as long as the
+        table it backs, so a caller that drops each table once stored keeps no more of the rows
+        resident than it holds (mapping them all at once kept a 164 MB session's rows, about
+        550 MB of pages, in the loading process until the last was stored)."""
+        for table, name, _ in self.files:
             with pa.memory_map(name) as source:
-                tables.append((table, pa.ipc.open_file(source).read_all()))
+                yield table, pa.ipc.open_file(source).read_all()
+
+    def discard(self) -> None:
+        """Remove the spool files (the rows were stored, or will be read from the file again)."""
+        for _, name, _ in self.files:
             try:
                 os.unlink(name)
-            except OSError:  # a platform that cannot remove a mapped file: the spool's cleanup does
+            except OSError:  # gone already, or a platform that cannot remove a mapped file: the spool's cleanup does
                 pass
-        return self._replace(files=(), tables=tuple(tables))
 
 
 def read_and_build(path: Path, read: Callable[[], Any] | None = None, *, spool: str | os.PathLike[str]) -> Prepared:
@@ -75,7 +83,7 @@ def read_and_build(path: Path, read: Callable[[], Any] | None = None, *, spool: 
         result = read_transcript(path, reread=True)
     else:
         result = read()
-    files: list[tuple[str, str]] = []
+    files: list[tuple[str, str, int]] = []
     starts = [Start(cid=index) for index in range(len(result.conversations))]
     counts = build_rows(result.conversations, starts, _spool_sink(spool, files), kind=result.kind, source_id=0)
     if not unchanged_since(fp, path):
@@ -84,7 +92,7 @@ def read_and_build(path: Path, read: Callable[[], Any] | None = None, *, spool: 
     return Prepared(fp, result.kind, issues, result.skipped_lines, counts, files=tuple(files))
 
 
-def _spool_sink(spool: str | os.PathLike[str], files: list[tuple[str, str]]) -> Sink:
+def _spool_sink(spool: str | os.PathLike[str], files: list[tuple[str, str, int]]) -> Sink:
     """A sink writing each table as an Arrow IPC file under ``spool``, listed in ``files``."""
     stem = os.path.join(spool, uuid.uuid4().hex)
 
@@ -92,7 +100,7 @@ def _spool_sink(spool: str | os.PathLike[str], files: list[tuple[str, str]]) -> 
         name = f"{stem}-{len(files)}-{table}.arrow"
         with pa.OSFile(name, "wb") as sink, pa.ipc.new_file(sink, arrow.schema) as writer:
             writer.write_table(arrow)
-        files.append((table, name))
+        files.append((table, name, os.path.getsize(name)))
 
     return write
 
@@ -102,7 +110,7 @@ _SPLIT: tuple[LoadedConversation, Start, str, int, list[int], str] | None = None
 _SHIFTED = {"messages": ("seq",), "message_parts": ("seq",), "entries": ("seq", "position")}
 
 
-def _build_part(index: int) -> tuple[tuple[tuple[str, str], ...], WriteCounts]:
+def _build_part(index: int) -> tuple[tuple[tuple[str, str, int], ...], WriteCounts]:
     assert _SPLIT is not None
     item, start, kind, source_id, bounds, spool = _SPLIT
     conversation = replace(item.conversation, entries=item.conversation.entries[bounds[index] : bounds[index + 1]])
@@ -111,7 +119,7 @@ def _build_part(index: int) -> tuple[tuple[tuple[str, str], ...], WriteCounts]:
     else:  # later parts: entries and messages only, numbered from 0 (the parent shifts them)
         part = LoadedConversation(conversation=conversation)
         part_start = Start(cid=start.cid, appended=True)
-    files: list[tuple[str, str]] = []
+    files: list[tuple[str, str, int]] = []
     counts = build_rows([part], [part_start], _spool_sink(spool, files), kind=kind, source_id=source_id)
     return tuple(files), counts
 
@@ -167,7 +175,7 @@ def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind
                 for k, future in enumerate(futures):
                     files, counts = future.result()
                     shifts = {"seq": seq if k else 0, "position": bounds[k] if k else 0}
-                    for table, name in files:
+                    for table, name, _ in files:
                         with pa.memory_map(name) as source:
                             arrow = pa.ipc.open_file(source).read_all()
                         os.unlink(name)

@@ -321,21 +321,25 @@ def _load_transcript(
     fingerprinted here and nothing was loaded from this path before (else this process reads
     the file and works out what to append)."""
     reason = unreadable_reason(target)
+    if rows is not None and (reason or not unchanged_since(rows.fp, target)):
+        rows.discard()  # the file changed since the worker read it
+        rows = None
     if reason:
         return _failed(lab, target, "transcript", f"{target}: {reason}; nothing loaded")
-    if rows is not None and not unchanged_since(rows.fp, target):
-        rows = None  # the file changed since the worker read it
     try:
         fp = rows.fp if rows is not None else fingerprint(target)
     except OSError as exc:
         return _failed(lab, target, "transcript", f"{target}: cannot read ({exc.strerror or exc})")
     if batch is not None and batch.holds(fp):
         batch.flush()  # the same bytes or path queued: what follows must see it stored
-    if (earlier := find_loaded(lab, fp.sha256)) is not None:
-        return _unchanged(lab, target, "transcript", earlier)
-    if batch is not None and rows is not None and not loaded_before(lab, fp.path):
-        batch.add(key, target, fp, rows)
+    earlier = find_loaded(lab, fp.sha256)
+    if batch is not None and rows is not None and earlier is None and not loaded_before(lab, fp.path):
+        batch.add(key, target, fp, rows)  # the batch removes the spool files once they are stored
         return None
+    if rows is not None:
+        rows.discard()  # unchanged, or this process works out what to append
+    if earlier is not None:
+        return _unchanged(lab, target, "transcript", earlier)
     try:
         result = read() if read is not None else _transcripts_module().read_transcript(target, reread=True)
     except (OSError, ValueError) as exc:
@@ -390,7 +394,7 @@ class _RowBatch:
 
     def add(self, key: int, target: Path, fp: FileFingerprint, rows: Prepared) -> None:
         self.queued.append(_Queued(key, target, fp, rows))
-        self.nbytes += sum(arrow.nbytes for _, arrow in rows.tables)
+        self.nbytes += rows.nbytes
         if self.nbytes >= self.max_bytes:
             self.flush()
 
@@ -409,6 +413,7 @@ class _RowBatch:
                     message = f"{item.target}: could not be stored ({type(exc).__name__}: {exc}); nothing loaded"
                     results.append(_failed(self.lab, item.target, item.rows.kind, message))
         for item, result in zip(queued, results, strict=True):
+            item.rows.discard()
             self.deliver(item.key, result)
 
     def _store(self, queued: Sequence[_Queued]) -> list[SourceResult]:
@@ -434,7 +439,7 @@ def _collect(prepared: Future[Prepared] | None) -> Prepared | None:
     if prepared is None:
         return None
     try:
-        return prepared.result().mapped()
+        return prepared.result()
     except Exception:
         return None
 

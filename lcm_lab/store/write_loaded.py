@@ -162,14 +162,25 @@ def insert_loaded(
 
 
 def insert_prepared(store: LabStore, files: Sequence[tuple[int, Prepared]], *, commit_bytes: int | None = None) -> None:
-    """Insert the rows load workers built for several files, one statement per table (caller holds
-    the transaction and checked that nothing was loaded from these paths before: the rows hold
-    every conversation as new). ``files`` pairs each file's ``sources`` id with its rows. With
-    ``commit_bytes`` the rows are committed in steps, as :func:`insert_loaded` does."""
-    offset = store.next_id("conversations", "conversation_id")
+    """Insert the rows load workers built for several files, one statement per table for up to
+    ``commit_bytes`` of rows (caller holds the transaction and checked that nothing was loaded
+    from these paths before: the rows hold every conversation as new). ``files`` pairs each
+    file's ``sources`` id with its rows. With ``commit_bytes`` the rows are committed in steps,
+    as :func:`insert_loaded` does; either way a table's rows are mapped only until they are
+    stored, so a big file's rows are never resident at once."""
+    group_bytes = commit_bytes or COMMIT_BYTES
+    sink = _CommittingSink(store, commit_bytes) if commit_bytes else partial(_insert, store)
     pending: dict[str, list[pa.Table]] = {}
+    held: dict[str, int] = {}
+
+    def store_pending(table: str) -> None:
+        parts = pending.pop(table)
+        held.pop(table)
+        sink(table, pa.concat_tables(parts, promote_options="default") if len(parts) > 1 else parts[0])
+
+    offset = store.next_id("conversations", "conversation_id")
     for source_id, prepared in files:
-        for table, arrow in prepared.tables:
+        for table, arrow in prepared.tables():
             shifted = arrow.set_column(
                 arrow.column_names.index("conversation_id"), "conversation_id",
                 pc.add(arrow.column("conversation_id").cast(pa.int64()), offset),
@@ -179,7 +190,9 @@ def insert_prepared(store: LabStore, files: Sequence[tuple[int, Prepared]], *, c
                     shifted.column_names.index("source_id"), "source_id", pa.array([source_id] * len(shifted), pa.int64())
                 )
             pending.setdefault(table, []).append(shifted)
+            held[table] = held.get(table, 0) + shifted.nbytes
+            if held[table] >= group_bytes:
+                store_pending(table)
         offset += prepared.counts.conversations
-    sink = _CommittingSink(store, commit_bytes) if commit_bytes else partial(_insert, store)
-    for table, parts in pending.items():
-        sink(table, pa.concat_tables(parts, promote_options="default") if len(parts) > 1 else parts[0])
+    for table in list(pending):
+        store_pending(table)
