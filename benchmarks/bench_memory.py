@@ -15,6 +15,8 @@ directory that is removed afterwards (never in the repository):
 * ``load-dir-200-w2``: a directory of the 200 MB pi session and a 2 MB one, with
   ``LCM_LAB_LOAD_WORKERS=2`` (the workers read the files ahead and spool their rows for the
   loading process: the case where it held a whole big file's rows mapped at once);
+* ``grep-pi-200``: the first full-text ``grep`` of a store holding the 200 MB pi session (the
+  parent loads it first): copying its documents, building the BM25 index, the search;
 * ``load-lcmdb-1m``: an lcm.db of one million messages (about 1.5 GB) and their summaries;
 * ``load-line-200``: a pi session with one 200 MB line (over the default line cap: skipped);
 * ``load-gz-line-4096``: a ``.gz`` holding one 4 GB line (skipped without being read whole);
@@ -61,7 +63,7 @@ TARGET_MB = 1024.0
 SPEED_TARGET_MB_S = 25.0
 CASES = (
     "load-pi-50", "load-pi-200", "load-cc-200", "load-cc-400", "load-cc-800", "load-cc-tiny-2m", "load-tiny-1m", "load-tiny-2m",
-    "load-tiny-4m", "load-tiny-8m", "load-dir-200-w2", "load-lcmdb-1m", "load-line-200", "load-gz-line-4096",
+    "load-tiny-4m", "load-tiny-8m", "load-dir-200-w2", "grep-pi-200", "load-lcmdb-1m", "load-line-200", "load-gz-line-4096",
     "replay-5k", "replay-20k", "replay-20k-default", "report-20k", "speed-pi-28", "speed-pi-28-w2", "speed-dir-50-w2",
 )  # fmt: skip
 # Speed cases run this many times (a fresh child and store each): the median is the figure, every
@@ -90,6 +92,11 @@ def _input(case: str, work: Path) -> Path:
         generate.generate_pi_file(work / "dir-200" / "big.jsonl", target_mb=200)
         generate.generate_pi_file(work / "dir-200" / "small.jsonl", target_mb=2)
         return work / "dir-200"
+    if case == "grep-pi-200":  # the store the child searches, loaded here (not measured)
+        source = generate.generate_pi_file(work / "pi-200.jsonl", target_mb=200)
+        subprocess.run([sys.executable, "-m", "lcm_lab", "load", "--db", str(work / f"{case}.duckdb"), str(source)],
+                       check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(REPO)))  # fmt: skip
+        return source
     if case == "load-lcmdb-1m":
         return generate.generate_lcm_db(work / "lcmdb-1m" / "lcm.db", messages=1_000_000)
     if case == "load-line-200":
@@ -216,6 +223,15 @@ def _child_report(messages: int, store: Any, work: Path) -> dict[str, Any]:
     return result
 
 
+def _child_grep(store: Any) -> dict[str, Any]:
+    from lcm_lab.recall_tools import Recall, index_store
+
+    started = time.perf_counter()
+    targets = index_store(store)
+    result = Recall(store, targets[0]).grep("the", "full_text", "both", limit=50, all_conversations=True)
+    return {"seconds": time.perf_counter() - started, "ok": result.total_matches > 0, "matches": result.total_matches}
+
+
 def _child_speed(path: Path, store: Any) -> dict[str, Any]:
     import duckdb
 
@@ -245,6 +261,7 @@ def child(case: str, path: Path, store_path: Path) -> dict[str, Any]:
             "replay-20k": lambda: _child_replay(20_000, store, path),
             "replay-20k-default": lambda: _child_replay(20_000, store, path, defaults=True),
             "report-20k": lambda: _child_report(20_000, store, path),
+            "grep-pi-200": lambda: _child_grep(store),
             "speed-pi-28": lambda: _child_speed(path, store),
             "speed-pi-28-w2": lambda: _child_speed(path, store),
             "speed-dir-50-w2": lambda: _child_speed(path, store),

@@ -79,6 +79,22 @@ def test_recency_relevance_and_hybrid_orders(rec) -> None:  # type: ignore[no-un
     assert ids(hybrid) not in (ids(recency), ids(relevance))
 
 
+@pytest.mark.parametrize("sort", ["recency", "relevance", "hybrid"])
+@pytest.mark.parametrize("mode", ["full_text", "regex"])
+def test_a_limit_shows_the_first_matches_of_the_whole_order(rec, sort: str, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """The order and the scores are computed over every match before the documents of the shown
+    ones are read: a smaller limit is a prefix of a larger one, with the same total and scores."""
+    pattern = "deploy" if mode == "full_text" else "e"
+    whole = rec.grep(pattern, mode, "both", sort=sort, limit=200)
+    assert whole.total_matches == len(whole.matches) >= 3
+    for limit in (1, 2, whole.total_matches - 1):
+        part = rec.grep(pattern, mode, "both", sort=sort, limit=limit)
+        assert part.total_matches == whole.total_matches
+        assert [(m.id, m.relevance, m.snippet) for m in part.matches] == [
+            (m.id, m.relevance, m.snippet) for m in whole.matches[:limit]
+        ]
+
+
 def test_stemming_matches_inflections(rec) -> None:  # type: ignore[no-untyped-def]
     assert "2" in ids(rec.grep("deployments", "full_text", "messages"))
 

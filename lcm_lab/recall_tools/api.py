@@ -500,8 +500,9 @@ def index_store(store: LabStore) -> list[str]:
     from lcm_lab.store.replays import load_replay, run_ids
     from lcm_lab.store.sources import conversation_ids
 
-    ix.index_conversations(store, conversation_ids(store))
-    for run_id in run_ids(store):
-        if not ix.is_indexed(store, f"run:{run_id}"):
-            index_replay(store, load_replay(store, run_id))
+    with store.bulk_load():  # the documents are copied in SQL: under the load's memory cap
+        ix.index_conversations(store, conversation_ids(store))
+        for run_id in run_ids(store):
+            if not ix.is_indexed(store, f"run:{run_id}"):
+                index_replay(store, load_replay(store, run_id))
     return ix.all_targets(store)
