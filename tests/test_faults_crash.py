@@ -105,3 +105,46 @@ def test_sigkill_at_several_points_of_the_first_load(tmp_path: Path, seen: str) 
         assert code == -signal.SIGKILL
     _loads_and_reads(db)
     assert _conversations(db) >= 1
+
+
+# A load that dies right after its first commit step: its first rows are committed, the rest
+# never written (a kill -9 or an out-of-memory death part-way through a big file).
+DIE_AFTER_FIRST_STEP = """
+import os, sys
+from lcm_lab.loading import dispatch
+from lcm_lab.store.core import LabStore
+dispatch.COMMIT_BYTES = 32 << 10  # steps of 32 KB: the fixture's session takes several
+real = LabStore.commit_point
+def commit_point(self):
+    real(self)
+    os._exit(9)
+LabStore.commit_point = commit_point
+from lcm_lab.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_load_killed_part_way_is_not_shown_by_the_next_command(tmp_path: Path) -> None:
+    import sys
+
+    db = tmp_path / "lab.duckdb"
+    dead = subprocess.run([sys.executable, "-c", DIE_AFTER_FIRST_STEP, "load", str(TRANSCRIPT), "--db", str(db)],
+                          capture_output=True, text=True, timeout=120, env=child_env(LCM_LAB_LOAD_WORKERS="1"))  # fmt: skip
+    assert dead.returncode == 9, dead.stderr[-2000:]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (half,) = con.execute("SELECT count(*) FROM messages").fetchall()[0]
+    finally:
+        con.close()
+    assert half > 0  # the first step was committed: the case this test is about
+    grep = run_lab("grep", "the", "--db", str(db))
+    assert "Traceback" not in grep.stderr
+    assert "removed the rows of 1 load that did not finish" in grep.stderr
+    assert _conversations(db) == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT status FROM sources").fetchall() == [("failed",)]
+    finally:
+        con.close()
+    _loads_and_reads(db)
+    assert _conversations(db) == 1

@@ -311,6 +311,16 @@ class LabStore(StoreReads):
             )
         return []
 
+    def _purge_dead_loads(self) -> None:
+        """Remove what loads killed mid-way left (they commit in steps), once per store opened for
+        writing: another process's load is over once this one holds the file, and reading
+        commands would otherwise show its first part as if it were the whole."""
+        from lcm_lab.store.sources import purge_unfinished
+
+        if purged := purge_unfinished(self, other_processes=True):
+            print(f"lcm-lab: removed the rows of {purged} load{'s' if purged > 1 else ''} that did not finish "
+                  "(interrupted or failed); load those files again", file=sys.stderr)  # fmt: skip
+
     @contextmanager
     def hold(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """Keep the connection open (and the file locked) for the block; yields the raw connection."""
@@ -322,6 +332,8 @@ class LabStore(StoreReads):
                 if not self.applied_migrations_known:
                     self.applied_migrations = self._created_with + self._migrate(self._raw)
                     install_token_macro(self._raw)
+                    if not self.read_only:
+                        self._purge_dead_loads()
                 self._start_reaper()
             self._pins += 1
             raw = self._raw

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.io.fingerprint import FileFingerprint, fingerprint
@@ -44,7 +45,9 @@ def add_source(
     skipped_lines: int = 0,
     meta: dict[str, Any] | None = None,
 ) -> int:
-    """Insert a sources row and return its id."""
+    """Insert a sources row and return its id (an unfinished load records its process)."""
+    if status == UNFINISHED:
+        meta = {**(meta or {}), "loading_pid": os.getpid()}
     source_id = store.next_id("sources", "source_id")
     store.execute(
         "INSERT INTO sources (source_id, path, kind, status, sha256, size_bytes, mtime, loader_version, warnings,"
@@ -79,13 +82,17 @@ def mark_loaded(store: LabStore, source_ids: list[int]) -> None:
     store.execute(f"UPDATE sources SET status = 'loaded' WHERE source_id IN ({marks})", source_ids)
 
 
-def purge_unfinished(store: LabStore) -> int:
+def purge_unfinished(store: LabStore, *, other_processes: bool = False) -> int:
     """Remove the rows of loads that never reached their last commit (an error after a commit
     point, or a process killed mid-load) and mark those sources failed; returns how many.
 
     A load holds the store's file for its whole run, so a source found unfinished when another
-    load starts belongs to a load that is over."""
-    ids = [int(r[0]) for r in store.fetch_all("SELECT source_id FROM sources WHERE status = ?", [UNFINISHED])]
+    load starts belongs to a load that is over. With ``other_processes``, only the loads of
+    other processes: what a store's first writable open in a process removes, so no command
+    shows a killed load's half (a load in this process may be running in another thread)."""
+    where = "status = ?" + (" AND coalesce(meta->>'loading_pid', '') <> ?" if other_processes else "")
+    params: list[Any] = [UNFINISHED, *([str(os.getpid())] if other_processes else [])]
+    ids = [int(r[0]) for r in store.fetch_all(f"SELECT source_id FROM sources WHERE {where}", params)]
     if not ids:
         return 0
     marks = ", ".join("?" for _ in ids)
