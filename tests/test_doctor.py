@@ -231,7 +231,7 @@ def test_cli_output_json_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFi
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
     assert main(["doctor", str(other)]) == 2
-    assert "not an lcm.db" in capsys.readouterr().err
+    assert "not a lossless-claw lcm.db (missing tables" in capsys.readouterr().err
 
 
 def test_every_check_has_a_severity(capsys: pytest.CaptureFixture[str]) -> None:

@@ -100,3 +100,22 @@ def test_a_huge_token_count_is_a_finding_for_the_doctor_not_a_crash(
     db = _crafted(tmp_path, CASES["token count past 32 bits"][0])
     assert main(["doctor", str(db)]) in (0, 1)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_gzip_bomb_is_not_decompressed_to_the_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An SQLite header and 200 MB of zeros in 200 KB of gzip: refused once the copy passes the
+    ratio cap (64 MB here), where it filled the temporary directory before."""
+    import gzip
+
+    from lcm_lab.io import sqlite_read
+
+    bomb = tmp_path / "lcm.db.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as out:
+        out.write(b"SQLite format 3\x00" + b"\x00" * 84)
+        zeros = b"\x00" * (1 << 20)
+        for _ in range(200):
+            out.write(zeros)
+    assert bomb.stat().st_size * sqlite_read.MAX_GUNZIP_RATIO < 200 << 20
+    for command in (["doctor", str(bomb)], ["load", "--db", str(tmp_path / "lab.duckdb"), str(bomb)]):
+        assert main(command) == 2
+        _one_line(capsys, "decompresses to more than 200 times its size")

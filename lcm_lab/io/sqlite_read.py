@@ -116,6 +116,26 @@ def _has_content(state: _FileState) -> bool:
     return state.exists and state.size > 0
 
 
+# A .db.gz may decompress to at most this many times its size (and always to 64 MB). SQLite files
+# compress about 3-10x; a gzip bomb about 1,000x (a 3 MB file of zeros filled 3.2 GB of /tmp).
+MAX_GUNZIP_RATIO = 200
+_GUNZIP_FLOOR = 64 << 20
+
+
+def _gunzip_bounded(source: Path, target: Path) -> None:
+    limit = max(_GUNZIP_FLOOR, MAX_GUNZIP_RATIO * source.stat().st_size)
+    written = 0
+    with gzip.open(source, "rb") as src, open(target, "wb") as dst:
+        while chunk := src.read(1 << 20):
+            written += len(chunk)
+            if written > limit:
+                raise SqliteReadError(
+                    f"{source}: decompresses to more than {MAX_GUNZIP_RATIO} times its size (an SQLite file "
+                    f"compresses about 3-10x): not read, in case it is a gzip bomb; gunzip it yourself to load it"
+                )
+            dst.write(chunk)
+
+
 @contextmanager
 def sqlite_snapshot(path: str | os.PathLike[str], *, force_copy: bool = False) -> Iterator[SqliteSnapshot]:
     """A consistent, side-effect-free view of the SQLite database at ``path``.
@@ -130,8 +150,7 @@ def sqlite_snapshot(path: str | os.PathLike[str], *, force_copy: bool = False) -
         with tempfile.TemporaryDirectory(prefix="lcm_lab_sqlite_") as tmp:
             target = Path(tmp) / "snapshot.db"
             try:
-                with gzip.open(original, "rb") as src, open(target, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+                _gunzip_bounded(original, target)
             except (OSError, EOFError) as exc:
                 raise SqliteReadError(f"{original}: broken gzip file ({exc})") from exc
             _require_sqlite(original, target)
