@@ -1,0 +1,96 @@
+"""Everything the CLI prints, run for real in a subprocess on crafted input: secrets redacted on
+stdout and stderr (``--json`` too) and in tracebacks; tracebacks escaped like the rest; a carriage
+return from a file name cannot overwrite a line; an undecodable byte in a file name (a lone
+surrogate) is escaped, for people and in ``--json``, whatever the output encoding."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from test_hostile_model_calls import session
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "zqENVkey55667788"
+SHAPED = "sk-zqabcdefgh12345678"
+RAW = (b"\x1b", b"\x07", b"\xc2\x9b", b"\xe2\x80\xae", b"\r")
+
+
+def lab(*argv: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": KEY, **env}
+    environ.pop("LCM_LAB_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "lcm_lab", *argv], cwd=cwd, env=environ, capture_output=True, timeout=300)
+
+
+def with_bad_line(tmp_path: Path) -> Path:
+    path = session(tmp_path / "s.jsonl", turns=3)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:2], f"oops not json {KEY} {SHAPED}", *lines[2:]]) + "\n")
+    return path
+
+
+def assert_no_secret(*outputs: bytes) -> None:
+    for output in outputs:
+        assert KEY.encode() not in output and SHAPED.encode() not in output, output[-2000:]
+
+
+def test_warnings_for_people_and_json_are_redacted(tmp_path: Path) -> None:
+    path = with_bad_line(tmp_path)
+    plain = lab("load", "--db", "a.duckdb", str(path), cwd=tmp_path)
+    as_json = lab("load", "--db", "b.duckdb", "--json", str(path), cwd=tmp_path)
+    replay = lab("replay", "--db", "c.duckdb", "--no-save", str(path), cwd=tmp_path)
+    assert plain.returncode == as_json.returncode == replay.returncode == 0, (plain.stderr, as_json.stderr, replay.stderr)
+    assert b"[redacted]" in plain.stdout + plain.stderr and b"[redacted]" in replay.stderr
+    assert_no_secret(plain.stdout, plain.stderr, as_json.stdout, as_json.stderr, replay.stdout, replay.stderr)
+    records = [json.loads(line) for line in as_json.stdout.decode().splitlines()]
+    assert any("[redacted]" in json.dumps(r) for r in records)
+
+
+def test_the_one_line_error_and_the_debug_traceback_are_redacted(tmp_path: Path) -> None:
+    (tmp_path / "s3.jsonl").write_text(f"{KEY} is not json\n")
+    error = lab("replay", "--db", "a.duckdb", "--no-save", "s3.jsonl", cwd=tmp_path)
+    debug = lab("--debug", "replay", "--db", "a.duckdb", "--no-save", "s3.jsonl", cwd=tmp_path)
+    assert error.returncode == 2 and b"[redacted] is not json" in error.stderr
+    assert debug.returncode == 1 and b"Traceback" in debug.stderr and b"[redacted]" in debug.stderr
+    assert_no_secret(error.stderr, debug.stderr)
+
+
+def test_a_traceback_is_escaped(tmp_path: Path) -> None:
+    name = "bad\x1b]0;owned\x07\x9b31m\u202eevil.jsonl"
+    (tmp_path / name).write_text("not json\n")
+    debug = lab("--debug", "replay", "--db", "b.duckdb", "--no-save", name, cwd=tmp_path)
+    assert debug.returncode == 1 and b"Traceback" in debug.stderr
+    assert b"bad\\x1b]0;owned\\x07\\x9b31m\\u202eevil.jsonl" in debug.stderr
+    for raw in RAW:
+        assert raw not in debug.stderr, raw
+
+
+def test_a_carriage_return_in_a_file_name_cannot_overwrite_a_line(tmp_path: Path) -> None:
+    name = "cr\rwarning: nothing to report      .jsonl"
+    with_bad_line(tmp_path).rename(tmp_path / name)
+    for result in (lab("replay", "--db", "a.duckdb", "--no-save", name, cwd=tmp_path), lab("load", "--db", "b.duckdb", name, cwd=tmp_path)):
+        assert result.returncode == 0, result.stderr
+        assert b"cr\\rwarning: nothing to report" in result.stdout + result.stderr
+        assert b"\r" not in result.stdout and b"\r" not in result.stderr
+
+
+def test_an_undecodable_byte_in_a_file_name_is_escaped(tmp_path: Path) -> None:
+    directory = tmp_path / "dirload"
+    directory.mkdir()
+    (directory / "bad\udc9b.jsonl").write_bytes(b"junk\n")  # the byte 0x9b on disk (surrogateescape)
+    assert os.fsencode("bad\udc9b.jsonl") in os.listdir(os.fsencode(directory))
+    session(directory / "good.jsonl", turns=2)
+    for encoding in ("", "utf-8"):
+        plain = lab("load", "--db", f"a{encoding}.duckdb", "dirload", cwd=tmp_path, PYTHONIOENCODING=encoding)
+        as_json = lab("load", "--db", f"b{encoding}.duckdb", "--json", "dirload", cwd=tmp_path, PYTHONIOENCODING=encoding)
+        for result in (plain, as_json):
+            assert b"Traceback" not in result.stderr, result.stderr[-2000:]
+            assert b"\x9b" not in result.stdout + result.stderr and b"\xed\xb2\x9b" not in result.stdout + result.stderr
+            result.stdout.decode("utf-8")  # valid UTF-8, strictly
+            result.stderr.decode("utf-8")
+        assert b"bad\\udc9b.jsonl" in plain.stdout + plain.stderr
+        records = [json.loads(line) for line in as_json.stdout.decode().splitlines()]
+        assert any("bad\udc9b.jsonl" in json.dumps(r, ensure_ascii=False) for r in records)
