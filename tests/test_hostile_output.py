@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fakeserver import FakeOpenAIServer
 from test_hostile_model_calls import session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,3 +95,40 @@ def test_an_undecodable_byte_in_a_file_name_is_escaped(tmp_path: Path) -> None:
         assert b"bad\\udc9b.jsonl" in plain.stdout + plain.stderr
         records = [json.loads(line) for line in as_json.stdout.decode().splitlines()]
         assert any("bad\udc9b.jsonl" in json.dumps(r, ensure_ascii=False) for r in records)
+
+
+CUT_KEY = "zqSECRETvalue987xyz"
+
+
+def _substrings(key: str, size: int = 8) -> list[bytes]:
+    return [key[i : i + size].encode() for i in range(len(key) - size + 1)]
+
+
+def test_a_secret_cut_by_a_summary_is_still_redacted_everywhere(tmp_path: Path) -> None:
+    path = session(tmp_path / "sec.jsonl", turns=60)
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines[1:41], start=1):  # 40 text parts, each clipped at a different place in the key
+        entry = json.loads(line)
+        entry["message"]["content"][0]["text"] = ("garden roses " * 20)[: 150 + i] + f" my key is {CUT_KEY}"
+        lines[i] = json.dumps(entry)
+    path.write_text("\n".join(lines) + "\n")
+    env = {"OPENAI_API_KEY": CUT_KEY}
+    replay = lab("replay", "--db", "lab.duckdb", "--token-budget", "3000", "--trace-out", "t.json", "sec.jsonl", cwd=tmp_path, **env)
+    assert replay.returncode == 0, replay.stderr
+    run = next(line.split()[0] for line in replay.stdout.decode().splitlines() if line.startswith("run_"))
+    trace = (tmp_path / "t.json").read_bytes()
+    with FakeOpenAIServer() as server:  # a model whose reply cuts the key short
+        server.set_responder(lambda body: f"The user said: my key is {CUT_KEY[:13]}…")
+        model = lab("replay", "--db", "lab.duckdb", "--token-budget", "3000", "--summarizer", "litellm", "--model", "openai/fake",
+                    "--api-base", server.base_url, "sec.jsonl", cwd=tmp_path, **env)  # fmt: skip
+    assert model.returncode == 0, model.stderr
+    export = lab("export", run, "-o", "x.db", "--db", "lab.duckdb", cwd=tmp_path, **env)
+    report = lab("report", "--db", "lab.duckdb", "--run", run, "-o", "r.html", cwd=tmp_path, **env)
+    grep = lab("grep", "--db", "lab.duckdb", "--scope", "summaries", "my key is", cwd=tmp_path, **env)
+    assert export.returncode == report.returncode == grep.returncode == 0, (export.stderr, report.stderr, grep.stderr)
+    assert b"my key is [redacted]" in grep.stdout and b"my key is [redacted]\xe2\x80\xa6" in grep.stdout  # the test sees both
+    written = [trace, (tmp_path / "x.db").read_bytes(), (tmp_path / "r.html").read_bytes(), grep.stdout, replay.stdout, model.stdout,
+               (tmp_path / "lab.duckdb").read_bytes()]  # fmt: skip
+    for part in _substrings(CUT_KEY):
+        for data in written:
+            assert part not in data, part
