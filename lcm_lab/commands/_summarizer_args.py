@@ -40,7 +40,8 @@ _LITELLM_ONLY = ("model", "api_base", "prompts", "temperature", "seed", "reasoni
 
 
 def api_base_url(text: str) -> str:
-    """argparse type: an http(s) URL with a host, e.g. ``http://127.0.0.1:8000/v1``.
+    """argparse type: an http(s) URL with a host, e.g. ``http://127.0.0.1:8000/v1``
+    (:func:`lcm_lab.summarizers.provider.api_base_problem`; a password in it is never echoed).
 
     >>> api_base_url("http://127.0.0.1:8000/v1")
     'http://127.0.0.1:8000/v1'
@@ -48,16 +49,11 @@ def api_base_url(text: str) -> str:
     Traceback (most recent call last):
     argparse.ArgumentTypeError: 'localhost:8000' is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)
     """
-    from urllib.parse import urlsplit
+    from lcm_lab.summarizers.provider import api_base_problem
 
-    try:
-        parts = urlsplit(text.strip())
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:
-        port_ok = False
-        parts = urlsplit("")
-    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or " " in text.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
+    problem = api_base_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return text.strip()
 
 
