@@ -106,13 +106,18 @@ def calls_so_far(summarizer: object) -> Any:
 def failed_calls_warning(summarizer: object, before: Any, where: str) -> tuple[int, str | None]:
     """How many model calls since ``before`` (:func:`calls_so_far`) failed, and the warning to
     print when some did. When every one failed no summary came from the model (each is the
-    plugin's truncation fallback): that is an error, raised as a :class:`UserError`."""
+    plugin's truncation fallback), and when the provider refused the credentials the engine
+    dropped those passes: both are errors, raised as a :class:`UserError` (the auth one names
+    the credential to fix)."""
     tally = getattr(summarizer, "tally", None)
     if tally is None or before is None:
         return 0, None
     run = tally.since(before)
     if not run.failed:
         return 0, None
+    if run.auth_error is not None:  # the engine dropped those passes: nothing of the run can be trusted
+        refused = run.failures.get("auth", 0)
+        raise UserError(f"{where}: {run.auth_error} ({refused} of {run.calls} model calls refused); the replay was not saved")
     if run.failed == run.calls:
         raise UserError(
             f"{where}: {run.describe()}; no summary came from the model, so the replay was not saved "
