@@ -58,3 +58,13 @@ def test_a_sweep_stores_its_api_base_without_the_password(tmp_path: Path) -> Non
     finally:
         store.close()
     assert shown in spec and PASSWORD not in spec
+
+
+@pytest.mark.parametrize("dataset", ["../../../../../../etc/passwd", "/etc/passwd", "locomo/../../../../../../../etc/passwd"])
+def test_a_sweep_dataset_is_a_bundled_name_never_a_path_out(tmp_path: Path, dataset: str) -> None:
+    spec = small_spec(conversations=[{"dataset": dataset}])
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(spec))
+    result = lab("sweep", "--db", "sw.duckdb", "--no-progress", "sweep.yaml", cwd=tmp_path)
+    err = result.stderr.decode()
+    assert result.returncode == 2 and "Traceback" not in err and f"no bundled dataset {dataset!r}" in err, err
+    assert "root:" not in err and b"root:" not in result.stdout
