@@ -39,3 +39,29 @@ def test_a_sweep_whose_calls_are_refused_fails_its_units(tmp_path: Path) -> None
     assert result.returncode == 2 and "Traceback" not in err, err[-3000:]
     assert "all 3 runs failed" in err and "rejected the credentials" in err and "OPENAI_API_KEY" in err, err[-3000:]
     assert "recommended" not in out and "3 runs ok" not in out + err
+
+
+def test_a_live_expand_answer_is_redacted_like_the_ledger_copy(tmp_path: Path) -> None:
+    import gzip
+    import shutil
+
+    from conftest import DATASETS
+
+    from lcm_lab.recall_tools.answer import ModelAnswerer
+
+    with gzip.open(DATASETS / "lcm-db" / "lcm-v0.15.3.db.gz") as src, (tmp_path / "lcm.db").open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    assert lab("load", "--db", "lab.duckdb", "lcm.db", cwd=tmp_path).returncode == 0
+    key = "zqEXPANDkey1234567"
+    with FakeOpenAIServer() as server:  # a server that echoes the credentials it was sent
+        server.set_responder(lambda body: f"the header was Authorization: Bearer {key} (key {key})")
+        argv = ["expand", "--db", "lab.duckdb", "--prompt", "what happened?", "--query", "the", "--model", "openai/zq",
+                "--api-base", server.base_url]  # fmt: skip
+        live, cached = lab(*argv, cwd=tmp_path, OPENAI_API_KEY=key), lab(*argv, cwd=tmp_path, OPENAI_API_KEY=key)
+        assert live.returncode == cached.returncode == 0, live.stderr
+        assert len(server.completion_requests) == 1  # the second answer came from the ledger
+        for result in (live, cached):
+            assert key.encode() not in result.stdout + result.stderr and b"Bearer [redacted]" in result.stdout
+            assert b"(key [redacted])" in result.stdout
+        answer = ModelAnswerer("openai/zq", api_base=server.base_url, api_key=key).answer("q?", [], 200)  # the library too
+    assert key not in answer.text and "(key [redacted])" in answer.text
