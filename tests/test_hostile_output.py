@@ -132,3 +132,22 @@ def test_a_secret_cut_by_a_summary_is_still_redacted_everywhere(tmp_path: Path) 
     for part in _substrings(CUT_KEY):
         for data in written:
             assert part not in data, part
+
+
+def test_the_report_shows_control_characters_from_titles_escaped(tmp_path: Path) -> None:
+    path = session(tmp_path / "s.jsonl")
+    title = "zqtitle\x1b]0;owned\x07\x9b31m\u202eevil"
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["id"] = title
+    lines[0] = json.dumps(header)
+    path.write_text("\n".join(lines) + "\n")
+    replay = lab("replay", "--db", "lab.duckdb", "--token-budget", "1200", "s.jsonl", cwd=tmp_path)
+    assert replay.returncode == 0, replay.stderr
+    run = next(line.split()[0] for line in replay.stdout.decode().splitlines() if line.startswith("run_"))
+    report = lab("report", "--db", "lab.duckdb", "--run", run, "-o", "r.html", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    html = (tmp_path / "r.html").read_bytes()
+    assert b"zqtitle\\x1b]0;owned\\x07\\x9b31m\\u202eevil" in html  # the title, shown escaped
+    for raw in (b"\x1b", b"\x07", b"\xc2\x9b", b"\xe2\x80\xae"):
+        assert raw not in html, raw
