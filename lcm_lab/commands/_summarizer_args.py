@@ -40,7 +40,8 @@ _LITELLM_ONLY = ("model", "api_base", "prompts", "temperature", "seed", "reasoni
 
 
 def api_base_url(text: str) -> str:
-    """argparse type: an http(s) URL with a host, e.g. ``http://127.0.0.1:8000/v1``.
+    """argparse type: an http(s) URL with a host, e.g. ``http://127.0.0.1:8000/v1``
+    (:func:`lcm_lab.summarizers.provider.api_base_problem`; a password in it is never echoed).
 
     >>> api_base_url("http://127.0.0.1:8000/v1")
     'http://127.0.0.1:8000/v1'
@@ -48,16 +49,11 @@ def api_base_url(text: str) -> str:
     Traceback (most recent call last):
     argparse.ArgumentTypeError: 'localhost:8000' is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)
     """
-    from urllib.parse import urlsplit
+    from lcm_lab.summarizers.provider import api_base_problem
 
-    try:
-        parts = urlsplit(text.strip())
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:
-        port_ok = False
-        parts = urlsplit("")
-    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or " " in text.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
+    problem = api_base_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return text.strip()
 
 
@@ -110,13 +106,18 @@ def calls_so_far(summarizer: object) -> Any:
 def failed_calls_warning(summarizer: object, before: Any, where: str) -> tuple[int, str | None]:
     """How many model calls since ``before`` (:func:`calls_so_far`) failed, and the warning to
     print when some did. When every one failed no summary came from the model (each is the
-    plugin's truncation fallback): that is an error, raised as a :class:`UserError`."""
+    plugin's truncation fallback), and when the provider refused the credentials the engine
+    dropped those passes: both are errors, raised as a :class:`UserError` (the auth one names
+    the credential to fix)."""
     tally = getattr(summarizer, "tally", None)
     if tally is None or before is None:
         return 0, None
     run = tally.since(before)
     if not run.failed:
         return 0, None
+    if run.auth_error is not None:  # the engine dropped those passes: nothing of the run can be trusted
+        refused = run.failures.get("auth", 0)
+        raise UserError(f"{where}: {run.auth_error} ({refused} of {run.calls} model calls refused); the replay was not saved")
     if run.failed == run.calls:
         raise UserError(
             f"{where}: {run.describe()}; no summary came from the model, so the replay was not saved "

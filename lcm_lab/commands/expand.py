@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
+from lcm_lab.commands._summarizer_args import api_base_url
 
 
 def register(subparsers: Any) -> None:
@@ -32,7 +33,7 @@ def register(subparsers: Any) -> None:
                         help="source tokens read (default $LCM_MAX_EXPAND_TOKENS or 4000)")  # fmt: skip
     parser.add_argument("--model", default=os.environ.get("LCM_EXPANSION_MODEL"),
                         help="litellm model that answers (default $LCM_EXPANSION_MODEL; none: offline quoting)")  # fmt: skip
-    parser.add_argument("--api-base", default=None, metavar="URL")
+    parser.add_argument("--api-base", default=None, metavar="URL", type=api_base_url, help="OpenAI-compatible endpoint (litellm api_base)")
     parser.set_defaults(func=run)
 
 

@@ -13,8 +13,16 @@ What counts as a secret: the value of every environment variable whose name ends
 to a summarizer directly (:func:`register_secret`), and anything shaped like a provider key
 (``sk-…``, ``AIza…``, ``Bearer …``).
 
+A secret cut short is still a secret: derived text is cut in many places (a summarizer clips a
+long sentence and adds ``…``, the engine's fallback keeps a prefix of the source and adds a
+``[Truncated …]`` line), and redaction after the cut would no longer find the whole value. So a
+prefix of a configured secret, eight characters or more, that ends where a cut ends (the end of
+the text, ``…``, a line break, or a JSON string's closing quote or escape) is redacted too.
+
 >>> redact("use sk-abcdefgh12345678 or my-own-value", ["my-own-value"])
 'use [redacted] or [redacted]'
+>>> redact("my key is my-own-val…", ["my-own-value"])
+'my key is [redacted]…'
 """
 
 from __future__ import annotations
@@ -37,6 +45,12 @@ _KEY_PATTERNS = (
     (re.compile(r"Bearer"), re.compile(r"Bearer\s+[A-Za-z0-9._\-]{8,}")),
 )
 _MIN_SECRET = 6
+# A cut secret: at least this many of its first characters, then where a cut ends.
+_MIN_PREFIX = 8
+_CUT_ENDS = frozenset("…\n\r\"\\")
+# A cut secret: at least this many of its first characters, then where a cut ends.
+_MIN_PREFIX = 8
+_CUT_ENDS = frozenset("…\n\r\"\\")
 _registered: set[str] = set()
 
 
@@ -87,11 +101,33 @@ def _key_shaped_spans(text: str) -> list[tuple[int, int]]:
         pos = first[1]
 
 
+def _redact_cut(text: str, secret: str) -> str:
+    """``text`` with every prefix of ``secret`` (``_MIN_PREFIX`` characters or more) that ends
+    at a cut (:data:`_CUT_ENDS` or the end of the text) replaced by ``[redacted]``."""
+    head = secret[:_MIN_PREFIX]
+    pos = text.find(head)
+    if pos < 0:
+        return text
+    pieces, last = [], 0
+    while pos >= 0:
+        end = pos + _MIN_PREFIX
+        while end < len(text) and end - pos < len(secret) and text[end] == secret[end - pos]:
+            end += 1
+        if end == len(text) or text[end] in _CUT_ENDS:
+            pieces += [text[last:pos], REDACTED]
+            last = end
+        pos = text.find(head, end)
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
-    """``text`` with secret values and key-shaped strings replaced by ``[redacted]``."""
+    """``text`` with secret values (whole or cut short) and key-shaped strings replaced by ``[redacted]``."""
     for secret in secret_values() if secrets is None else secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
+        if len(secret) > _MIN_PREFIX:
+            text = _redact_cut(text, secret)
     spans = _key_shaped_spans(text)
     if not spans:
         return text

@@ -6,14 +6,21 @@ raw, an escape sequence in them clears the screen, retitles the window, writes t
 holds. Everything ``lcm-lab`` prints passes through :class:`TerminalStreams` (installed by
 :func:`lcm_lab.cli.main` on stdout and stderr), which escapes:
 
-* C0 controls (ESC, BEL, BS, CR on stdout, ...) except newline and tab, and DEL;
+* C0 controls (ESC, BEL, BS, CR, ...) except newline and tab, and DEL;
 * C1 controls U+0080-U+009F (U+009B is a one-character CSI on many terminals, U+009D an OSC);
 * bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C)
-  and the line/paragraph separators U+2028/U+2029.
+  and the line/paragraph separators U+2028/U+2029;
+* lone surrogates U+D800-U+DFFF (a file name's undecodable byte 0x9b arrives as U+DC9B: raw,
+  it is an 8-bit CSI or makes the output invalid UTF-8).
+
+The same wrapper redacts secrets (:func:`lcm_lab.io.redaction.redact`) in everything printed,
+stdout and stderr, ``--json`` included, and :func:`escaping_excepthook` sends tracebacks through
+both (they quote file names and messages, and are printed after the wrapper is gone).
 
 People see Python's escape for the character (``\x1b``, ``\u202e``); ``--json`` output sees a
 JSON escape (``\u009b``), which decodes to the very same string, so JSON stays valid and exact.
-Progress bars keep their carriage return on stderr.
+Progress bars (tqdm's own writes) keep the carriage returns that begin and end their line on
+stderr; a carriage return anywhere else (a file name forging a line) is escaped.
 
 >>> terminal_text("title\x1b]0;owned\x07 \x9b2J \u202eevil\nnext")
 'title\\x1b]0;owned\\x07 \\x9b2J \\u202eevil\nnext'
@@ -25,10 +32,13 @@ from __future__ import annotations
 
 import re
 import sys
+import traceback
 from types import TracebackType
 from typing import Any, TextIO
 
-_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+from lcm_lab.io.redaction import redact
+
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff"
 
 
 def _pattern(keep: str) -> re.Pattern[str]:
@@ -64,15 +74,37 @@ def json_text(text: str) -> str:
     return _JSON.sub(_json_escape, text)
 
 
-class _EscapingStream:
-    """A text stream that escapes what is written before passing it on (everything else delegated)."""
+def _progress_text(text: str) -> str:
+    """A progress bar's write: the carriage returns at its ends kept (they redraw the bar's line),
+    any in between (from a description holding a session id) escaped like the rest."""
+    body = text.strip("\r")
+    if not body:
+        return text
+    start = text.index(body)
+    return text[:start] + terminal_text(body) + text[start + len(body):]
 
-    def __init__(self, stream: TextIO, escape: Any) -> None:
+
+def _from_progress_bar(depth: int) -> bool:
+    """Whether the write ``depth`` frames up was made by tqdm (the progress bars' only writer)."""
+    try:
+        caller = sys._getframe(depth)
+    except ValueError:
+        return False
+    return str(caller.f_globals.get("__name__", "")).startswith("tqdm")
+
+
+class _EscapingStream:
+    """A text stream that redacts and escapes what is written before passing it on (everything
+    else delegated); on stderr (``progress``) tqdm's writes keep their line's carriage returns."""
+
+    def __init__(self, stream: TextIO, escape: Any, *, progress: bool = False) -> None:
         self._stream = stream
         self.escape = escape
+        self._progress = progress
 
     def write(self, text: str) -> int:
-        self._stream.write(self.escape(text))
+        escape = _progress_text if self._progress and "\r" in text and _from_progress_bar(2) else self.escape
+        self._stream.write(escape(redact(text)))
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -104,7 +136,7 @@ class TerminalStreams:
         self._saved = (sys.stdout, sys.stderr)
         self._stdout = _EscapingStream(sys.stdout, terminal_text)
         sys.stdout = self._stdout
-        sys.stderr = _EscapingStream(sys.stderr, lambda text: terminal_text(text, keep="\n\t\r"))
+        sys.stderr = _EscapingStream(sys.stderr, terminal_text, progress=True)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
@@ -116,3 +148,18 @@ class TerminalStreams:
             pass
         finally:
             sys.stdout, sys.stderr = self._saved
+
+
+def traceback_text(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> str:
+    """A traceback as a terminal may show it: secrets redacted, control characters escaped."""
+    return terminal_text(redact("".join(traceback.format_exception(kind, value, tb))))
+
+
+def escaping_excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    """``sys.excepthook`` for the CLI: an uncaught exception's traceback (printed after
+    :class:`TerminalStreams` has put the raw streams back) redacted and escaped like the rest."""
+    try:
+        sys.stderr.write(traceback_text(kind, value, tb))
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed: nothing left to show
+        pass

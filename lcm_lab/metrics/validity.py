@@ -26,6 +26,7 @@ from typing import Any
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import replay
+from lcm_lab.errors import OptionError
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.locomo import raw_texts
@@ -133,7 +134,7 @@ def validate(
     (the chance partner of conversation *i* is conversation *i + 1*, cyclically). ``sink``
     receives every control run's scores (e.g. to write them to the lab store)."""
     if len(locomo) < 2:
-        raise ValueError("validate needs at least two LoCoMo conversations (the chance control uses another one)")
+        raise OptionError("validate needs at least two LoCoMo conversations (the chance control uses another one)")
     rows: dict[tuple[str, str], ValidityRow] = {}
     jobs = [(c, i, conv, True) for c in controls for i, conv in enumerate(locomo)]
     jobs += [(c, i, conv, False) for c in controls if c != "other-conversation" for i, conv in enumerate(coding)]

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from lcm_lab.engine.tokens import estimate_tokens
+from lcm_lab.io.redaction import redact, register_secret
 
 OFFLINE_LABEL = "[offline deterministic answerer: no model configured; quoting the best source passages]"
 ANSWER_TEMPLATE_NAME = "expand-query-v1"
@@ -88,6 +89,7 @@ class ModelAnswerer:
 
         self.model = model
         self.label = f"model:{model}"
+        register_secret(api_key)  # a key given in code is redacted from the answers too
         self._chat = LedgerJudge(model, ledger=ledger, api_base=api_base, api_key=api_key)  # type: ignore[arg-type]
 
     def answer(self, prompt: str, passages: Sequence[Passage], max_tokens: int) -> Answer:
@@ -103,8 +105,9 @@ class ModelAnswerer:
             {"role": "user", "content": f"Question: {prompt}\n\nSource messages:\n{sources}"},
         ]
         template_hash = hashlib.sha256((ANSWER_TEMPLATE_NAME + system).encode()).hexdigest()[:16]
-        text = self._chat(messages, max_tokens=max_tokens, purpose="expand-query", template_name=ANSWER_TEMPLATE_NAME,
-                          template_hash=template_hash)  # fmt: skip
+        # derived text, redacted like the ledger's copy: a live answer reads as the cached one does
+        text = redact(self._chat(messages, max_tokens=max_tokens, purpose="expand-query", template_name=ANSWER_TEMPLATE_NAME,
+                                 template_hash=template_hash))  # fmt: skip
         cited = tuple(p.message_id for p in passages if f"msg {p.message_id}]" in text)
         return Answer(text, cited, estimate_tokens(text), 1)
 

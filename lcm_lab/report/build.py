@@ -332,7 +332,7 @@ def report(
     runs, names = [r for r, _ in lcm], [n for _, n in lcm]
     sections = [_run_section(r, name, f"run-{i + 1}", max_summaries) for i, (r, name) in enumerate(zip(runs, names, strict=True))]
     by_run_id = {r.run_id: name for r, name in zip(runs, names, strict=True) if r.run_id} | dict(run_labels or {})
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, finalize=_shown)
     page = env.from_string(PAGE)
     html = page.render(
         title=title or (f"lcm_lab report: {all_names[0]}" if len(everything) == 1 else f"lcm_lab report: {len(everything)} runs compared"),
@@ -358,6 +358,18 @@ def report(
 
 
 _PLOTLY_MARK = "lcm_lab-plotly-js-goes-here"
+
+
+def _shown(value: Any) -> Any:
+    """Every value the page template prints (Jinja2's ``finalize``, before autoescaping): text from
+    transcripts (a session title, a summary) with control characters, C1 controls, bidi overrides
+    and lone surrogates shown as their escapes (``\\x1b``), as the terminal shows them; the
+    page's own markup (:class:`Markup`, built by the lab) passes as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        from lcm_lab.io.terminal import terminal_text
+
+        return terminal_text(value)
+    return value
 
 
 def _upgrade(comparison: Any) -> dict[str, Any] | None:

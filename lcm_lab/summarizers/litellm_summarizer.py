@@ -63,6 +63,7 @@ class CallTally:
     calls: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
+    auth_error: str | None = None  # the provider refused the credentials: what to fix (the engine drops the pass)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -78,15 +79,22 @@ class CallTally:
                 if self.first_error is None:
                     self.first_error = redact(error or failure)[:300]
 
+    def record_auth(self, message: str) -> None:
+        """Count one call the provider refused for its credentials (``message`` says which to fix)."""
+        self.record("auth", message)
+        with self._lock:
+            self.auth_error = self.auth_error or redact(message)[:300]
+
     def copy(self) -> CallTally:
         with self._lock:
-            return CallTally(self.calls, dict(self.failures), self.first_error)
+            return CallTally(self.calls, dict(self.failures), self.first_error, self.auth_error)
 
     def since(self, earlier: CallTally) -> CallTally:
         """The calls made after ``earlier`` was copied."""
         now = self.copy()
         reasons = {k: n - earlier.failures.get(k, 0) for k, n in now.failures.items() if n > earlier.failures.get(k, 0)}
-        return CallTally(now.calls - earlier.calls, reasons, now.first_error if reasons else None)
+        return CallTally(now.calls - earlier.calls, reasons, now.first_error if reasons else None,
+                         now.auth_error if "auth" in reasons else None)  # fmt: skip
 
     def describe(self) -> str:
         """``84 of 84 model calls failed (connection ×84: APIConnectionError: …)``."""
@@ -182,6 +190,18 @@ class LiteLLMSummarizer:
         return f"LiteLLMSummarizer({self.model!r}, api_base={self.api_base!r}, prompts={self.prompts.name!r})"
 
     # -- credentials -------------------------------------------------------------------------
+    def credential(self) -> str:
+        """The credential a refused call should make the user check, named (never its value)."""
+        from lcm_lab.summarizers.provider import display_url
+
+        if self._api_key:
+            what = "the api_key passed to the summarizer"
+        else:
+            what = f"the API key in {self.provider.upper() if self.provider else 'OPENAI'}_API_KEY"
+        if self.api_base and display_url(self.api_base) != self.api_base:
+            what += " and the user info in the api_base URL"
+        return what
+
     def _check_credentials(self) -> None:
         if self._api_key or "mock_response" in self.completion_kwargs:
             return
@@ -228,6 +248,9 @@ class LiteLLMSummarizer:
         outcome = _Outcome(None)
         try:
             self.pool.run(lambda: self._call(rendered, request, outcome))
+        except SummarizerAuthError as exc:  # the engine drops the pass silently: the tally tells the shells
+            self.tally.record_auth(str(exc))
+            raise
         finally:
             self._record_attempts(request, rendered, key, outcome)
         latency = (time.perf_counter() - started) * 1000
@@ -307,7 +330,7 @@ class LiteLLMSummarizer:
                 )
                 if kind == "auth":
                     raise SummarizerAuthError(
-                        f"{self.model}: provider rejected the credentials ({type(error).__name__}); check the API key"
+                        f"{self.model}: the provider rejected the credentials ({type(error).__name__}); check {self.credential()}"
                     ) from error
                 if kind in RETRYABLE and transient_failures < self.max_retries:
                     transient_failures += 1

@@ -42,6 +42,7 @@ from datetime import date, timedelta
 
 from lcm_lab.engine.protocol import SummaryRequest, SummaryResult
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
+from lcm_lab.io.redaction import redact
 from lcm_lab.metrics.facts import extract_facts
 from lcm_lab.prompts.render import CONDENSED_HEADER, LEAF_HEADER
 
@@ -137,14 +138,18 @@ class OfflineSummarizer:
 
 
 def summarize_offline(request: SummaryRequest, max_footer_items: int = 4) -> str:
-    """The offline summary text for ``request`` (pure function)."""
-    source = request.source_text.strip()
+    """The offline summary text for ``request`` (pure function).
+
+    Secrets are redacted from the source before anything else: the summary clips sentences and
+    lists identifiers from the clipped text, and a key cut there is no longer the key
+    redaction looks for on the way out."""
+    source = redact(request.source_text).strip()
     if not source:
         return ""
     source_tokens = estimate_tokens(source)
     budget = max(1, min(request.target_tokens, math.floor(source_tokens * MAX_SHARE_OF_SOURCE)))
     units, inherited = _parse(source)
-    seen_before = {_norm(_strip_subject(_DATE_PREFIX.sub("", s))) for s in re.split(r"\n|(?<=[.!?])\s+", request.previous_summary or "") if s.strip()}
+    seen_before = {_norm(_strip_subject(_DATE_PREFIX.sub("", s))) for s in re.split(r"\n|(?<=[.!?])\s+", redact(request.previous_summary or "")) if s.strip()}
     units = [u for u in units if _norm(u.body) not in seen_before and _norm(_strip_subject(u.body)) not in seen_before]
     units = [_Unit(i, u.date, u.body, u.score, u.keys, u.line, u.subject, u.role, u.timed) for i, u in enumerate(units)]
     footer_reserve = min(max(10, budget // 8), 40) if max_footer_items else 0

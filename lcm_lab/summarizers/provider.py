@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import os
+import re
 import sys
 import time
 import warnings
@@ -23,6 +24,46 @@ from lcm_lab.errors import require_extra
 RETRYABLE = frozenset({"rate_limit", "server_error", "connection"})
 _litellm: ModuleType | None = None
 _MAX_RETRY_AFTER_S = 120.0  # a provider asking for longer is treated as "give up", not "wait"
+
+
+# A URL's user info (``user:password@``): everything between the scheme and the last ``@`` of
+# the authority. Matched by hand, so a URL too broken for urlsplit is still shown without it.
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)?[^/?#@]*(?:@[^/?#@]*)*@")
+
+
+def display_url(url: str) -> str:
+    """``url`` as it may be shown or stored: any user info (``user:password@``) replaced.
+
+    >>> display_url("ftp://u:zqPASSWORD@127.0.0.1:9/v1")
+    'ftp://[redacted]@127.0.0.1:9/v1'
+    >>> display_url("http://u:pw@h:notaport/"), display_url("http://127.0.0.1:8000/v1")
+    ('http://[redacted]@h:notaport/', 'http://127.0.0.1:8000/v1')
+    """
+    return _USERINFO.sub(lambda m: f"{m.group('scheme') or ''}[redacted]@", url, count=1)
+
+
+def api_base_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an ``api_base`` (an http(s) URL with a host and, if any, a valid
+    port), or None. The one check for ``--api-base`` and a sweep spec's ``api_base``; the message
+    shows the URL through :func:`display_url`, never with its password.
+
+    >>> api_base_problem("http://127.0.0.1:8000/v1") is None
+    True
+    >>> api_base_problem("http://[::1/")
+    "'http://[::1/' is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)"
+    """
+    from urllib.parse import urlsplit
+
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or parts.port > 0
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and port_ok and " " not in text
+    except ValueError:  # a bad port, an unclosed [IPv6 bracket
+        ok = False
+    if ok:
+        return None
+    return f"{display_url(text)!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)"
 
 
 def import_litellm() -> ModuleType:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.errors import OptionError
@@ -72,42 +74,64 @@ def sweep_study(sweep_id: str, store: LabStore | None = None, *, storage: str | 
     name = study_name or sweep_id
     if storage is not None:
         _refuse_foreign_sqlite(storage)
-    if storage is not None and name in optuna.get_all_study_names(storage):
-        if not replace:
-            raise OptionError(f"the Optuna storage {storage} already holds a study {name!r}; pass replace=True (--replace) "
-                              "to write it again, or choose another study name")
-        optuna.delete_study(study_name=name, storage=storage)
-    objectives = [o.metric for o in spec.objectives]
-    metrics = list(dict.fromkeys([*objectives, *(c.metric for c in spec.constraints)]))
-    frame = sweep_df(sweep_id, store)
-    table = {row["config_id"]: row for row in config_table(frame, metrics).to_dict("records")}
-    conversations = frame.conversation.nunique()
-    distributions = _distributions(spec)
-    study = optuna.create_study(storage=storage, study_name=name, directions=[o.direction for o in spec.objectives])
-    study.set_user_attr("sweep_id", sweep_id)
-    study.set_user_attr("sweep_name", spec.name)
-    study.set_user_attr("objectives", objectives)
-    trials = []
-    for config in sweep_configs_df(store, sweep_id).to_dict("records"):
-        row = table.get(config["config_id"], {})
-        params = optuna_params(json.loads(config["params"]))
-        means = {m: _number(row.get(m)) for m in metrics}
-        values = [means[m] for m in objectives]
-        complete = row.get("conversations") == conversations and row.get("failed") == 0 and None not in values
-        user_attrs = {"config_id": config["config_id"], "baseline": bool(config["baseline"]),
-                      "conversations": int(row.get("conversations") or 0), **{f"mean_{m}": v for m, v in means.items()}}
-        trials.append(optuna.trial.create_trial(
-            state=optuna.trial.TrialState.COMPLETE if complete else optuna.trial.TrialState.FAIL,
-            values=values if complete else None, params=params,
-            distributions={k: distributions[k] for k in params}, user_attrs=user_attrs,
-            constraints=constraint_values(spec, means) or None,
-        ))  # fmt: skip
-    study.add_trials(trials)
-    return study
+    with _storage_faults(storage):  # a storage that cannot be opened or written: one line, not SQLAlchemy's traceback
+        if storage is not None and name in optuna.get_all_study_names(storage):
+            if not replace:
+                raise OptionError(f"the Optuna storage {storage} already holds a study {name!r}; pass replace=True (--replace) "
+                                  "to write it again, or choose another study name")
+            optuna.delete_study(study_name=name, storage=storage)
+        objectives = [o.metric for o in spec.objectives]
+        metrics = list(dict.fromkeys([*objectives, *(c.metric for c in spec.constraints)]))
+        frame = sweep_df(sweep_id, store)
+        table = {row["config_id"]: row for row in config_table(frame, metrics).to_dict("records")}
+        conversations = frame.conversation.nunique()
+        distributions = _distributions(spec)
+        study = optuna.create_study(storage=storage, study_name=name, directions=[o.direction for o in spec.objectives])
+        study.set_user_attr("sweep_id", sweep_id)
+        study.set_user_attr("sweep_name", spec.name)
+        study.set_user_attr("objectives", objectives)
+        trials = []
+        for config in sweep_configs_df(store, sweep_id).to_dict("records"):
+            row = table.get(config["config_id"], {})
+            params = optuna_params(json.loads(config["params"]))
+            means = {m: _number(row.get(m)) for m in metrics}
+            values = [means[m] for m in objectives]
+            complete = row.get("conversations") == conversations and row.get("failed") == 0 and None not in values
+            user_attrs = {"config_id": config["config_id"], "baseline": bool(config["baseline"]),
+                          "conversations": int(row.get("conversations") or 0), **{f"mean_{m}": v for m, v in means.items()}}
+            trials.append(optuna.trial.create_trial(
+                state=optuna.trial.TrialState.COMPLETE if complete else optuna.trial.TrialState.FAIL,
+                values=values if complete else None, params=params,
+                distributions={k: distributions[k] for k in params}, user_attrs=user_attrs,
+                constraints=constraint_values(spec, means) or None,
+            ))  # fmt: skip
+        study.add_trials(trials)
+        return study
 
 
 # Tables an Optuna RDB storage holds (optuna/storages/_rdb/models.py); one is enough to know it.
 _OPTUNA_TABLES = frozenset({"studies", "version_info", "alembic_version", "trials"})
+
+
+@contextmanager
+def _storage_faults(storage: str | None) -> Iterator[None]:
+    """SQLAlchemy's errors opening or writing the Optuna storage (a missing directory, a read-only
+    file, a URL it cannot parse, a server that refuses) as one :class:`OutputError` naming the
+    storage (its password, if the URL has one, left out); a driver not installed as a
+    :class:`DependencyError`."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from lcm_lab.errors import DependencyError, OutputError
+    from lcm_lab.summarizers.provider import display_url
+
+    try:
+        yield
+    except ImportError as exc:  # Optuna's wording when the URL's database driver is not installed
+        cause = f" ({exc.__cause__})" if exc.__cause__ else ""
+        raise DependencyError(f"the Optuna storage {display_url(storage or '')} needs a database driver that is not installed{cause}") from exc
+    except SQLAlchemyError as exc:
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
+        raise OutputError(f"the Optuna storage {display_url(storage or '')} cannot be used: {reason}") from exc
 
 
 def _refuse_foreign_sqlite(storage: str) -> None:

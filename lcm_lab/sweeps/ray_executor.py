@@ -50,6 +50,21 @@ def _task(units: list[Unit], data: Conversations, recipe: SummarizerRecipe, scor
     return [run_unit(unit, data, summarizer, score_qa=score_qa, fault=fault, encode=True, score_cost=score_cost) for unit in units]
 
 
+def _join_cluster(ray: Any, address: str) -> None:
+    """Join the Ray cluster at ``address`` (``ray://HOST:PORT``); a client package missing or a
+    cluster that cannot be reached is one line naming the address, not Ray's traceback."""
+    from lcm_lab.errors import DependencyError, OptionError
+    from lcm_lab.summarizers.provider import display_url
+
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+    except (ValueError, ConnectionError, RuntimeError, TimeoutError) as exc:
+        reason = " ".join(str(exc).split())[:300]
+        if "ray[client]" in reason:
+            raise DependencyError(f"executor {display_url(address)}: joining a Ray cluster needs Ray's client: pip install 'ray[client]'") from exc
+        raise OptionError(f"executor {display_url(address)}: cannot join the Ray cluster ({type(exc).__name__}: {reason})") from exc
+
+
 class RaySession:
     """A Ray runtime for one sweep: joined or started once, the shared inputs put once."""
 
@@ -61,7 +76,7 @@ class RaySession:
             # (the CLI's) must stay, so that a terminated sweep stops its tasks and is recorded as such.
             keep = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
             if executor.startswith("ray://"):
-                ray.init(address=executor, log_to_driver=False, logging_level=logging.ERROR)
+                _join_cluster(ray, executor)
             else:
                 ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
                 self.started_here = True

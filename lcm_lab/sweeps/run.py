@@ -357,7 +357,7 @@ def sweep(
     custom = custom_metrics() if crosses else {}
     packed = pack_metrics(custom) if custom else None
     started = time.perf_counter()
-    register_sweep(store, sweep_id, spec.name, spec.model_dump(mode="json", exclude={"executor", "workers"}))
+    register_sweep(store, sweep_id, spec.name, _stored_spec(spec))
     before = sweep_row(store, sweep_id)["stats"]
     if not reuse_calls and (spec.summarizer.name != "litellm" or chosen not in ("threads", "serial")):
         raise ValueError("reuse_calls=False applies to litellm sweeps on the threads or serial executor")
@@ -425,6 +425,17 @@ def _stats(store: Any, sweep_id: str, before: Mapping[str, Any], calls: int, hit
         "cache_hits": int(before.get("cache_hits", 0)) + hits,
         "seconds": float(before.get("seconds", 0.0)) + seconds,
     }
+
+
+def _stored_spec(spec: SweepSpec) -> dict[str, Any]:
+    """The spec as the store keeps it: without executor and workers, and the api_base without
+    the password a URL may carry (the workers get theirs from the spec in memory)."""
+    from lcm_lab.summarizers.provider import display_url
+
+    stored = spec.model_dump(mode="json", exclude={"executor", "workers"})
+    if stored["summarizer"].get("api_base"):
+        stored["summarizer"]["api_base"] = display_url(stored["summarizer"]["api_base"])
+    return stored
 
 
 def _progress(enabled: bool, sweep_id: str) -> Any:

@@ -106,6 +106,15 @@ class SummarizerSpec(_Strict):
     prompts: str | None = None
     max_retries: int = Field(3, ge=0)
 
+    @field_validator("api_base")
+    @classmethod
+    def _api_base(cls, value: str | None) -> str | None:
+        from lcm_lab.summarizers.provider import api_base_problem
+
+        if value is not None and (problem := api_base_problem(value)) is not None:
+            raise ValueError(problem)
+        return value.strip() if value is not None else None
+
     @model_validator(mode="after")
     def _model_for_litellm(self) -> SummarizerSpec:
         if self.name == "litellm" and not self.model:

@@ -94,7 +94,7 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
             assert unit.config is not None
             run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id,
                          engine=unit.engine)  # type: ignore[arg-type]
-            failed_calls = _failed_model_calls(run)
+            failed_calls = _failed_model_calls(run, summarizer)
         else:
             run = _run_strategy(unit, data, conversation, summarizer)
         qa = data.qa_items.get(unit.conversation_key) if score_qa else None
@@ -127,9 +127,16 @@ class ModelGaveNoSummaryError(RuntimeError):
     """Every summarizer call of a run fell back: its scores would measure the fallback, not the setting."""
 
 
-def _failed_model_calls(run: Any) -> int:
+def _failed_model_calls(run: Any, summarizer: Any = None) -> int:
     """How many of the run's summarizer calls fell back because the model gave no summary; when
-    every one did, the run fails (a dead server or a wrong model must not yield a recommendation)."""
+    every one did, the run fails (a dead server or a wrong model must not yield a recommendation).
+    So does a run in which the provider refused the credentials: the engine dropped those passes
+    (its sweep records say so), and the run measures a setting nobody asked for."""
+    refused = sum(1 for turn in run.turns for sweep in turn.sweeps if sweep.auth_failure)
+    if refused:
+        credential = getattr(summarizer, "credential", None)
+        check = credential() if callable(credential) else "the summarizer's API key"
+        raise ModelGaveNoSummaryError(f"the provider rejected the credentials ({refused} compaction passes dropped); check {check}")
     calls = [call for turn in run.turns for call in turn.calls]
     failed = [call.failure for call in calls if call.failure]
     if calls and len(failed) == len(calls):
