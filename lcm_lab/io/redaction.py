@@ -48,9 +48,6 @@ _MIN_SECRET = 6
 # A cut secret: at least this many of its first characters, then where a cut ends.
 _MIN_PREFIX = 8
 _CUT_ENDS = frozenset("…\n\r\"\\")
-# A cut secret: at least this many of its first characters, then where a cut ends.
-_MIN_PREFIX = 8
-_CUT_ENDS = frozenset("…\n\r\"\\")
 _registered: set[str] = set()
 
 
