@@ -13,6 +13,7 @@ new entries, message seqs, events and QA items begin.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -25,6 +26,7 @@ from lcm_lab.engine.ingest.message import IngestResult, to_stored_message
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
+from lcm_lab.io.surrogates import escape_lone_in_json, lone_warning, storable
 
 FLUSH_ROWS = 20_000
 # ...or after about this much text, whichever comes first: rows of big messages would otherwise
@@ -58,7 +60,10 @@ def dumps(value: Any) -> str | None:
         return None
     try:
         return orjson.dumps(value, default=_fallback).decode()
-    except TypeError:  # keys that are not strings (the same text, written more slowly)
+    except TypeError as exc:
+        if "surrogates" in str(exc):  # a lone surrogate (lcm_lab.io.surrogates): kept as its escape
+            return escape_lone_in_json(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_fallback))
+        # keys that are not strings (the same text, written more slowly)
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=_fallback).decode()
 
 
@@ -111,6 +116,8 @@ class _Buffers:
         self.rows: dict[str, list[dict[str, Any]]] = {}
         self.pending = 0
         self.pending_bytes = 0
+        # Lone surrogates replaced by U+FFFD in text columns (lcm_lab.io.surrogates).
+        self.replaced = 0
 
     def add(self, table: str, row: dict[str, Any], size: int = 0) -> None:
         """Buffer ``row`` (``size``: about how many bytes of text it holds)."""
@@ -127,10 +134,22 @@ class _Buffers:
                 columns = {name: [row[name] for row in rows] for name in names}
             else:
                 columns = {name: [row.get(name) for row in rows] for name in names}
-            self.sink(table, _typed_json(table, pa.table(columns)))
+            try:
+                arrow = pa.table(columns)
+            except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot hold
+                arrow = pa.table(self._storable(columns))
+            self.sink(table, _typed_json(table, arrow))
         self.rows.clear()
         self.pending = 0
         self.pending_bytes = 0
+
+
+    def _storable(self, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        out = {}
+        for name, values in columns.items():
+            out[name], count = storable(values)
+            self.replaced += count
+        return out
 
 
 def _typed_json(table: str, arrow: pa.Table) -> pa.Table:
@@ -226,6 +245,8 @@ def build_rows(
             )
             counts.qa_items += 1
     buffers.flush()
+    if buffers.replaced:
+        counts.warnings.append(lone_warning(buffers.replaced))
     return counts
 
 

@@ -9,7 +9,8 @@ holds. Everything ``lcm-lab`` prints passes through :class:`TerminalStreams` (in
 * C0 controls (ESC, BEL, BS, CR on stdout, ...) except newline and tab, and DEL;
 * C1 controls U+0080-U+009F (U+009B is a one-character CSI on many terminals, U+009D an OSC);
 * bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C)
-  and the line/paragraph separators U+2028/U+2029.
+  and the line/paragraph separators U+2028/U+2029;
+* surrogate code points (a lone ``\ud800`` from a JSON file), which UTF-8 cannot encode.
 
 People see Python's escape for the character (``\x1b``, ``\u202e``); ``--json`` output sees a
 JSON escape (``\u009b``), which decodes to the very same string, so JSON stays valid and exact.
@@ -33,7 +34,8 @@ _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
 
 def _pattern(keep: str) -> re.Pattern[str]:
     c0 = "".join(chr(c) for c in range(0x20) if chr(c) not in keep)
-    return re.compile(f"[{re.escape(c0)}\x7f-\x9f{_BIDI}]")
+    # Surrogate code points (a lone "\\ud800" in a transcript) cannot be written as UTF-8 at all.
+    return re.compile(f"[{re.escape(c0)}\x7f-\x9f{_BIDI}\ud800-\udfff]")
 
 
 _HUMAN = _pattern("\n\t")
