@@ -11,14 +11,17 @@ import gzip
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from tests.faults import assert_one_line_error, child_env, lab_command, run_lab
 
@@ -241,3 +244,38 @@ def test_replay_refuses_what_load_refuses(tmp_path: Path) -> None:
     if not Path("/proc/kmsg").exists():
         return
     assert_one_line_error(run_lab("replay", "--no-save", "/proc/kmsg", timeout=30), "/proc/kmsg", "empty file")
+
+
+# -- 5. an unreadable subdirectory ----------------------------------------------------------------
+
+
+def test_an_unreadable_subdirectory_is_reported() -> None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("runs the lab as another user (root reads every directory; needs root and setpriv)")
+    with tempfile.TemporaryDirectory(prefix="lcm-lab-unreadable-") as base:  # pytest's own is 0700
+        tmp_path = Path(base)
+        tmp_path.chmod(0o755)
+        _load_as_nobody_with_an_unreadable_subdirectory(tmp_path)
+
+
+def _load_as_nobody_with_an_unreadable_subdirectory(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "private").mkdir(parents=True)
+    corpus.chmod(0o755)
+    pi_session(corpus / "a.jsonl")
+    pi_session(corpus / "private" / "hidden.jsonl")
+    (corpus / "private").chmod(0o700)  # root's: user 65534 cannot list it
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    db = home / "lab.duckdb"
+    result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             *lab_command("load", "--db", str(db), str(corpus), "--json")],
+                            capture_output=True, text=True, timeout=60, env=child_env(HOME=str(home)))
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {Path(row["source"]).name: row for row in map(json.loads, result.stdout.splitlines())}
+    assert rows["a.jsonl"]["status"] == "loaded"
+    assert rows["private"]["status"] == "failed"
+    assert "cannot read the directory" in rows["private"]["error"] and "ermission denied" in rows["private"]["error"]
+    assert _rows(db, "SELECT count(*) FROM messages")[0][0] == 6

@@ -485,9 +485,11 @@ def detect_kind(path: str | os.PathLike[str]) -> str | None:
     return kind if kind in _transcripts_module().TRANSCRIPT_KINDS else None
 
 
-def _walk(directory: Path) -> list[Path]:
+def _walk(directory: Path, unreadable: list[OSError] | None = None) -> list[Path]:
+    """The loadable files under ``directory``; a directory that cannot be listed is appended to
+    ``unreadable`` (before, it was passed over without a word)."""
     found = []
-    for root, dirs, files in os.walk(directory, followlinks=False):
+    for root, dirs, files in os.walk(directory, followlinks=False, onerror=None if unreadable is None else unreadable.append):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if name.startswith(".") or name.endswith(_SIDE_FILE_SUFFIXES):
@@ -545,7 +547,15 @@ def _jobs_for(argument: str | os.PathLike[str], store: LabStore) -> tuple[list[_
         return [_Job(target, str(argument), False)], []
     transcripts = _transcripts_module()
     if transcripts.detect_format(target) != transcripts.OPENCLAW_STATE_DIR:
-        return [_Job(p, str(argument), True) for p in _walk(target)], []
+        unreadable: list[OSError] = []
+        jobs = [_Job(p, str(argument), True) for p in _walk(target, unreadable)]
+        failed = [
+            _failed(store, Path(error.filename or target), None,
+                    f"{error.filename or target}: cannot read the directory ({error.strerror or error}); "
+                    "the files in it were not loaded")
+            for error in unreadable
+        ]  # fmt: skip
+        return jobs, failed
     scan = transcripts.scan_state_dir(target)
     failed = [_failed(store, Path(issue.path), None, str(issue)) for issue in scan.issues if issue.skipped]
     jobs = []
