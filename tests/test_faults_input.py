@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -279,3 +280,65 @@ def _load_as_nobody_with_an_unreadable_subdirectory(tmp_path: Path) -> None:
     assert rows["private"]["status"] == "failed"
     assert "cannot read the directory" in rows["private"]["error"] and "ermission denied" in rows["private"]["error"]
     assert _rows(db, "SELECT count(*) FROM messages")[0][0] == 6
+
+
+# -- 8. integers out of a column's range ----------------------------------------------------------
+
+
+def test_a_compaction_with_tokens_before_beyond_64_bits_is_kept(tmp_path: Path) -> None:
+    session = pi_session(tmp_path / "g.jsonl")
+    compaction = {"type": "compaction", "id": "0000000a", "parentId": "00000006", "timestamp": "2025-12-09T00:55:00.000Z",
+                  "summary": "sum", "firstKeptEntryId": "00000005", "tokensBefore": 2**70}
+    with session.open("a") as out:
+        out.write(json.dumps(compaction) + "\n")
+    db = tmp_path / "lab.duckdb"
+    result = run_lab("load", "--db", str(db), str(session))
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "recorded_events.tokens_before beyond 64-bit integers stored as NULL" in result.stderr
+    assert _rows(db, "SELECT kind, tokens_before FROM recorded_events") == [("compaction", None)]
+    assert _rows(db, "SELECT count(*) FROM messages")[0][0] == 6
+    replay = run_lab("replay", "--no-save", str(session))
+    _no_traceback(replay)
+    assert replay.returncode == 0, replay.stderr[-2000:]
+
+
+def _openclaw_store(path: Path, seqs: list[object], text: str = "hello") -> Path:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER,"
+                " PRIMARY KEY (session_id, seq))")  # fmt: skip
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-01-01T10:00:00.000Z", "cwd": "/w"}
+    events = [header] + [_entry(i, text if i == 1 else f"hello {i}") for i in range(1, len(seqs))]
+    con.executemany("INSERT INTO transcript_events VALUES ('s1', ?, ?, 0)",
+                    [(seq, json.dumps(event)) for seq, event in zip(seqs, events, strict=True)])
+    con.commit()
+    con.close()
+    return path
+
+
+def test_openclaw_sqlite_seqs_the_lab_cannot_store_are_skipped_by_name(tmp_path: Path) -> None:
+    store = _openclaw_store(tmp_path / "agent.sqlite", [0, 1, 2, 3, 2**63 - 1, "x0"])
+    db = tmp_path / "lab.duckdb"
+    result = run_lab("load", "--db", str(db), str(store))
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "transcript_events.seq 9223372036854775807 is not an integer" in result.stderr
+    assert "transcript_events.seq 'x0' is not an integer" in result.stderr
+    assert _rows(db, "SELECT count(*) FROM messages")[0][0] == 3
+    replay = run_lab("replay", "--no-save", str(store))
+    _no_traceback(replay)
+    assert replay.returncode == 0, replay.stderr[-2000:]
+    assert "transcript_events.seq 'x0'" in replay.stderr
+
+
+def test_lone_surrogates_in_an_openclaw_sqlite_store(tmp_path: Path) -> None:
+    store = _openclaw_store(tmp_path / "agent.sqlite", [0, 1, 2], text="lone \ud800 here")
+    db = tmp_path / "lab.duckdb"
+    result = run_lab("load", "--db", str(db), str(store))
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "lone surrogate" in result.stderr
+    assert _rows(db, "SELECT content FROM messages ORDER BY seq")[0] == ("lone \ufffd here",)
+    replay = run_lab("replay", "--db", str(db), str(store))
+    _no_traceback(replay)
+    assert replay.returncode == 0, replay.stderr[-2000:]

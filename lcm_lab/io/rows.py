@@ -29,6 +29,7 @@ from lcm_lab.io.model import LoadedConversation
 from lcm_lab.io.surrogates import escape_lone_in_json, lone_warning, storable
 
 FLUSH_ROWS = 20_000
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # ...or after about this much text, whichever comes first: rows of big messages would otherwise
 # hold hundreds of MB before 20,000 of them are buffered.
 FLUSH_BYTES = 32 << 20
@@ -60,11 +61,14 @@ def dumps(value: Any) -> str | None:
         return None
     try:
         return orjson.dumps(value, default=_fallback).decode()
-    except TypeError as exc:
-        if "surrogates" in str(exc):  # a lone surrogate (lcm_lab.io.surrogates): kept as its escape
-            return escape_lone_in_json(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_fallback))
-        # keys that are not strings (the same text, written more slowly)
+    except TypeError:
+        pass
+    try:  # keys that are not strings (the same text, written more slowly)
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=_fallback).decode()
+    except TypeError:
+        # Lone surrogates (kept as their escape, lcm_lab.io.surrogates) and integers beyond 64
+        # bits, which JSON allows and orjson refuses: the standard library writes both exactly.
+        return escape_lone_in_json(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_fallback))
 
 
 def _fallback(value: Any) -> Any:
@@ -118,6 +122,8 @@ class _Buffers:
         self.pending_bytes = 0
         # Lone surrogates replaced by U+FFFD in text columns (lcm_lab.io.surrogates).
         self.replaced = 0
+        # "table.column" -> integers beyond 64 bits stored as NULL.
+        self.out_of_range: dict[str, int] = {}
 
     def add(self, table: str, row: dict[str, Any], size: int = 0) -> None:
         """Buffer ``row`` (``size``: about how many bytes of text it holds)."""
@@ -137,12 +143,29 @@ class _Buffers:
             try:
                 arrow = pa.table(columns)
             except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot hold
-                arrow = pa.table(self._storable(columns))
+                arrow = pa.table(self._storable(self._in_range(table, columns)))
+            except (OverflowError, pa.ArrowInvalid):  # an integer beyond 64 bits
+                arrow = pa.table(self._storable(self._in_range(table, columns)))
             self.sink(table, _typed_json(table, arrow))
         self.rows.clear()
         self.pending = 0
         self.pending_bytes = 0
 
+
+    def _in_range(self, table: str, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """``columns`` with integers beyond 64 bits as NULL (every integer column of the lab is
+        metadata a reader copied, a count or a timestamp: ``tokensBefore``, ``created_at``; the
+        exact value stays in the row's raw JSON), each column counted in :attr:`out_of_range`."""
+        out = {}
+        for name, values in columns.items():
+            if any(type(value) is int and not _INT64_MIN <= value <= _INT64_MAX for value in values):
+                kept = [None if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX else value for value in values]
+                key = f"{table}.{name}"
+                self.out_of_range[key] = self.out_of_range.get(key, 0) + sum(value is None for value in kept) - sum(
+                    value is None for value in values)
+                values = kept
+            out[name] = values
+        return out
 
     def _storable(self, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
         out = {}
@@ -247,6 +270,9 @@ def build_rows(
     buffers.flush()
     if buffers.replaced:
         counts.warnings.append(lone_warning(buffers.replaced))
+    for column, count in buffers.out_of_range.items():
+        counts.warnings.append(f"{count} value(s) of {column} beyond 64-bit integers stored as NULL "
+                               "(the entry is kept; its raw JSON keeps the number as JavaScript reads it)")
     return counts
 
 
