@@ -342,3 +342,19 @@ def test_lone_surrogates_in_an_openclaw_sqlite_store(tmp_path: Path) -> None:
     replay = run_lab("replay", "--db", str(db), str(store))
     _no_traceback(replay)
     assert replay.returncode == 0, replay.stderr[-2000:]
+
+
+def test_lone_surrogates_in_a_claude_code_session(tmp_path: Path) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "transcripts" / "claude-code-mini.jsonl"
+    session = tmp_path / "cc.jsonl"
+    session.write_text(fixture.read_text().replace("Please fix the flaky test", "Please fix \\udfff the test")
+                       .replace('"cc-mini-session"', '"cc-\\ud800-session"'))
+    db = tmp_path / "lab.duckdb"
+    result = run_lab("load", "--db", str(db), str(session))
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "lone surrogate" in result.stderr
+    assert ("Please fix \ufffd the test",) in _rows(db, "SELECT content FROM messages")
+    replay = run_lab("replay", "--db", str(db), str(session))
+    _no_traceback(replay)
+    assert replay.returncode == 0, replay.stderr[-2000:]
