@@ -142,28 +142,25 @@ class _Buffers:
                 columns = {name: [row.get(name) for row in rows] for name in names}
             try:
                 arrow = pa.table(columns)
-            except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot hold
-                arrow = pa.table(self._storable(self._in_range(table, columns)))
-            except (OverflowError, pa.ArrowInvalid):  # an integer beyond 64 bits
+            except (UnicodeEncodeError, OverflowError):  # a lone surrogate; an integer beyond 64 bits
                 arrow = pa.table(self._storable(self._in_range(table, columns)))
             self.sink(table, _typed_json(table, arrow))
         self.rows.clear()
         self.pending = 0
         self.pending_bytes = 0
 
-
     def _in_range(self, table: str, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        """``columns`` with integers beyond 64 bits as NULL (every integer column of the lab is
-        metadata a reader copied, a count or a timestamp: ``tokensBefore``, ``created_at``; the
-        exact value stays in the row's raw JSON), each column counted in :attr:`out_of_range`."""
+        """``columns`` with integers beyond 64 bits as NULL, counted per column in
+        :attr:`out_of_range`. The integer columns a reader fills are metadata it copied
+        (``tokensBefore``, timestamps): the entry is kept, and its raw JSON keeps the number."""
         out = {}
         for name, values in columns.items():
-            if any(type(value) is int and not _INT64_MIN <= value <= _INT64_MAX for value in values):
-                kept = [None if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX else value for value in values]
+            beyond = sum(1 for value in values if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX)
+            if beyond:
+                values = [None if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX else value
+                          for value in values]  # fmt: skip
                 key = f"{table}.{name}"
-                self.out_of_range[key] = self.out_of_range.get(key, 0) + sum(value is None for value in kept) - sum(
-                    value is None for value in values)
-                values = kept
+                self.out_of_range[key] = self.out_of_range.get(key, 0) + beyond
             out[name] = values
         return out
 
