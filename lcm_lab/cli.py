@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
     """Every command takes ``--db FILE`` (default: the lab store, see lcm_lab.store)."""
-    parser.add_argument("--db", metavar="FILE", default=None, help="lab store (default: $LCM_LAB_HOME or .lcm_lab/lab.duckdb)")
+    parser.add_argument("--db", metavar="FILE", type=path_argument, default=None, help="lab store (default: $LCM_LAB_HOME or .lcm_lab/lab.duckdb)")
 
 
 def add_json_argument(parser: argparse.ArgumentParser, what: str = "the result") -> None:
@@ -193,9 +193,24 @@ def positive_int(text: str) -> int:
     return int(digits)
 
 
+def path_argument(text: str) -> str:
+    """argparse type of every path argument: a path, not the empty string (``load ""`` loaded
+    the current directory, and an empty ``--trace-out`` or ``-o`` was ignored)."""
+    if text == "":
+        raise argparse.ArgumentTypeError("an empty path; name a file or directory")
+    return text
+
+
+def nonempty(text: str) -> str:
+    """argparse type: a name or id that is not the empty string (an empty one was ignored)."""
+    if text.strip() == "":
+        raise argparse.ArgumentTypeError("an empty value; name one or leave the option out")
+    return text
+
+
 def existing_file(text: str) -> str:
     """argparse type: a path that exists and is a file (not a directory)."""
-    path = Path(text)
+    path = Path(path_argument(text))
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file")
     if not path.exists():

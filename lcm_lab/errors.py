@@ -24,6 +24,19 @@ class UserError(Exception):
     ``docs/errors.md`` for the table of kinds, typical causes and what to do.
     """
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled as its class, args and attributes, whatever its __init__ takes: an error raised
+        # in a load worker reaches the parent whole (an InputFileError(path, problem) did not
+        # unpickle, which broke the worker pool).
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(cls: type[UserError], args: tuple[object, ...], state: dict[str, object]) -> UserError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 # -- the kinds ---------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.cli import path_argument
 from lcm_lab.errors import UserError
 from lcm_lab.summarizers import DEFAULT_SUMMARIZER, SUMMARIZER_NAMES, SummarizerConfigError, get_summarizer
 
@@ -25,7 +26,7 @@ def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--concurrency", type=int, default=16, metavar="N", help="model calls in flight at once (default 16)")
     group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
                        help="ledger cache mode for model calls (default readwrite)")
-    group.add_argument("--prompts", default=None, metavar="DIR", help="prompt template directory (lcm-tui export layout)")
+    group.add_argument("--prompts", default=None, type=path_argument, metavar="DIR", help="prompt template directory (lcm-tui export layout)")
     group.add_argument("--summary-timeout-ms", type=int, default=60_000, metavar="MS", help="per-call timeout (default 60000)")
     group.add_argument("--max-retries", type=int, default=3, metavar="N", help="retries on 429/5xx (default 3)")
     group.add_argument("--temperature", type=float, default=None)

@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import existing_file, positive_int, print_json
+from lcm_lab.cli import existing_file, path_argument, positive_int, print_json
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("input", metavar="INPUT", type=existing_file, help="session JSONL, LoCoMo JSON, Claude Code JSONL or lcm.db (.gz ok)")
-    parser.add_argument("--config", metavar="CONFIG.json", help="lossless-claw plugin config keys or an openclaw.json (default: the plugin defaults)")
+    parser.add_argument("--config", type=path_argument, metavar="CONFIG.json", help="lossless-claw plugin config keys or an openclaw.json (default: the plugin defaults)")
     parser.add_argument("--token-budget", type=positive_int, default=128_000, metavar="N", help="model context budget (default 128000)")
     parser.add_argument("--versions", nargs="+", default=list(ENGINE_VERSIONS), metavar="V",
                         help=f"engine versions, the first is the baseline (default: {' '.join(ENGINE_VERSIONS)})")
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     group.add_argument("--table", dest="table_format", action="store_const", const="table", default="table",
                        help="print the totals, the headlines and the differing turns as tables (default)")
     group.add_argument("--csv", dest="table_format", action="store_const", const="csv", help="print one CSV row per turn")
-    parser.add_argument("--db", metavar="FILE", default=None, help="lab store an lcm.db input is loaded through (default: in memory)")
+    parser.add_argument("--db", type=path_argument, metavar="FILE", default=None, help="lab store an lcm.db input is loaded through (default: in memory)")
     from lcm_lab.commands._summarizer_args import add_summarizer_arguments
 
     add_summarizer_arguments(parser)

@@ -13,15 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, print_json
+from lcm_lab.cli import add_db_argument, add_json_argument, path_argument, print_json
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("demo", help="run the main job on the bundled data", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", "--datasets", dest="datasets", default=None, metavar="DIR",
+    parser.add_argument("--data", "--datasets", dest="datasets", default=None, type=path_argument, metavar="DIR",
                         help="a copy of the bundled datasets directory (default: the one installed with lcm_lab)")
-    parser.add_argument("-o", "--output", default="reports/demo-report.html", metavar="FILE", help="report path")
+    parser.add_argument("-o", "--output", default="reports/demo-report.html", type=path_argument, metavar="FILE", help="report path")
     add_db_argument(parser)
     add_json_argument(parser, "one object: report, sources, runs")
     parser.set_defaults(func=run)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lcm_lab.cli import add_db_argument, add_list_arguments
+from lcm_lab.cli import add_db_argument, add_list_arguments, path_argument
 from lcm_lab.store.lcmdb_backends import BACKENDS, DEFAULT_BACKEND
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="file or directory (.gz accepted)")
+    parser.add_argument("paths", nargs="+", type=path_argument, metavar="PATH", help="file or directory (.gz accepted)")
     add_db_argument(parser)
     add_list_arguments(parser, "one object per source")
     parser.add_argument(

@@ -12,13 +12,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_json_argument, print_json_lines
+from lcm_lab.cli import add_json_argument, path_argument, print_json_lines
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("notebooks", help="copy the bundled notebooks into a directory to run them",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("directory", metavar="DIR", help="where to put them (created if missing)")
+    parser.add_argument("directory", type=path_argument, metavar="DIR", help="where to put them (created if missing)")
     add_json_argument(parser, "one object per notebook (JSON Lines): path, copied")
     parser.set_defaults(func=run)
 

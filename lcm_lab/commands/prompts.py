@@ -23,7 +23,14 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from lcm_lab.cli import add_json_argument, add_list_arguments, print_json, print_json_lines, print_rows
+from lcm_lab.cli import (
+    add_json_argument,
+    add_list_arguments,
+    path_argument,
+    print_json,
+    print_json_lines,
+    print_rows,
+)
 from lcm_lab.errors import InputError, OptionError, OutputError
 from lcm_lab.prompts import TEMPLATE_NAMES, PromptSet, default_prompt_set, load_prompt_set
 
@@ -36,27 +43,27 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="prompts_command", required=True)
 
     listing = sub.add_parser("list", help="templates, their source and hash")
-    listing.add_argument("--prompts", metavar="DIR", default=None, help="template directory (default: lab defaults)")
+    listing.add_argument("--prompts", type=path_argument, metavar="DIR", default=None, help="template directory (default: lab defaults)")
     add_list_arguments(listing, "one object per template")
     listing.set_defaults(func=run_list)
 
     show = sub.add_parser("show", help="print one template")
     show.add_argument("name", help=f"one of {', '.join(TEMPLATE_NAMES)} (.tmpl optional)")
-    show.add_argument("--prompts", metavar="DIR", default=None)
+    show.add_argument("--prompts", type=path_argument, metavar="DIR", default=None)
     add_json_argument(show, "one object: name, hash, source, text")
     show.set_defaults(func=run_show)
 
     diff = sub.add_parser("diff", help="diff a template directory against the lab defaults")
-    diff.add_argument("directory", metavar="DIR")
+    diff.add_argument("directory", type=path_argument, metavar="DIR")
     diff.add_argument("--name", default=None, help="only this template")
     add_json_argument(diff, "one object per template (JSON Lines): name, changed, old_hash, new_hash, diff")
     diff.set_defaults(func=run_diff)
 
     render = sub.add_parser("render", help="render a template for a source text")
     render.add_argument("name", help=f"one of {', '.join(TEMPLATE_NAMES[1:])}")
-    render.add_argument("--source", metavar="FILE", required=True, help="source text file ('-' for stdin)")
-    render.add_argument("--prompts", metavar="DIR", default=None)
-    render.add_argument("--previous", metavar="FILE", default=None, help="previous summary text file")
+    render.add_argument("--source", type=path_argument, metavar="FILE", required=True, help="source text file ('-' for stdin)")
+    render.add_argument("--prompts", type=path_argument, metavar="DIR", default=None)
+    render.add_argument("--previous", type=path_argument, metavar="FILE", default=None, help="previous summary text file")
     render.add_argument("--target-tokens", type=int, default=None,
                         help="target tokens (default: the plugin's rule at default settings, src/summarize.ts resolveTargetTokens)")
     render.add_argument("--custom-instructions", default="", help="operator instructions (customInstructions)")
@@ -65,7 +72,7 @@ def register(subparsers: Any) -> None:
     render.set_defaults(func=run_render)
 
     export = sub.add_parser("export", help="write the lab's default templates to a directory")
-    export.add_argument("directory", metavar="DIR")
+    export.add_argument("directory", type=path_argument, metavar="DIR")
     export.add_argument("--force", action="store_true",
                         help="replace existing files; a symbolic link is replaced by a file, its target is never written")
     add_json_argument(export, "one object per written file (JSON Lines): path")

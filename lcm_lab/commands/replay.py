@@ -14,8 +14,22 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, existing_file, positive_int, print_json
-from lcm_lab.errors import InputError, JsonTooDeepError, MissingFileError, OptionError, SpecError
+from lcm_lab.cli import (
+    add_db_argument,
+    add_json_argument,
+    existing_file,
+    path_argument,
+    positive_int,
+    print_json,
+)
+from lcm_lab.errors import (
+    InputError,
+    InputFileError,
+    JsonTooDeepError,
+    MissingFileError,
+    OptionError,
+    SpecError,
+)
 
 if TYPE_CHECKING:
     from lcm_lab.engine.config.lcm_config import LcmConfig
@@ -30,7 +44,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("input", metavar="TRANSCRIPT_OR_DB", type=existing_file, help="session JSONL, LoCoMo JSON, Claude Code JSONL or lcm.db (.gz ok)")
-    parser.add_argument("--config", metavar="CONFIG.json",
+    parser.add_argument("--config", type=path_argument, metavar="CONFIG.json",
                         help="lossless-claw plugin config keys, an openclaw.json, or a reference trace (its plugin_config)")
     parser.add_argument("--token-budget", type=positive_int, default=128_000, metavar="N", help="model context budget (default 128000)")
     parser.add_argument("--tight-budget", type=positive_int, default=None, metavar="M", help="second assembly budget in the trace (default N/4)")
@@ -46,14 +60,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--engine", choices=ENGINE_VERSIONS, default=DEFAULT_ENGINE,
                         help=f"lossless-claw version to replay (default {DEFAULT_ENGINE}; 1.0 = the commitTurn host path "
                              "with pending summaries, docs/engine-1.0.md)")
-    parser.add_argument("--trace-out", metavar="TRACE.json", help="write the run as an lcref-trace-v1 trace")
-    parser.add_argument("--check", metavar="TRACE.json", help="compare the run with a reference trace; exit 1 on any difference")
+    parser.add_argument("--trace-out", type=path_argument, metavar="TRACE.json", help="write the run as an lcref-trace-v1 trace")
+    parser.add_argument("--check", type=path_argument, metavar="TRACE.json", help="compare the run with a reference trace; exit 1 on any difference")
     parser.add_argument("--label", default=None, help="a name for the run in the store")
     parser.add_argument("--no-save", action="store_true", help="do not save the replay in the lab store")
     from lcm_lab.strategies import STRATEGY_NAMES
 
     parser.add_argument("--strategy", choices=STRATEGY_NAMES, default="lcm", help="context strategy (default lcm; see docs/strategies.md)")
-    parser.add_argument("--strategy-config", metavar="FILE.json", help="the strategy's parameters as a JSON object")
+    parser.add_argument("--strategy-config", type=path_argument, metavar="FILE.json", help="the strategy's parameters as a JSON object")
     add_db_argument(parser)
     add_json_argument(parser, "one object per replayed conversation (JSON Lines): run_id, strategy, session_id, turns, "
                               "counts, headline scores (and for LCM: summarizer_calls, summaries, stored_tokens, trace_out, check)")
@@ -66,7 +80,7 @@ def register(subparsers: Any) -> None:
 def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
     """The config file as LcmConfig plus the plugin keys it held (for the trace)."""
     from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
-    from lcm_lab.io.config_files import read_config_document
+    from lcm_lab.io.config_files import openclaw_plugin_config, read_config_document
 
     if path is None:
         return LcmConfig(), {}
@@ -79,25 +93,52 @@ def read_config(path: str | None) -> tuple[LcmConfig, dict[str, Any]]:
     if doc.get("trace_format") == "lcref-trace-v1":
         # A reference trace: the run's plugin config, plus the compaction mode its harness forced
         # (earlier sets force inline; the deferred set leaves the plugin default).
-        mode = (doc.get("harness_config") or {}).get("proactiveThresholdCompactionMode")
-        doc = {**doc.get("plugin_config", {}), **({"proactiveThresholdCompactionMode": mode} if mode else {})}
-    elif "plugins" in doc:
-        entry = doc.get("plugins", {}).get("entries", {}).get("lossless-claw", {})
-        doc = entry.get("config", {}) if isinstance(entry, dict) else {}
+        harness, plugin = doc.get("harness_config") or {}, doc.get("plugin_config", {})
+        if not isinstance(harness, dict) or not isinstance(plugin, dict):
+            raise SpecError(f"{path}: a reference trace whose harness_config and plugin_config are not both objects")
+        mode = harness.get("proactiveThresholdCompactionMode")
+        doc = {**plugin, **({"proactiveThresholdCompactionMode": mode} if mode else {})}
     try:
+        if "plugins" in doc:
+            doc = openclaw_plugin_config(doc)
         return LcmConfig.from_plugin_config(doc), doc
     except ConfigError as exc:
         raise SpecError(f"{path}: {exc}") from None
 
 
+def read_check_trace(path: str) -> dict[str, Any]:
+    """The reference trace of ``--check``, read through the bounded JSON reader (a FIFO, a device,
+    an empty, truncated or too deep file is one line) and checked to be a trace."""
+    from lcm_lab.engine.config.lcm_config import ConfigError
+    from lcm_lab.engine.replay.trace import TRACE_FORMAT
+    from lcm_lab.io.config_files import read_json_file
+
+    if not Path(path).exists():
+        raise MissingFileError(f"{path}: trace file not found (--check)")
+    try:
+        doc = read_json_file(path, "a reference trace (--check)")
+    except ConfigError as exc:
+        raise InputError(f"--check {exc}") from None
+    if not isinstance(doc, dict) or doc.get("trace_format") != TRACE_FORMAT:
+        got = f"a JSON {type(doc).__name__}" if not isinstance(doc, dict) else "an object without it"
+        raise InputError(f"--check {path}: not a reference trace (expected \"trace_format\": \"{TRACE_FORMAT}\", "
+                         f"got {got}); give a trace --trace-out wrote")
+    return doc
+
+
 def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversation, int | None]]:
     """The conversations to replay, with their lab-store ids when they came through the store."""
+    from lcm_lab.io.file_kind import unreadable_reason
+    from lcm_lab.io.growing import reading_up_to
     from lcm_lab.io.transcripts import LCM_DB, detect_format, read_transcript
     from lcm_lab.loading.dispatch import load_lcm_db
 
     path = Path(args.input)
     if not path.exists():
         raise MissingFileError(f"{path}: no such file")
+    reason = unreadable_reason(path)  # the input-kind check load makes (a FIFO, a device, /proc/kmsg)
+    if reason:
+        raise InputFileError(path, f"{reason}; nothing replayed")
     plain = path.with_suffix("") if path.suffix == ".gz" else path
     is_db = path.suffix == ".gz" and plain.suffix in (".db", ".sqlite") or (path.suffix != ".gz" and detect_format(path) == LCM_DB)
     if is_db:
@@ -113,9 +154,16 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
                 known = ", ".join(str(o) for o in sorted(r[1] for r in every))
                 raise OptionError(f"--conversation {args.conversation}: {path} has no such conversation_id (it has: {known or 'none'})")
         return [(store.conversation(int(r[0])), int(r[0])) for r in rows]
-    read = read_transcript(path)  # a file that is no transcript raises TranscriptFormatError (a UserError)
+    # A file still being written is read up to its size now (lcm_lab.io.growing); --trace-out and
+    # --check hash the same bytes.
+    with reading_up_to(path) as bound:
+        read = read_transcript(path)  # a file that is no transcript raises TranscriptFormatError (a UserError)
+    args.input_size = bound.size
     for issue in read.issues:
         print(f"warning: {issue}", file=sys.stderr)
+    grown = bound.warning(path, stored=False)
+    if grown:
+        print(f"warning: {grown}", file=sys.stderr)
     conversations = [c.conversation for c in read.conversations]
     if args.conversation is not None:
         try:
@@ -151,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
         from lcm_lab.io.atomic import check_output_path
 
         check_output_path(args.trace_out)  # before the replay, not after it
+    expected = read_check_trace(args.check) if args.check else None  # before the replay, not after it
     config, plugin_config = read_config(args.config)
     from lcm_lab.engine.config.surface import check_engine_config, check_plugin_keys
 
@@ -215,14 +264,13 @@ def run(args: argparse.Namespace) -> int:
         if warning:
             print(warning, file=sys.stderr)
         if args.trace_out or args.check:
-            data = Path(args.input).read_bytes()
             write_trace = v1_trace if result.is_v1 else reference_trace
             trace = write_trace(
                 result,
                 tight_budget=args.tight_budget,
                 input_label=Path(args.input).name,
                 input_file=str(args.input),
-                input_sha256=hashlib.sha256(data).hexdigest(),
+                input_sha256=_input_sha256(args),
                 run_id=run_id,
                 plugin_config=plugin_config,
             )
@@ -233,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
                 write_text_atomic(args.trace_out, redact(json.dumps(trace, ensure_ascii=False, indent=1)))
                 say(f"trace written to {args.trace_out}")
             if args.check:
-                expected = json.loads(Path(args.check).read_text(encoding="utf-8"))
+                assert expected is not None
                 differences = compare_traces(without_harness(trace), without_harness(expected)) if result.is_v1 else compare_traces(trace, expected)
                 summary["check"] = {"trace": args.check, "identical": not differences, "differences": differences}
                 if differences:
@@ -248,6 +296,21 @@ def run(args: argparse.Namespace) -> int:
             summary["scores"] = _headline_scores(store, result, run_id, loaded.qa_items if loaded is not None else None)
             print_json(summary)
     return status
+
+
+def _input_sha256(args: argparse.Namespace) -> str:
+    """The sha256 of the input's bytes, as the replay read them (streamed: the file is not held)."""
+    digest = hashlib.sha256()
+    left = getattr(args, "input_size", None)
+    with open(args.input, "rb") as handle:
+        while left is None or left > 0:
+            block = handle.read(1 << 20 if left is None else min(1 << 20, left))
+            if not block:
+                break
+            digest.update(block)
+            if left is not None:
+                left -= len(block)
+    return digest.hexdigest()
 
 
 def _headline_scores(store: Any, result: Any, run_id: str | None, qa_items: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, positive_int, print_json
+from lcm_lab.cli import add_db_argument, add_json_argument, nonempty, path_argument, positive_int, print_json
 from lcm_lab.errors import NotFoundError, UnknownNameError
 
 
@@ -24,10 +24,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--run", dest="runs", action="append", metavar="RUN_ID",
                         help="run id to include (repeat to compare runs; default: the most recent replay)")
-    parser.add_argument("-o", "--output", metavar="FILE.html", default=None,
+    parser.add_argument("-o", "--output", type=path_argument, metavar="FILE.html", default=None,
                         help="where to write the page (default: reports/<run id>.html)")
     parser.add_argument("--title", default=None, help="page title")
-    parser.add_argument("--sweep", default=None, metavar="SWEEP_ID",
+    parser.add_argument("--sweep", type=nonempty, default=None, metavar="SWEEP_ID",
                         help="add a sweep section (table, Pareto plot, recommendation); default run: the recommended one")
     parser.add_argument("--max-summaries", type=positive_int, default=300, metavar="N",
                         help="rows of the summary table per run (default 300)")

@@ -22,6 +22,7 @@ from lcm_lab.cli import (
     add_db_argument,
     add_json_argument,
     add_list_arguments,
+    path_argument,
     positive_int,
     print_json,
     print_rows,
@@ -50,7 +51,7 @@ def register(subparsers: Any) -> None:
                          help="a model-free summarizer (default: offline; --model chooses a model instead)")
     rewrite.add_argument("--model", default=None, help="any litellm model, e.g. openai/gpt-4o-mini (calls go through the ledger)")
     rewrite.add_argument("--api-base", default=None, metavar="URL", help="OpenAI-compatible endpoint for --model")
-    rewrite.add_argument("--prompts", default=None, metavar="DIR", help="prompt template directory (lcm-tui layout) for --model")
+    rewrite.add_argument("--prompts", default=None, type=path_argument, metavar="DIR", help="prompt template directory (lcm-tui layout) for --model")
     _common(rewrite)
     rewrite.set_defaults(func=_rewrite)
 

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
-from lcm_lab.io.file_kind import special_file_reason
+from lcm_lab.errors import InputError, JsonTooDeepError
+from lcm_lab.io.file_kind import unreadable_reason
 
-__all__ = ["load_config_file", "load_openclaw_config", "lcm_environment", "read_config_document"]
+__all__ = ["load_config_file", "load_openclaw_config", "lcm_environment", "read_config_document", "read_json_file"]
 
 
 def lcm_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -29,23 +30,71 @@ def lcm_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in source.items() if k.startswith("LCM_") or k == "TZ"}
 
 
-def read_config_document(path: str | Path) -> dict[str, Any]:
-    """Parse a JSON config file; errors name the file (and line for syntax errors)."""
+def read_json_file(path: str | Path, what: str = "a JSON config file") -> Any:
+    """The JSON document in ``path``, read as every small JSON input of the lab is: a FIFO, a
+    device or an empty file is refused unopened (a FIFO without a writer blocked, ``/dev/zero``
+    filled memory), at most the line cap is read (``LCM_LAB_MAX_LINE_MB``), a UTF-8 BOM is
+    passed over and nesting deeper than the lab reads is refused (``JsonTooDeepError``: it
+    overflowed the stack). Errors are :class:`ConfigError` naming the file (and the line of a
+    syntax error)."""
+    from lcm_lab.io.transcripts.jsonl import UTF8_BOM, parse_json_bytes, read_all_bytes
+
     file = Path(path)
-    special = special_file_reason(file)
-    if special is not None:  # never opened: a FIFO without a writer would block
-        raise ConfigError(f"{file}: {special}; expected a JSON config file")
+    if not file.exists() and not file.is_symlink():
+        raise ConfigError(f"{file}: config file not found")
+    reason = unreadable_reason(file)
+    if reason is not None:  # never opened
+        raise ConfigError(f"{file}: {reason}; expected {what}")
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{file}: config file not found") from None
+        data = read_all_bytes(file).removeprefix(UTF8_BOM)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read ({exc.strerror or exc})") from None
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{file}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        return parse_json_bytes(data)
+    except JsonTooDeepError as exc:
+        raise ConfigError(f"{file}: {exc}") from None
+    except ValueError as exc:
+        line, message = _syntax_error(data, exc)
+        raise ConfigError(f"{file}:{line}: not valid JSON ({message})") from None
+
+
+def _syntax_error(data: bytes, exc: ValueError) -> tuple[int, str]:
+    """The line and message of the standard library's parser for ``data`` (which failed)."""
+    try:
+        json.loads(data.decode("utf-8", "replace"))
+    except json.JSONDecodeError as error:
+        return error.lineno, error.msg
+    except (ValueError, RecursionError):
+        pass
+    return 1, str(exc)
+
+
+def read_config_document(path: str | Path) -> dict[str, Any]:
+    """Parse a JSON config file (:func:`read_json_file`); errors name the file (and line for
+    syntax errors)."""
+    file = Path(path)
+    doc = read_json_file(file)
     if not isinstance(doc, dict):
         raise ConfigError(f"{file}: expected a JSON object, got {type(doc).__name__}")
     return doc
+
+
+def openclaw_plugin_config(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The plugin config keys of a parsed ``openclaw.json`` (``plugins.entries.lossless-claw.config``,
+    empty when absent); a part of that path that is not an object is a :class:`ConfigError`
+    naming it."""
+    entry: Any = doc
+    walked = []
+    for key in ("plugins", "entries", "lossless-claw", "config"):
+        walked.append(key)
+        entry = entry.get(key)
+        if entry is None:
+            return {}
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{'.'.join(walked)} must be an object, not {type(entry).__name__}")
+    return dict(entry)
 
 
 def load_config_file(path: str | Path, environ: Mapping[str, str] | None = None) -> LcmConfig:

@@ -17,14 +17,19 @@ class FileFingerprint:
 
 
 def fingerprint(path: str | os.PathLike[str], chunk: int = 1 << 20) -> FileFingerprint:
-    """sha256, size and mtime of a file, read in chunks (never the whole file in memory)."""
+    """sha256, size and mtime of a file, read in chunks (never the whole file in memory).
+
+    Of a file still being written, the bytes it holds when this starts (the load then reads up
+    to that size too: :mod:`lcm_lab.io.growing`)."""
     digest = hashlib.sha256()
     target = Path(path)
     with open(target, "rb") as handle:
-        while block := handle.read(chunk):
+        st = os.fstat(handle.fileno())
+        left = st.st_size
+        while left > 0 and (block := handle.read(min(chunk, left))):
             digest.update(block)
-    st = target.stat()
-    return FileFingerprint(str(target.resolve()), digest.hexdigest(), st.st_size, st.st_mtime)
+            left -= len(block)
+    return FileFingerprint(str(target.resolve()), digest.hexdigest(), st.st_size - left, st.st_mtime)
 
 
 def unchanged_since(fp: FileFingerprint, path: str | os.PathLike[str]) -> bool:

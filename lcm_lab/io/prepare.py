@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
+from lcm_lab.io.growing import reading_up_to
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.io.rows import Sink, Start, WriteCounts, build_rows
 
@@ -77,15 +79,16 @@ class Prepared(NamedTuple):
 def read_and_build(path: Path, read: Callable[[], Any] | None = None, *, spool: str | os.PathLike[str]) -> Prepared:
     """Read ``path`` (or call ``read``) and write the rows of every conversation under ``spool``."""
     fp = fingerprint(path)
-    if read is None:
-        from lcm_lab.io.transcripts import read_transcript
+    with reading_up_to(path, fp.size_bytes):  # a file still being written: the parent reads it again
+        if read is None:
+            from lcm_lab.io.transcripts import read_transcript
 
-        result = read_transcript(path, reread=True)
-    else:
-        result = read()
-    files: list[tuple[str, str, int]] = []
-    starts = [Start(cid=index) for index in range(len(result.conversations))]
-    counts = build_rows(result.conversations, starts, _spool_sink(spool, files), kind=result.kind, source_id=0)
+            result = read_transcript(path, reread=True)
+        else:
+            result = read()
+        files: list[tuple[str, str, int]] = []
+        starts = [Start(cid=index) for index in range(len(result.conversations))]
+        counts = build_rows(result.conversations, starts, _spool_sink(spool, files), kind=result.kind, source_id=0)
     if not unchanged_since(fp, path):
         raise RuntimeError(f"{path}: changed while it was read")  # the parent reads it again
     issues = tuple(str(issue) for issue in result.issues)
@@ -132,6 +135,24 @@ def _shifted(table: str, arrow: pa.Table, shifts: dict[str, int]) -> pa.Table:
     return arrow
 
 
+def worker_signals() -> None:
+    """Initializer of forked load workers. A worker inherits the CLI's SIGTERM handler, which
+    raises ``Terminated`` where the worker was: a pool stopping its workers printed a traceback
+    for each. SIGTERM is back to its default here (the worker ends quietly), and SIGINT ignored:
+    Ctrl-C is the parent's to handle, which stops the workers (:func:`stop_workers`)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the workers of ``pool`` at once and reap them (an interrupted load does not wait
+    for the files they are reading). Pending futures are failed by the pool itself."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()
+    pool.shutdown(wait=True)
+
+
 @contextmanager
 def forking() -> Iterator[None]:
     """Around the call that forks load workers. The parent's garbage (cycles the collector has
@@ -167,7 +188,8 @@ def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind
     with tempfile.TemporaryDirectory(prefix="lcm-lab-split-", ignore_cleanup_errors=True) as spool:
         _SPLIT = (item, start, kind, source_id, bounds, spool)
         try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=worker_signals)
+            with _stopped_on_interrupt(pool):
                 with forking():  # the workers are forked on the first submit and keep their copy
                     futures = [pool.submit(_build_part, k) for k in range(parts)]
                 _SPLIT = None
@@ -185,6 +207,16 @@ def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind
         finally:
             _SPLIT = None
     return total
+
+
+@contextmanager
+def _stopped_on_interrupt(pool: ProcessPoolExecutor) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _merge(total: WriteCounts, part: WriteCounts, *, first: bool) -> None:

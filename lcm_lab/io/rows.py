@@ -13,6 +13,7 @@ new entries, message seqs, events and QA items begin.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -25,8 +26,10 @@ from lcm_lab.engine.ingest.message import IngestResult, to_stored_message
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
+from lcm_lab.io.surrogates import escape_lone_in_json, lone_warning, storable
 
 FLUSH_ROWS = 20_000
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # ...or after about this much text, whichever comes first: rows of big messages would otherwise
 # hold hundreds of MB before 20,000 of them are buffered.
 FLUSH_BYTES = 32 << 20
@@ -58,8 +61,14 @@ def dumps(value: Any) -> str | None:
         return None
     try:
         return orjson.dumps(value, default=_fallback).decode()
-    except TypeError:  # keys that are not strings (the same text, written more slowly)
+    except TypeError:
+        pass
+    try:  # keys that are not strings (the same text, written more slowly)
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=_fallback).decode()
+    except TypeError:
+        # Lone surrogates (kept as their escape, lcm_lab.io.surrogates) and integers beyond 64
+        # bits, which JSON allows and orjson refuses: the standard library writes both exactly.
+        return escape_lone_in_json(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_fallback))
 
 
 def _fallback(value: Any) -> Any:
@@ -111,6 +120,10 @@ class _Buffers:
         self.rows: dict[str, list[dict[str, Any]]] = {}
         self.pending = 0
         self.pending_bytes = 0
+        # Lone surrogates replaced by U+FFFD in text columns (lcm_lab.io.surrogates).
+        self.replaced = 0
+        # "table.column" -> integers beyond 64 bits stored as NULL.
+        self.out_of_range: dict[str, int] = {}
 
     def add(self, table: str, row: dict[str, Any], size: int = 0) -> None:
         """Buffer ``row`` (``size``: about how many bytes of text it holds)."""
@@ -127,10 +140,36 @@ class _Buffers:
                 columns = {name: [row[name] for row in rows] for name in names}
             else:
                 columns = {name: [row.get(name) for row in rows] for name in names}
-            self.sink(table, _typed_json(table, pa.table(columns)))
+            try:
+                arrow = pa.table(columns)
+            except (UnicodeEncodeError, OverflowError):  # a lone surrogate; an integer beyond 64 bits
+                arrow = pa.table(self._storable(self._in_range(table, columns)))
+            self.sink(table, _typed_json(table, arrow))
         self.rows.clear()
         self.pending = 0
         self.pending_bytes = 0
+
+    def _in_range(self, table: str, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        """``columns`` with integers beyond 64 bits as NULL, counted per column in
+        :attr:`out_of_range`. The integer columns a reader fills are metadata it copied
+        (``tokensBefore``, timestamps): the entry is kept, and its raw JSON keeps the number."""
+        out = {}
+        for name, values in columns.items():
+            beyond = sum(1 for value in values if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX)
+            if beyond:
+                values = [None if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX else value
+                          for value in values]  # fmt: skip
+                key = f"{table}.{name}"
+                self.out_of_range[key] = self.out_of_range.get(key, 0) + beyond
+            out[name] = values
+        return out
+
+    def _storable(self, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        out = {}
+        for name, values in columns.items():
+            out[name], count = storable(values)
+            self.replaced += count
+        return out
 
 
 def _typed_json(table: str, arrow: pa.Table) -> pa.Table:
@@ -226,6 +265,11 @@ def build_rows(
             )
             counts.qa_items += 1
     buffers.flush()
+    if buffers.replaced:
+        counts.warnings.append(lone_warning(buffers.replaced))
+    for column, count in buffers.out_of_range.items():
+        counts.warnings.append(f"{count} value(s) of {column} beyond 64-bit integers stored as NULL "
+                               "(the entry is kept; its raw JSON keeps the number as JavaScript reads it)")
     return counts
 
 

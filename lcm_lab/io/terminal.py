@@ -10,8 +10,8 @@ holds. Everything ``lcm-lab`` prints passes through :class:`TerminalStreams` (in
 * C1 controls U+0080-U+009F (U+009B is a one-character CSI on many terminals, U+009D an OSC);
 * bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C)
   and the line/paragraph separators U+2028/U+2029;
-* lone surrogates U+D800-U+DFFF (a file name's undecodable byte 0x9b arrives as U+DC9B: raw,
-  it is an 8-bit CSI or makes the output invalid UTF-8).
+* lone surrogates U+D800-U+DFFF (a lone ``\ud800`` from a JSON file; a file name's undecodable
+  byte 0x9b arrives as U+DC9B): raw, UTF-8 cannot encode them, or the byte is an 8-bit CSI.
 
 The same wrapper redacts secrets (:func:`lcm_lab.io.redaction.redact`) in everything printed,
 stdout and stderr, ``--json`` included, and :func:`escaping_excepthook` sends tracebacks through
@@ -38,12 +38,13 @@ from typing import Any, TextIO
 
 from lcm_lab.io.redaction import redact
 
-_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff"
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
 
 
 def _pattern(keep: str) -> re.Pattern[str]:
     c0 = "".join(chr(c) for c in range(0x20) if chr(c) not in keep)
-    return re.compile(f"[{re.escape(c0)}\x7f-\x9f{_BIDI}]")
+    # Surrogate code points (a lone "\\ud800" in a transcript) cannot be written as UTF-8 at all.
+    return re.compile(f"[{re.escape(c0)}\x7f-\x9f{_BIDI}\ud800-\udfff]")
 
 
 _HUMAN = _pattern("\n\t")

@@ -36,10 +36,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from lcm_lab.errors import EnvironmentFaultError, StoreError, UserError
 from lcm_lab.io.file_kind import unreadable_reason
 from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
+from lcm_lab.io.growing import reading_up_to
 from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
-from lcm_lab.io.prepare import Prepared, forking, read_and_build
+from lcm_lab.io.prepare import Prepared, forking, read_and_build, stop_workers, worker_signals
 from lcm_lab.io.sqlite_read import (
     GZIP_MAGIC,
     SnapshotChanged,
@@ -340,11 +342,21 @@ def _load_transcript(
         rows.discard()  # unchanged, or this process works out what to append
     if earlier is not None:
         return _unchanged(lab, target, "transcript", earlier)
-    try:
-        result = read() if read is not None else _transcripts_module().read_transcript(target, reread=True)
-    except (OSError, ValueError) as exc:
-        return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
-    issues = [str(issue) for issue in result.issues]
+    # A file still being written is read up to the size fingerprinted (lcm_lab.io.growing).
+    with reading_up_to(target, fp.size_bytes) as bound:
+        try:
+            result = read() if read is not None else _transcripts_module().read_transcript(target, reread=True)
+        except (OSError, ValueError) as exc:
+            return _failed(lab, target, "transcript", str(exc) if str(target) in str(exc) else f"{target}: {exc}")
+        issues = [str(issue) for issue in result.issues]
+        grown = bound.warning(target)
+        if grown:
+            issues.append(grown)
+        return _store_transcript(lab, target, fp, result, issues, batch)
+
+
+def _store_transcript(lab: LabStore, target: Path, fp: FileFingerprint, result: Any, issues: list[str],
+                      batch: _RowBatch | None) -> SourceResult:  # fmt: skip
     with _undone_on_failure(lab), lab.transaction():
         source_id = add_source(lab, path=str(target), kind=result.kind, status=UNFINISHED,
                                loader_version=loader_version(), fp=fp)
@@ -473,9 +485,11 @@ def detect_kind(path: str | os.PathLike[str]) -> str | None:
     return kind if kind in _transcripts_module().TRANSCRIPT_KINDS else None
 
 
-def _walk(directory: Path) -> list[Path]:
+def _walk(directory: Path, unreadable: list[OSError] | None = None) -> list[Path]:
+    """The loadable files under ``directory``; a directory that cannot be listed is appended to
+    ``unreadable`` (before, it was passed over without a word)."""
     found = []
-    for root, dirs, files in os.walk(directory, followlinks=False):
+    for root, dirs, files in os.walk(directory, followlinks=False, onerror=None if unreadable is None else unreadable.append):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if name.startswith(".") or name.endswith(_SIDE_FILE_SUFFIXES):
@@ -533,7 +547,15 @@ def _jobs_for(argument: str | os.PathLike[str], store: LabStore) -> tuple[list[_
         return [_Job(target, str(argument), False)], []
     transcripts = _transcripts_module()
     if transcripts.detect_format(target) != transcripts.OPENCLAW_STATE_DIR:
-        return [_Job(p, str(argument), True) for p in _walk(target)], []
+        unreadable: list[OSError] = []
+        jobs = [_Job(p, str(argument), True) for p in _walk(target, unreadable)]
+        failed = [
+            _failed(store, Path(error.filename or target), None,
+                    f"{error.filename or target}: cannot read the directory ({error.strerror or error}); "
+                    "the files in it were not loaded")
+            for error in unreadable
+        ]  # fmt: skip
+        return jobs, failed
     scan = transcripts.scan_state_dir(target)
     failed = [_failed(store, Path(issue.path), None, str(issue)) for issue in scan.issues if issue.skipped]
     jobs = []
@@ -564,7 +586,13 @@ def load(
         jobs: list[_Job] = []
         results: list[SourceResult] = []
         for item in items:
-            found, failed = _jobs_for(item, lab)
+            try:
+                found, failed = _jobs_for(item, lab)
+            except (StoreError, EnvironmentFaultError):
+                raise
+            except UserError as exc:
+                text = str(exc)
+                found, failed = [], [_failed(lab, Path(item), None, text if str(item) in text else f"{item}: {text}")]
             jobs.extend(found)
             results.extend(_tag(r, str(item)) for r in failed)
         done: dict[int, SourceResult] = {}
@@ -585,20 +613,37 @@ def load(
                 if future is not None and not future.done():
                     batch.flush()  # store what is queued while the worker finishes this file
                 rows = _collect(future)
-                if rows is not None:  # a transcript a worker read: its rows may join the batch
-                    result = _load_transcript(lab, job.path, job.read, rows, batch, index)
-                else:
-                    batch.flush()  # loads below see every file before them stored
-                    if job.kind == "lcm_db":
-                        result = load_lcm_db(job.path, lab, backend=backend)
-                    elif job.read is not None:
-                        result = load_transcript(job.path, lab, read=job.read)
-                    else:
-                        result = load_file(job.path, lab, backend=backend, in_directory=job.in_directory)
+                result = _per_file(lab, job.path, partial(_load_job, lab, job, rows, batch, index, backend))
                 if result is not None:
                     deliver(index, result)
             batch.flush()
         return results + [done[index] for index in range(len(jobs))]
+
+
+def _load_job(lab: LabStore, job: _Job, rows: Prepared | None, batch: _RowBatch, index: int,
+              backend: str) -> SourceResult | None:  # fmt: skip
+    if rows is not None:  # a transcript a worker read: its rows may join the batch
+        return _load_transcript(lab, job.path, job.read, rows, batch, index)
+    batch.flush()  # loads below see every file before them stored
+    if job.kind == "lcm_db":
+        return load_lcm_db(job.path, lab, backend=backend)
+    if job.read is not None:
+        return load_transcript(job.path, lab, read=job.read)
+    return load_file(job.path, lab, backend=backend, in_directory=job.in_directory)
+
+
+def _per_file(lab: LabStore, path: Path, load_one: Callable[[], SourceResult | None]) -> SourceResult | None:
+    """``load_one()``, or a ``failed`` result for ``path`` when it raises a user error that is
+    the file's (the rest of a multi-file load goes on). The store's and the machine's faults
+    (:class:`StoreError`, :class:`EnvironmentFaultError`: a busy or read-only store, a full disk)
+    would fail every file after it too: they end the load as one line."""
+    try:
+        return load_one()
+    except (StoreError, EnvironmentFaultError):
+        raise
+    except UserError as exc:
+        text = str(exc)
+        return _failed(lab, path, None, text if str(path) in text else f"{path}: {text}")
 
 
 WORKERS_ENV = "LCM_LAB_LOAD_WORKERS"
@@ -662,7 +707,7 @@ def _is_transcript_job(job: _Job) -> bool:
         if job.read is not None:
             return True
         return not is_sqlite_file(job.path) and detect_kind(job.path) in _transcripts_module().TRANSCRIPT_KINDS
-    except OSError:
+    except (OSError, UserError):  # the serial path reports what is wrong with the file
         return False
 
 
@@ -684,11 +729,13 @@ class _Prefetcher:
         context = _worker_context()
         if len(self.eligible) >= 2 and context is not None:
             self.spool = tempfile.TemporaryDirectory(prefix="lcm-lab-load-", ignore_cleanup_errors=True)
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=context)
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=worker_signals)
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self.pool is not None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if self.pool is not None and kind is not None and not issubclass(kind, Exception):
+            stop_workers(self.pool)  # Ctrl-C, SIGTERM: the workers stop now, the parent reports it
+        elif self.pool is not None:
             for future in self.futures.values():
                 future.cancel()
             self.pool.shutdown(wait=True, cancel_futures=True)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from lcm_lab.errors import MemoryLimitError, NotFoundError, require_extra
+from lcm_lab.io.surrogates import has_lone, replace_lone
 from lcm_lab.store import opening
 from lcm_lab.store.opening import NO_DOWNLOADS, ReadOnlyStoreError, StoreBusyError, StoreLocked
 from lcm_lab.store.reads import StoreReads
@@ -167,6 +168,16 @@ def _memory_errors(store: LabStore) -> Iterator[None]:
         if isinstance(exc, duckdb.FatalException):
             store._invalidated = True
         raise memory_limit_error(exc, store._memory_limit) from exc
+
+
+def _storable_params(params: Sequence[Any] | dict[str, Any]) -> Sequence[Any] | dict[str, Any]:
+    if isinstance(params, dict):
+        if any(isinstance(value, str) and has_lone(value) for value in params.values()):
+            return {key: replace_lone(value)[0] if isinstance(value, str) else value for key, value in params.items()}
+        return params
+    if any(isinstance(value, str) and has_lone(value) for value in params):
+        return [replace_lone(value)[0] if isinstance(value, str) else value for value in params]
+    return params
 
 
 class _Connection:
@@ -392,8 +403,11 @@ class LabStore(StoreReads):
     # -- plumbing ----------------------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> Any:
-        """Run one statement on the store's connection."""
-        return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        """Run one statement on the store's connection (a lone surrogate in a text parameter,
+        which DuckDB cannot take, is passed as U+FFFD: :mod:`lcm_lab.io.surrogates`)."""
+        if params is None:
+            return self.con.execute(sql)
+        return self.con.execute(sql, _storable_params(params))
 
     def fetch_all(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         with self.hold():

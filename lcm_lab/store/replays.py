@@ -42,6 +42,7 @@ from lcm_lab.engine.types import (
     TurnRecord,
 )
 from lcm_lab.io.redaction import redact, redact_rows, secret_values
+from lcm_lab.io.surrogates import escape_lone_in_json
 from lcm_lab.store.core import LabStore
 from lcm_lab.strategies.base import MemoryItem, ModelCall, StrategyRun, StrategyTurn
 
@@ -175,6 +176,11 @@ def _item(kind: str, ref: int | str, items: dict[tuple[str, int | str], ContextI
     return found
 
 
+def _payload_bytes(text: str, secrets: Any) -> bytes:
+    # A lone surrogate (from a transcript's "\\ud800") is kept as its JSON escape: the same value.
+    return escape_lone_in_json(redact(text, secrets)).encode("utf-8")
+
+
 def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
     """The stored payload: the replay as JSON, secrets redacted (:mod:`lcm_lab.io.redaction`;
     the conversation's own messages stay in the messages table as loaded), compressed."""
@@ -191,9 +197,9 @@ def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
         pending.append(piece)
         size += len(piece)
         if size >= _PAYLOAD_STEP:
-            out.append(compressor.compress(redact("".join(pending), secrets).encode("utf-8")))
+            out.append(compressor.compress(_payload_bytes("".join(pending), secrets)))
             pending, size = [], 0
-    out.append(compressor.compress(redact("".join(pending), secrets).encode("utf-8")))
+    out.append(compressor.compress(_payload_bytes("".join(pending), secrets)))
     out.append(compressor.flush())
     return b"".join(out)
 

@@ -30,6 +30,7 @@ import orjson
 from lcm_lab.engine.js.depth import MAX_JSON_DEPTH, may_exceed, value_depth
 from lcm_lab.errors import BrokenGzipError, InputFileError, JsonTooDeepError, OptionError
 from lcm_lab.io.file_kind import special_file_reason
+from lcm_lab.io.growing import open_up_to
 from lcm_lab.io.model import LoadIssue
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -123,7 +124,7 @@ def open_file(path: str | Path) -> io.BufferedReader:
     special = special_file_reason(path)
     if special is not None:
         raise InputFileError(path, f"{special}; nothing read")
-    return Path(path).open("rb")
+    return open_up_to(path)  # a file still being written is read up to its size now (lcm_lab.io.growing)
 
 
 def is_gzip(path: str | Path) -> bool:

@@ -28,6 +28,21 @@ from lcm_lab.io.transcripts.pi import PiSessionParser
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+# An event's line (seq + 1) goes into the lab's INTEGER line columns (32 bits).
+_MAX_SEQ = (1 << 31) - 2
+
+
+def _line_of(seq: object) -> int | None:
+    """``seq + 1`` for a seq the lab can store as a line (an integer from 0 to :data:`_MAX_SEQ`),
+    else None: text (``'x0'``) ended the read with int()'s message, and a seq beyond 32 bits
+    ended the load in DuckDB (``ConversionException``)."""
+    if isinstance(seq, float) and seq.is_integer():
+        seq = int(seq)
+    if type(seq) is not int or not 0 <= seq <= _MAX_SEQ:
+        return None
+    return seq + 1
+
+
 @contextmanager
 def open_readonly(path: str | Path) -> Iterator[sqlite3.Connection]:
     """A connection to a side-effect-free snapshot of the file (even ``mode=ro`` would write the
@@ -103,7 +118,12 @@ def read_openclaw_sqlite(path: str | Path) -> TranscriptRead:
                     if parser is not None:
                         finish(parser)
                     parser = PiSessionParser(display, session, message_prefix=f"session {session}: ")
-                line = int(seq) + 1
+                line = _line_of(seq)
+                if line is None:
+                    issues.append(LoadIssue(display, None, f"session {session}: transcript_events.seq {seq!r} is not an "
+                                                           f"integer from 0 to {_MAX_SEQ}; that event was skipped"))
+                    skipped += 1
+                    continue
                 data = event_json.encode() if isinstance(event_json, str) else bytes(event_json or b"")
                 try:
                     value = parse_json_bytes(data)
