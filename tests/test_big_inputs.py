@@ -230,9 +230,17 @@ def test_a_load_killed_after_a_commit_point_is_cleaned_by_the_next_load(tmp_path
     script.write_text(_KILLED_LOAD)
     done = subprocess.run([sys.executable, str(script), str(path), str(db), str(killed_after)], capture_output=True)
     assert done.returncode == -9, done.stderr.decode()[-500:]
-    store = LabStore(db)
-    assert store.fetch_all("SELECT status FROM sources") == [("loading",)]
-    assert _counts(store)["messages"] > 0  # the killed load left committed rows
+    import duckdb
+
+    raw = duckdb.connect(str(db), read_only=True)
+    try:  # the killed load left committed rows, its source still "loading"
+        assert raw.execute("SELECT status FROM sources").fetchall() == [("loading",)]
+        assert raw.execute("SELECT count(*) FROM messages").fetchall()[0][0] > 0
+    finally:
+        raw.close()
+    store = LabStore(db)  # the first writable open removes them
+    assert store.fetch_all("SELECT status FROM sources") == [("failed",)]
+    assert _counts(store)["messages"] == 0
     (result,) = load(path, store, progress=False)
     assert result.status == "loaded" and result.messages == 400
     assert _counts(store)["messages"] == 400 and _counts(store)["conversations"] == 1
@@ -259,7 +267,7 @@ def test_a_killed_load_leaves_a_log_no_longer_than_the_load_checkpoint_threshold
     assert killed_log("1GB") > 1 << 20  # the steps alone never checkpoint: 60 of them pile up
     assert killed_log("256KB") < 2 * 256 * 1024  # bounded by the threshold (plus one step)
     store = LabStore(tmp_path / "lab-256KB.duckdb")
-    assert store.fetch_all("SELECT status FROM sources") == [("loading",)]
+    assert store.fetch_all("SELECT status FROM sources") == [("failed",)]  # the killed load's rows removed on open
     (result,) = load(path, store, progress=False)
     assert result.status == "loaded" and result.messages == 3000
 

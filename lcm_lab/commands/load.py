@@ -3,8 +3,9 @@
 Prints one row of counts per source (conversations, messages, summaries, context items, QA
 items, skipped lines, warnings); ``--json`` prints one JSON object per source per line instead.
 Sources are never modified; loading the same file again adds nothing (its row shows what the
-store holds). Exit status: 0 when every path loaded (possibly with warnings), 1 when some paths
-could not be loaded at all, 2 when none could (each failure is one line on stderr naming the file).
+store holds). Exit status: 0 when every file loaded (possibly with warnings), 1 when some paths
+could not be loaded at all or some files of a directory failed (the rest loaded), 2 when none
+could (each failure is one line on stderr naming the file).
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ def run(args: argparse.Namespace) -> int:
         reasons = [r.error for r in results if r.details.get("argument") == path and r.error]
         reason = reasons[0] if reasons else f"{path}: nothing loadable found"
         print(f"lcm-lab load: {' '.join(reason.split())}", file=sys.stderr)
-    if not bad:
-        return 0
-    return 2 if len(bad) == len(args.paths) else 1
+    if bad:
+        return 2 if len(bad) == len(args.paths) else 1
+    failed = [r for r in results if r.status == "failed"]
+    if failed:  # inside a directory: the rest loaded, but not everything asked for
+        print(f"lcm-lab load: {len(failed)} of {len(results)} sources failed to load (the failed rows above say why)",
+              file=sys.stderr)
+        return 1
+    return 0
