@@ -259,13 +259,8 @@ def import_lcm_db(
     come through DuckDB's SQLite scanner, else through the stdlib connection ``conn``.
     """
     backend = "scanner" if scanner_alias else "sqlite3"
-    at: list[str] = []
     try:
-        return _import(store, conn, schema, source_id, scanner_alias, at)
-    except _VALUE_FAULTS as exc:  # the same on either backend: not the scanner's fault
-        reason = str(exc).splitlines()[0]
-        raise DataError(f"{schema.path}: table {at[-1] if at else '?'} holds a value the lab cannot store ({reason}); "
-                        "lossless-claw does not write such rows, so the file was changed by something else") from exc
+        return _import(store, conn, schema, source_id, scanner_alias)
     except duckdb.Error as exc:
         if backend == "scanner":
             raise ScannerFailed(f"{schema.path}: SQLite scanner failed ({exc})") from exc
@@ -273,32 +268,43 @@ def import_lcm_db(
 
 
 # What a value out of the lab column's range or shape raises (an INT32 token count of 2**63 - 1,
-# a NULL seq, a repeated message id).
+# a NULL seq, a repeated message id): the same on either backend, so not the scanner's fault.
 _VALUE_FAULTS = (duckdb.ConversionException, duckdb.ConstraintException, duckdb.OutOfRangeException)
 
 
+def _import_table(
+    store: LabStore, conn: sqlite3.Connection, schema: LcmDbSchema, table: str, scanner_alias: str | None,
+    params: dict[str, int],
+) -> int:
+    """Rows of one table inserted (none where the file has no such table)."""
+    if table not in schema.tables:
+        return 0
+    if scanner_alias:
+        sql = _TRANSFORMS[table](f"({schema.select_sql(table, f'{scanner_alias}.{table}')})", params)
+        return _count(store.execute(sql).fetchone())
+    inserted = 0
+    for batch in iter_table_batches(conn, schema, table):
+        store.con.register(_BATCH, pa.Table.from_batches([batch]))
+        try:
+            inserted += _count(store.execute(_TRANSFORMS[table](_BATCH, params)).fetchone())
+        finally:
+            store.con.unregister(_BATCH)
+    return inserted
+
+
 def _import(
-    store: LabStore, conn: sqlite3.Connection, schema: LcmDbSchema, source_id: int, scanner_alias: str | None,
-    at: list[str],
+    store: LabStore, conn: sqlite3.Connection, schema: LcmDbSchema, source_id: int, scanner_alias: str | None
 ) -> LcmDbImport:
     params = {"source_id": source_id, "base": store.next_id("conversations", "conversation_id") - 1}
     result = LcmDbImport(backend="scanner" if scanner_alias else "sqlite3")
     for table in LCM_TABLES:
-        at.append(table)
-        lab_table = _LAB_TABLE.get(table, table)
-        inserted = 0
-        if table in schema.tables:
-            if scanner_alias:
-                sql = _TRANSFORMS[table](f"({schema.select_sql(table, f'{scanner_alias}.{table}')})", params)
-                inserted = _count(store.execute(sql).fetchone())
-            else:
-                for batch in iter_table_batches(conn, schema, table):
-                    store.con.register(_BATCH, pa.Table.from_batches([batch]))
-                    try:
-                        inserted += _count(store.execute(_TRANSFORMS[table](_BATCH, params)).fetchone())
-                    finally:
-                        store.con.unregister(_BATCH)
-        result.counts[lab_table] = inserted
+        try:
+            inserted = _import_table(store, conn, schema, table, scanner_alias, params)
+        except _VALUE_FAULTS as exc:
+            raise DataError(f"{schema.path}: table {table} holds a value the lab cannot store "
+                            f"({str(exc).splitlines()[0]}); lossless-claw does not write such rows, "
+                            "so the file was changed by something else") from exc  # fmt: skip
+        result.counts[_LAB_TABLE.get(table, table)] = inserted
         _after(store, table, params)
     # (after a failure the caller's rollback drops these temporary tables: dropping them here
     # in the failed transaction raised its own error over the first)
