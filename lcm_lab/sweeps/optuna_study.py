@@ -119,8 +119,6 @@ def _storage_faults(storage: str | None) -> Iterator[None]:
     file, a URL it cannot parse, a server that refuses) as one :class:`OutputError` naming the
     storage (its password, if the URL has one, left out); a driver not installed as a
     :class:`DependencyError`."""
-    from sqlalchemy.exc import SQLAlchemyError
-
     from lcm_lab.errors import DependencyError, OutputError
     from lcm_lab.summarizers.provider import display_url
 
@@ -129,7 +127,11 @@ def _storage_faults(storage: str | None) -> Iterator[None]:
     except ImportError as exc:  # Optuna's wording when the URL's database driver is not installed
         cause = f" ({exc.__cause__})" if exc.__cause__ else ""
         raise DependencyError(f"the Optuna storage {display_url(storage or '')} needs a database driver that is not installed{cause}") from exc
-    except SQLAlchemyError as exc:
+    except Exception as exc:
+        # SQLAlchemy's own errors, known by their module: the lab reaches SQLAlchemy only through
+        # Optuna, so it is not one of the lab's declared dependencies to import.
+        if not type(exc).__module__.startswith("sqlalchemy."):
+            raise
         reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
         raise OutputError(f"the Optuna storage {display_url(storage or '')} cannot be used: {reason}") from exc
 
