@@ -211,10 +211,16 @@ def nonempty(text: str) -> str:
 def existing_file(text: str) -> str:
     """argparse type: a path that exists and is a file (not a directory)."""
     path = Path(path_argument(text))
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file")
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    try:
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file")
+        if not path.exists():
+            raise argparse.ArgumentTypeError(f"{text}: no such file")
+    except OSError as exc:  # a name too long, a link loop: argparse would let it out as a traceback
+        fault = os_fault(exc)
+        if fault is None:
+            raise
+        raise argparse.ArgumentTypeError(str(fault)) from None
     return text
 
 

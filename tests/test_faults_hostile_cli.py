@@ -1,0 +1,72 @@
+"""Faults a hostile tester found in the CLI: paths the file system refuses, bad environment
+variables, damaged stores, closed standard streams, read commands on a missing store, outputs over
+the store's own files, bad option values, and the format of the one error line. Each case runs
+the real CLI in a child process (tests/faults.py) and checks: exit 2, one line on stderr that
+says what is wrong, and no traceback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+from faults import assert_one_line_error, run_lab
+
+from lcm_lab.cli import main
+
+TRANSCRIPT = FIXTURES / "reference-runs" / "inputs" / "golden-session.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store with one loaded conversation and one saved replay; returns (store, run id)."""
+    db = tmp_path_factory.mktemp("hostile") / "lab.duckdb"
+    assert main(["load", str(TRANSCRIPT), "--db", str(db)]) == 0
+    assert main(["replay", str(TRANSCRIPT), "--token-budget", "2000", "--summarizer", "stub-v1", "--db", str(db)]) == 0
+    from lcm_lab.store import LabStore
+    from lcm_lab.store.replays import latest_run_id
+
+    with LabStore(db) as store:
+        run_id = latest_run_id(store)
+        store.execute("CHECKPOINT")  # copies of the file alone hold everything
+    assert run_id
+    return db, run_id
+
+
+def _copy(filled: tuple[Path, str], directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "lab.duckdb"
+    shutil.copyfile(filled[0], target)
+    return target
+
+
+# -- 1. paths the file system refuses ------------------------------------------------------------
+
+LONG_PATH = "/tmp/x/" + "x" * 5000  # longer than PATH_MAX (4096)
+LONG_NAME = "y" * 300  # one name longer than NAME_MAX (255)
+
+
+@pytest.mark.parametrize("kind", ["path", "name"])
+def test_a_path_too_long_ends_in_one_line(tmp_path: Path, filled: tuple[Path, str], kind: str) -> None:
+    db = _copy(filled, tmp_path / "store")
+    bad = LONG_PATH if kind == "path" else str(tmp_path / LONG_NAME)
+    commands = [
+        ["load", bad, "--db", str(tmp_path / "new.duckdb")],
+        ["ledger", "--db", bad],
+        ["doctor", bad],
+        ["replay", bad],
+        ["export", filled[1], "--db", str(db), "-o", bad],
+        ["report", "--db", str(db), "-o", bad],
+        ["replay", str(TRANSCRIPT), "--token-budget", "2000", "--summarizer", "stub-v1", "--no-save",
+         "--db", str(db), "--trace-out", bad],
+    ]
+    for command in commands:
+        line = assert_one_line_error(run_lab(*command), f"lcm-lab {command[0]}", "too long", "use a shorter path")
+        assert len(line) < 600, (command, line)  # the path is shortened in the message
+
+
+def test_a_symbolic_link_loop_ends_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    assert_one_line_error(run_lab("ledger", "--db", str(tmp_path / "a")), "lcm-lab ledger", "symbolic links")
