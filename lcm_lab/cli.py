@@ -244,11 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Everything it prints has control characters escaped (:mod:`lcm_lab.io.terminal`): text
     from a user's files never reaches the terminal raw."""
-    from lcm_lab.io.terminal import TerminalStreams, escaping_excepthook
+    from lcm_lab.io.terminal import TerminalStreams, escaping_excepthook, reserve_standard_descriptors
 
     # A traceback is printed after the with block has put the raw streams back: the hook redacts
     # and escapes it too (it quotes file names and messages).
     sys.excepthook = escaping_excepthook
+    reserve_standard_descriptors()
     with TerminalStreams() as streams:
         return _main(argv, streams)
 

@@ -6,12 +6,14 @@ says what is wrong, and no traceback."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
-from faults import assert_one_line_error, run_lab
+from conftest import DATASETS, FIXTURES
+from faults import assert_one_line_error, child_env, lab_command, run_lab
 
 from lcm_lab.cli import main
 
@@ -70,3 +72,43 @@ def test_a_symbolic_link_loop_ends_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
     assert_one_line_error(run_lab("ledger", "--db", str(tmp_path / "a")), "lcm-lab ledger", "symbolic links")
+
+
+# -- 4. closed standard streams ------------------------------------------------------------------
+
+
+def _run_closed(fds: tuple[int, ...], *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with descriptors ``fds`` closed (as ``>&-`` / ``2>&-`` do); what is left is captured."""
+
+    def close() -> None:
+        for fd in fds:
+            os.close(fd)
+
+    return subprocess.run(lab_command(*args), capture_output=True, text=True, timeout=60, env=child_env(),
+                          preexec_fn=close)
+
+
+def test_a_closed_stdout_writes_nothing_and_keeps_the_exit_status(tmp_path: Path, filled: tuple[Path, str]) -> None:
+    db = _copy(filled, tmp_path / "store")
+    grep = _run_closed((1,), "grep", "the", "--db", str(db))
+    assert grep.returncode == 0 and grep.stderr.strip() == "", grep.stderr[-2000:]
+    for args in (["grep", "zzzz-not-there-zzzz"], ["describe", "sum_nothing"]):
+        closed, open_ = _run_closed((1,), *args, "--db", str(db)), run_lab(*args, "--db", str(db))
+        assert closed.returncode == open_.returncode and "Traceback" not in closed.stderr, closed.stderr[-2000:]
+    new = tmp_path / "new" / "lab.duckdb"
+    load = _run_closed((1,), "load", str(TRANSCRIPT), "--db", str(new))
+    assert load.returncode == 0 and "Traceback" not in load.stderr, load.stderr[-2000:]
+    doctor = _run_closed((1,), "doctor", str(DATASETS / "lcm-db" / "golden__G0-golden.db.gz"))
+    assert doctor.returncode in (0, 1) and "Traceback" not in doctor.stderr, doctor.stderr[-2000:]
+    # the store written with descriptor 1 closed is whole (nothing printed went into it)
+    from lcm_lab.store import LabStore
+
+    with LabStore(new, read_only=True) as store:
+        assert store.fetch_all("SELECT count(*) FROM messages")[0][0] == 26
+
+
+def test_a_user_error_with_stderr_closed_still_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "empty.duckdb").write_bytes(b"")
+    for fds in ((2,), (1, 2), (0, 1, 2)):
+        result = _run_closed(fds, "ledger", "--db", str(tmp_path / "empty.duckdb"))
+        assert result.returncode == 2, (fds, result.returncode)
