@@ -6,6 +6,7 @@ says what is wrong, and no traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -112,3 +113,27 @@ def test_a_user_error_with_stderr_closed_still_exits_2(tmp_path: Path) -> None:
     for fds in ((2,), (1, 2), (0, 1, 2)):
         result = _run_closed(fds, "ledger", "--db", str(tmp_path / "empty.duckdb"))
         assert result.returncode == 2, (fds, result.returncode)
+
+
+# -- 8. the one error line -----------------------------------------------------------------------
+
+
+def test_grep_and_describe_errors_use_the_commands_one_line_format(tmp_path: Path, filled: tuple[Path, str]) -> None:
+    db = _copy(filled, tmp_path / "store")
+    line = assert_one_line_error(run_lab("grep", "x", "--limit", "500", "--db", str(db)), "between 1 and 200")
+    assert line.startswith("lcm-lab grep: "), line
+    line = assert_one_line_error(run_lab("describe", "sum_no_such_summary", "--run", filled[1], "--db", str(db)))
+    assert line.startswith("lcm-lab describe: "), line
+    line = assert_one_line_error(run_lab("grep", "x", "--run", "run_nope", "--db", str(db)), "run_nope")
+    assert line.startswith("lcm-lab grep: "), line
+    # --json callers also get the error as JSON on stdout
+    result = run_lab("grep", "x", "--limit", "500", "--json", "--db", str(db))
+    assert_one_line_error(result, "lcm-lab grep: ")
+    assert "between 1 and 200" in json.loads(result.stdout)["error"]
+
+
+def test_replay_names_a_broken_lcm_db_once(tmp_path: Path) -> None:
+    truncated = tmp_path / "trunc.db.gz"
+    truncated.write_bytes((DATASETS / "lcm-db" / "golden__G0-golden.db.gz").read_bytes()[:3000])
+    line = assert_one_line_error(run_lab("replay", str(truncated), "--db", str(tmp_path / "lab.duckdb")), "broken gzip")
+    assert line.count(str(truncated)) == 1, line

@@ -103,7 +103,7 @@ class SourceResult:
     qa_items: int = 0
     skipped_lines: int = 0
     warnings: tuple[str, ...] = ()
-    error: str | None = None
+    error: str | None = None  # one line that starts with the file it is about
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
