@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import re
 import signal
 import sys
@@ -42,7 +41,7 @@ from lcm_lab.errors import UserError, os_fault
 
 # Listed in help order; any other module in lcm_lab/commands/ with a register() is added after them.
 COMMANDS = ("load", "replay", "prompts", "ledger", "doctor", "report", "demo")
-DEBUG_ENV = "LCM_LAB_DEBUG"
+DEBUG_ENV = "LCM_LAB_DEBUG"  # read by lcm_lab.io.env.flag
 USAGE_ERROR = 2
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 TERMINATED = 143  # 128 + SIGTERM
@@ -256,15 +255,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None, streams: Any) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    from lcm_lab.io import env
+
     # --debug is accepted anywhere on the line, not only before the command.
-    debug = "--debug" in arguments or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    debug = "--debug" in arguments or env.flag(DEBUG_ENV)
     parser = build_parser()
     args = parser.parse_args([a for a in arguments if a != "--debug"])
-    streams.json_stdout = bool(getattr(args, "json", False))
     prefix = f"{parser.prog} {args.command}"
+    streams.json_stdout = bool(getattr(args, "json", False))
     _SIGTERM_SEEN.clear()  # main() may run more than once in a process (tests, notebooks)
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     try:
+        env.check()  # a bad LCM_LAB_* value ends the command before it opens or creates anything
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
         if debug:

@@ -137,3 +137,54 @@ def test_replay_names_a_broken_lcm_db_once(tmp_path: Path) -> None:
     truncated.write_bytes((DATASETS / "lcm-db" / "golden__G0-golden.db.gz").read_bytes()[:3000])
     line = assert_one_line_error(run_lab("replay", str(truncated), "--db", str(tmp_path / "lab.duckdb")), "broken gzip")
     assert line.count(str(truncated)) == 1, line
+
+
+# -- 2. the lab's environment variables ----------------------------------------------------------
+
+BAD_ENVIRONMENT = [
+    ("LCM_LAB_MEMORY_LIMIT", "abc", "512MB"), ("LCM_LAB_MEMORY_LIMIT", "0", "512MB"),
+    ("LCM_LAB_MEMORY_LIMIT", "-1", "512MB"), ("LCM_LAB_MEMORY_LIMIT", "80%", "512MB"),
+    ("LCM_LAB_MEMORY_LIMIT", "99999999999999GB", "to 1PiB"), ("LCM_LAB_MEMORY_LIMIT", "10KB", "from 2MB"),
+    ("LCM_LAB_LOCK_TIMEOUT", "abc", "seconds"), ("LCM_LAB_LOCK_TIMEOUT", "-1", "seconds"),
+    ("LCM_LAB_LOCK_TIMEOUT", "nan", "seconds"), ("LCM_LAB_LOCK_TIMEOUT", "1e309", "seconds"),
+    ("LCM_LAB_IDLE_SECONDS", "abc", "seconds"), ("LCM_LAB_IDLE_SECONDS", "inf", "seconds"),
+    ("LCM_LAB_LOAD_WORKERS", "99999999999", "whole number from 1 to 64"), ("LCM_LAB_LOAD_WORKERS", "abc", "whole number"),
+    ("LCM_LAB_LOAD_WORKERS", "0", "whole number"), ("LCM_LAB_LOAD_WORKERS", "-1", "whole number"),
+    ("LCM_LAB_MAX_LINE_MB", "1e309", "megabytes"), ("LCM_LAB_MAX_LINE_MB", "0", "megabytes"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "accepted"), BAD_ENVIRONMENT)
+def test_a_bad_environment_variable_is_one_line_before_anything_is_created(
+    tmp_path: Path, name: str, value: str, accepted: str
+) -> None:
+    db = tmp_path / "new" / "lab.duckdb"
+    result = run_lab("load", str(TRANSCRIPT), str(TRANSCRIPT), "--db", str(db), **{name: value})
+    assert_one_line_error(result, "lcm-lab load: ", f"{name}={value!r}", accepted)
+    assert not (tmp_path / "new").exists()
+
+
+def test_bad_environment_values_are_option_errors_in_the_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lcm_lab.errors import OptionError
+    from lcm_lab.io.transcripts.jsonl import max_line_bytes
+    from lcm_lab.loading.dispatch import load_workers
+    from lcm_lab.store import LabStore
+
+    for name, value, _ in BAD_ENVIRONMENT:
+        monkeypatch.setenv(name, value)
+        with pytest.raises(OptionError, match=name):
+            if name == "LCM_LAB_LOAD_WORKERS":
+                load_workers(4)
+            elif name == "LCM_LAB_MAX_LINE_MB":
+                max_line_bytes()
+            else:
+                LabStore(tmp_path / "lab.duckdb")
+        monkeypatch.delenv(name)
+    assert not (tmp_path / "lab.duckdb").exists()
+    for name, value in (("LCM_LAB_MEMORY_LIMIT", "1.5GiB"), ("LCM_LAB_MEMORY_LIMIT", "2 MB"),
+                        ("LCM_LAB_LOCK_TIMEOUT", "0"), ("LCM_LAB_LOAD_WORKERS", "2"), ("LCM_LAB_MAX_LINE_MB", "0.5")):
+        monkeypatch.setenv(name, value)
+    assert load_workers(1) == 2 and max_line_bytes() == 1 << 19
+    with LabStore(tmp_path / "lab.duckdb") as store:
+        assert store.lock_timeout == 0
+        assert store.fetch_all("SELECT current_setting('memory_limit')")[0][0] == "1.9 MiB"
