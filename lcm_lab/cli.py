@@ -207,6 +207,19 @@ def nonempty(text: str) -> str:
     return text
 
 
+def positive_count(text: str) -> int:
+    """argparse type: a count ≥ 1 that is not a token budget (``--concurrency``, ``--last``).
+
+    >>> positive_count("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 0 is not a positive integer (expected a whole number ≥ 1)
+    """
+    digits = text.strip().replace("_", "")
+    if not digits.isdigit() or int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer (expected a whole number ≥ 1)")
+    return int(digits)
+
+
 def existing_file(text: str) -> str:
     """argparse type: a path that exists and is a file (not a directory)."""
     path = Path(path_argument(text))

@@ -188,3 +188,44 @@ def test_bad_environment_values_are_option_errors_in_the_library(tmp_path: Path,
     with LabStore(tmp_path / "lab.duckdb") as store:
         assert store.lock_timeout == 0
         assert store.fetch_all("SELECT current_setting('memory_limit')")[0][0] == "1.9 MiB"
+
+
+# -- 7. option values ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc"])
+def test_counts_must_be_positive(tmp_path: Path, filled: tuple[Path, str], value: str) -> None:
+    db = _copy(filled, tmp_path / "store")
+    for summarizer in ("litellm", "offline"):
+        result = run_lab("replay", str(TRANSCRIPT), "--summarizer", summarizer, "--model", "openai/gpt-4o-mini",
+                         "--concurrency", value, "--no-save", "--db", str(db), OPENAI_API_KEY="sk-test")
+        assert_one_line_error(result, "lcm-lab replay: ", "--concurrency", "positive integer")
+    assert_one_line_error(run_lab("ledger", "--last", value, "--db", str(db)), "lcm-lab ledger: ", "--last", "positive")
+
+
+@pytest.mark.parametrize("option", ["--since", "--before"])
+@pytest.mark.parametrize("value", ["garbage", "", "2025-13-45", "99999-01-01"])
+def test_grep_time_bounds_must_be_dates(tmp_path: Path, filled: tuple[Path, str], option: str, value: str) -> None:
+    db = _copy(filled, tmp_path / "store")
+    assert_one_line_error(run_lab("grep", "the", option, value, "--db", str(db)), "lcm-lab grep: ", option, "ISO 8601")
+
+
+def test_grep_time_bounds_in_the_library(tmp_path: Path, filled: tuple[Path, str]) -> None:
+    from lcm_lab.errors import OptionError
+    from lcm_lab.recall_tools import recall
+    from lcm_lab.store import LabStore
+
+    with LabStore(_copy(filled, tmp_path / "store")) as store:
+        rec = recall(filled[1], store)
+        with pytest.raises(OptionError, match="before '2025-13-45': month must be in 1..12"):
+            rec.grep("the", before="2025-13-45")
+        with pytest.raises(OptionError, match="invalid regex"):
+            rec.grep("(")
+
+
+@pytest.mark.parametrize(("pattern", "reason"), [("(", "missing )"), ("(a{1000}){1000}", "invalid repetition size")])
+def test_grep_an_invalid_regex_gives_the_engines_reason(tmp_path: Path, filled: tuple[Path, str], pattern: str,
+                                                        reason: str) -> None:
+    db = _copy(filled, tmp_path / "store")
+    result = run_lab("grep", "--mode", "regex", pattern, "--db", str(db))
+    assert_one_line_error(result, "lcm-lab grep: invalid regex", reason, "RE2")
