@@ -229,3 +229,38 @@ def test_grep_an_invalid_regex_gives_the_engines_reason(tmp_path: Path, filled: 
     db = _copy(filled, tmp_path / "store")
     result = run_lab("grep", "--mode", "regex", pattern, "--db", str(db))
     assert_one_line_error(result, "lcm-lab grep: invalid regex", reason, "RE2")
+
+
+# -- 5. reading commands never create a store ----------------------------------------------------
+
+READING_COMMANDS = [["ledger"], ["sweeps"], ["grep", "the"], ["describe", "sum_x"], ["recommend", "sweep_x"],
+                    ["drift", "--previous", "run_a", "--run", "run_b"]]
+
+
+def test_a_reading_command_on_a_mistyped_db_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "nonexist" / "a" / "b" / "lab.duckdb"
+    commands = [*READING_COMMANDS, ["report", "-o", str(tmp_path / "r.html")], ["export", "run_x", "-o", str(tmp_path / "x.db")]]
+    for command in commands:
+        assert_one_line_error(run_lab(*command, "--db", str(db)), f"lcm-lab {command[0]}: ", f"no lab store at {db}", "--db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    # a writing command still makes the store, directories included
+    assert run_lab("load", str(TRANSCRIPT), "--db", str(db)).returncode == 0 and db.is_file()
+
+
+def test_a_reading_command_on_a_fresh_default_home_says_what_to_do(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for command in READING_COMMANDS:
+        result = run_lab(*command, LCM_LAB_HOME=str(home))
+        assert_one_line_error(result, f"lcm-lab {command[0]}: ", f"no lab store yet at {home / 'lab.duckdb'}", "lcm-lab load")
+    assert not home.exists()
+
+
+def test_the_library_never_creates_a_store_for_reading(tmp_path: Path) -> None:
+    from lcm_lab.errors import NotFoundError
+    from lcm_lab.store import LabStore, open_store
+
+    for opening in (lambda: open_store(tmp_path / "d" / "lab.duckdb", reads_only=True),
+                    lambda: LabStore(tmp_path / "d" / "lab.duckdb", read_only=True)):
+        with pytest.raises(NotFoundError, match="no lab store at"):
+            opening()
+    assert not (tmp_path / "d").exists()

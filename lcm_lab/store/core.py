@@ -209,7 +209,7 @@ class LabStore(StoreReads):
     other file that is not a lab store is refused, a new store is built aside and linked into
     place. ``read_only=True`` opens the store for reading only (it must exist and be up to date);
     ``read_only=None`` (what the reading commands pass) opens it read-only when the file system
-    does not let the lab write it, and read-write otherwise.
+    does not let the lab write it, and read-write otherwise; like ``True``, it never creates a store.
 
     >>> store = LabStore(":memory:")
     >>> int(store.fetch_all("SELECT count(*) FROM conversations")[0][0])
@@ -232,8 +232,8 @@ class LabStore(StoreReads):
         kind = opening.inspect_store_file(self.path)
         self._created_with: list[str] = []
         if kind == "new":
-            if read_only:
-                raise NotFoundError(f"{self.path}: no lab store here; load something first (lcm-lab load PATH)")
+            if read_only is not False:  # a reading command never creates a store (nor its directories)
+                raise _no_store_here(self.path, default=path is None)
             self._created_with = opening.create_store(self.path, opening.build_new)
         elif kind == "duckdb":
             opening.remove_stale_builds(Path(self.path))
@@ -542,6 +542,15 @@ class LabStore(StoreReads):
         return f"LabStore({self.path!r})"
 
 
+def _no_store_here(path: str, *, default: bool) -> NotFoundError:
+    if default:
+        return NotFoundError(
+            f"no lab store yet at {path} (the default: ${HOME_ENV}/{STORE_FILE}, else ./.lcm_lab/{STORE_FILE}); "
+            f"run `lcm-lab load PATH` first, or name an existing store with --db"
+        )
+    return NotFoundError(f"no lab store at {path}; check --db, or run `lcm-lab load PATH --db {path}` to make one")
+
+
 def _writable(path: str) -> bool:
     """Whether the lab may write the store file and create its log beside it."""
     return os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
@@ -549,5 +558,6 @@ def _writable(path: str) -> bool:
 
 def open_store(db: str | os.PathLike[str] | None = None, *, reads_only: bool = False) -> LabStore:
     """The store a CLI command's ``--db`` names (default location when ``None``). A command that
-    only reads passes ``reads_only=True``: a store on a read-only mount still serves it."""
+    only reads passes ``reads_only=True``: a store on a read-only mount still serves it, and a
+    path with no store is a :class:`NotFoundError` (nothing is created there)."""
     return LabStore(db, read_only=None if reads_only else False)
