@@ -264,3 +264,38 @@ def test_the_library_never_creates_a_store_for_reading(tmp_path: Path) -> None:
         with pytest.raises(NotFoundError, match="no lab store at"):
             opening()
     assert not (tmp_path / "d").exists()
+
+
+# -- 6. outputs over the store's own files ---------------------------------------------------------
+
+STORE_FILE_NAMES = ["lab.duckdb", "lab.duckdb.wal", "lab.duckdb.pre-migration", "lab.duckdb.wal.unreplayable-20250101T000000",
+                    ".lab.duckdb.creating-12345"]
+
+
+@pytest.mark.parametrize("name", STORE_FILE_NAMES)
+def test_outputs_never_land_on_the_stores_files(tmp_path: Path, filled: tuple[Path, str], name: str) -> None:
+    db = _copy(filled, tmp_path / "store")
+    before = {p.name: p.read_bytes() for p in db.parent.iterdir()}
+    out = str(db.parent / name)
+    for command in (["export", filled[1], "-o", out], ["report", "-o", out],
+                    ["replay", str(TRANSCRIPT), "--token-budget", "2000", "--summarizer", "stub-v1", "--no-save",
+                     "--trace-out", out]):
+        assert_one_line_error(run_lab(*command, "--db", str(db)), f"lcm-lab {command[0]}: ", name, "store")
+    assert {p.name: p.read_bytes() for p in db.parent.iterdir()} == before
+    assert run_lab("ledger", "--db", str(db)).returncode == 0  # the store still opens, as it was
+
+
+def test_export_through_a_regular_file(tmp_path: Path, filled: tuple[Path, str]) -> None:
+    db = _copy(filled, tmp_path / "store")
+    (tmp_path / "file").write_text("mine\n")
+    for out in (tmp_path / "file" / "x.db", tmp_path / "file" / "deeper" / "x.db"):
+        for command in (["export", filled[1], "-o", str(out)], ["report", "-o", str(out)]):
+            assert_one_line_error(run_lab(*command, "--db", str(db)), f"lcm-lab {command[0]}: ", "is a file, not a directory")
+    assert (tmp_path / "file").read_text() == "mine\n"
+
+
+def test_export_json_errors_also_end_in_the_one_line(tmp_path: Path, filled: tuple[Path, str]) -> None:
+    db = _copy(filled, tmp_path / "store")
+    result = run_lab("export", filled[1], "-o", str(db), "--json", "--db", str(db))
+    assert_one_line_error(result, "lcm-lab export: ", "DuckDB database")
+    assert "DuckDB database" in json.loads(result.stdout)["error"]

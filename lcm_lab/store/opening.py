@@ -39,14 +39,15 @@ from typing import Any, Literal
 import duckdb
 
 from lcm_lab.errors import EnvironmentFaultError, StoreError
+from lcm_lab.io import store_files
 from lcm_lab.store import migrations
 
 MEMORY = ":memory:"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file (after an 8-byte checksum)
+DUCKDB_MAGIC = store_files.DUCKDB_MAGIC
 NO_DOWNLOADS: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-SAFE_COPY_SUFFIX = ".pre-migration"
-_CREATING = ".creating-"
+SAFE_COPY_SUFFIX = store_files.SAFE_COPY_SUFFIX
+_CREATING = store_files.CREATING
 
 StoreFileKind = Literal["memory", "new", "duckdb"]
 
@@ -219,7 +220,7 @@ def recover_unreplayable_wal(path: str) -> None:
     """Put the pre-migration copy back if there is one, set the log aside, and say so on stderr."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
     wal = Path(path + ".wal")
-    aside = Path(f"{path}.wal.unreplayable-{stamp}")
+    aside = Path(f"{path}{store_files.UNREPLAYABLE}{stamp}")
     copy = Path(path + SAFE_COPY_SUFFIX)
     if wal.exists():
         os.replace(wal, aside)
