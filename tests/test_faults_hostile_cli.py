@@ -299,3 +299,39 @@ def test_export_json_errors_also_end_in_the_one_line(tmp_path: Path, filled: tup
     result = run_lab("export", filled[1], "-o", str(db), "--json", "--db", str(db))
     assert_one_line_error(result, "lcm-lab export: ", "DuckDB database")
     assert "DuckDB database" in json.loads(result.stdout)["error"]
+
+
+# -- 3. a damaged store --------------------------------------------------------------------------
+
+
+def _damage(filled: tuple[Path, str], directory: Path, *statements: str, params: list[object] | None = None) -> Path:
+    """A copy of the filled store with ``statements`` run on it by DuckDB directly."""
+    import duckdb
+
+    db = _copy(filled, directory)
+    con = duckdb.connect(str(db))
+    for statement in statements:
+        con.execute(statement, params or [])
+    con.execute("CHECKPOINT")
+    con.close()
+    return db
+
+
+def test_the_list_of_lab_tables_is_what_the_migrations_build() -> None:
+    from lcm_lab.store import LabStore
+    from lcm_lab.store.opening import LAB_TABLES
+
+    with LabStore(":memory:") as store:
+        names = {r[0] for r in store.fetch_all("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'")}
+    assert names == LAB_TABLES
+
+
+@pytest.mark.parametrize("table", ["messages", "replays", "summaries", "sources", "recall_docs", "llm_calls", "sweeps"])
+def test_a_store_missing_a_lab_table_is_damaged(tmp_path: Path, filled: tuple[Path, str], table: str) -> None:
+    db = _damage(filled, tmp_path / "store", f"DROP TABLE {table}")
+    commands = [["grep", "the"], ["describe", "sum_x"], ["load", str(TRANSCRIPT)], ["report", "-o", str(tmp_path / "r.html")],
+                ["export", filled[1], "-o", str(tmp_path / "x.db")], ["ledger"], ["sweeps"]]
+    for command in commands:
+        assert_one_line_error(run_lab(*command, "--db", str(db)), f"lcm-lab {command[0]}: ", "damaged",
+                              f"table {table} is missing", "restore a backup")
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "x.db").exists()

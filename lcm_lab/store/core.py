@@ -337,7 +337,14 @@ class LabStore(StoreReads):
                 with _memory_errors(self):  # a small LCM_LAB_MEMORY_LIMIT can fail the open itself
                     self._raw = self._open()
                     if not self.applied_migrations_known:
-                        self.applied_migrations = self._created_with + self._migrate(self._raw)
+                        migrated = self._created_with + self._migrate(self._raw)
+                        try:
+                            opening.require_complete(self._raw, self.path)
+                        except opening.DamagedStoreError:
+                            self._raw.close()
+                            self._raw = None
+                            raise
+                        self.applied_migrations = migrated
                         install_token_macro(self._raw)
                         if not self.read_only:
                             self._purge_dead_loads()
