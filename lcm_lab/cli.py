@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import re
 import signal
 import sys
@@ -152,8 +153,28 @@ def print_rows(args: argparse.Namespace, rows: Sequence[dict[str, Any]], columns
 
 
 def print_json(value: Any) -> None:
-    """One JSON object on stdout (a single result)."""
-    print(json.dumps(value, ensure_ascii=False, default=str))
+    """One JSON object on stdout (a single result). NaN and infinities, which JSON has no words
+    for (``json.dumps`` would write ``NaN``, which parsers refuse), are written as ``null``.
+
+    >>> print_json({"ms": float("inf"), "xs": [1.5, float("nan")]})
+    {"ms": null, "xs": [1.5, null]}
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(value), ensure_ascii=False, default=str, allow_nan=False)
+    print(text)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite replaced by None (in dicts, lists and tuples)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def print_json_lines(values: Iterable[Any]) -> None:

@@ -335,3 +335,66 @@ def test_a_store_missing_a_lab_table_is_damaged(tmp_path: Path, filled: tuple[Pa
         assert_one_line_error(run_lab(*command, "--db", str(db)), f"lcm-lab {command[0]}: ", "damaged",
                               f"table {table} is missing", "restore a backup")
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "x.db").exists()
+
+
+def test_a_replay_payload_that_is_not_one_is_damaged(tmp_path: Path, filled: tuple[Path, str]) -> None:
+    db = _damage(filled, tmp_path / "store", "UPDATE replays SET payload = ?", params=[b"\x00garbage, not zlib"])
+    for command in (["report", "-o", str(tmp_path / "r.html")], ["export", filled[1], "-o", str(tmp_path / "x.db")]):
+        assert_one_line_error(run_lab(*command, "--db", str(db)), f"lcm-lab {command[0]}: ", "damaged",
+                              f"run {filled[1]}'s payload", "cannot be read")
+    import zlib
+
+    db = _damage(filled, tmp_path / "json", "UPDATE replays SET payload = ?", params=[zlib.compress(b"[1, 2]")])
+    assert_one_line_error(run_lab("export", filled[1], "-o", str(tmp_path / "x.db"), "--db", str(db)),
+                          "damaged", f"run {filled[1]}'s payload is not a replay")
+
+
+def test_non_finite_call_numbers_read_as_unknown(tmp_path: Path, filled: tuple[Path, str]) -> None:
+    from lcm_lab.store import LabStore
+    from lcm_lab.store.ledger import Ledger, LedgerEntry
+
+    db = _copy(filled, tmp_path / "store")
+    with LabStore(db) as store:
+        for key in ("k1", "k2"):
+            Ledger(store).record(LedgerEntry(purpose="judge", summarizer="t", model="m", cache_key=key, response_text="r",
+                                             latency_ms=12.0, cost_usd=0.001))
+        store.execute("UPDATE llm_calls SET latency_ms = 'inf'::DOUBLE, cost_usd = 'nan'::DOUBLE WHERE cache_key = 'k1'")
+        store.execute("CHECKPOINT")
+    table = run_lab("ledger", "--db", str(db))
+    assert table.returncode == 0 and "Traceback" not in table.stderr, table.stderr[-2000:]
+    assert "2 calls" in table.stdout and "$0.0010" in table.stdout
+    as_json = run_lab("ledger", "--json", "--db", str(db))
+    assert as_json.returncode == 0, as_json.stderr[-2000:]
+    calls = [json.loads(line) for line in as_json.stdout.splitlines()]  # valid JSON: no NaN or Infinity
+    assert "NaN" not in as_json.stdout and "Infinity" not in as_json.stdout
+    assert [(c["latency_ms"], c["cost_usd"]) for c in calls] == [(None, None), (12.0, 0.001)]
+    assert_one_line_error(run_lab("ledger", "--last", "0", "--db", str(db)), "--last")
+
+
+def _with_sweep(filled: tuple[Path, str], directory: Path, spec: str, stats: str) -> Path:
+    from lcm_lab.store import LabStore
+    from lcm_lab.store.sweeps import register_sweep, set_sweep_status
+
+    db = _copy(filled, directory)
+    with LabStore(db) as store:
+        register_sweep(store, "sweep_x", "x", {"space": {}, "objectives": []})
+        set_sweep_status(store, "sweep_x", "done", {"calls_made": 1})
+        store.execute("UPDATE sweeps SET spec = ?, stats = ?", [spec, stats])
+        store.execute("CHECKPOINT")
+    return db
+
+
+@pytest.mark.parametrize(("spec", "stats", "column", "held"), [
+    ('{"space": {}, "objectives": []}', "null", "stats", "holds null"),
+    ('{"space": {}, "objectives": []}', "[1, 2]", "stats", "holds a JSON list"),
+    ("[1, 2]", "{}", "spec", "holds a JSON list"),
+])
+def test_sweep_columns_of_the_wrong_shape_are_damaged(tmp_path: Path, filled: tuple[Path, str], spec: str, stats: str,
+                                                      column: str, held: str) -> None:
+    db = _with_sweep(filled, tmp_path / "store", spec, stats)
+    commands = [["report", "--sweep", "sweep_x", "-o", str(tmp_path / "r.html")]]
+    if column == "stats":
+        commands.append(["sweeps"])
+    for command in commands:
+        assert_one_line_error(run_lab(*command, "--db", str(db)), f"lcm-lab {command[0]}: ", "damaged",
+                              f"sweep sweep_x's {column} {held}")
