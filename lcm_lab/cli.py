@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
+import math
 import re
 import signal
 import sys
@@ -42,7 +42,7 @@ from lcm_lab.errors import UserError, os_fault
 
 # Listed in help order; any other module in lcm_lab/commands/ with a register() is added after them.
 COMMANDS = ("load", "replay", "prompts", "ledger", "doctor", "report", "demo")
-DEBUG_ENV = "LCM_LAB_DEBUG"
+DEBUG_ENV = "LCM_LAB_DEBUG"  # read by lcm_lab.io.env.flag
 USAGE_ERROR = 2
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 TERMINATED = 143  # 128 + SIGTERM
@@ -153,8 +153,28 @@ def print_rows(args: argparse.Namespace, rows: Sequence[dict[str, Any]], columns
 
 
 def print_json(value: Any) -> None:
-    """One JSON object on stdout (a single result)."""
-    print(json.dumps(value, ensure_ascii=False, default=str))
+    """One JSON object on stdout (a single result). NaN and infinities, which JSON has no words
+    for (``json.dumps`` would write ``NaN``, which parsers refuse), are written as ``null``.
+
+    >>> print_json({"ms": float("inf"), "xs": [1.5, float("nan")]})
+    {"ms": null, "xs": [1.5, null]}
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(value), ensure_ascii=False, default=str, allow_nan=False)
+    print(text)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite replaced by None (in dicts, lists and tuples)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def print_json_lines(values: Iterable[Any]) -> None:
@@ -208,13 +228,32 @@ def nonempty(text: str) -> str:
     return text
 
 
+def positive_count(text: str) -> int:
+    """argparse type: a count ≥ 1 that is not a token budget (``--concurrency``, ``--last``).
+
+    >>> positive_count("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 0 is not a positive integer (expected a whole number ≥ 1)
+    """
+    digits = text.strip().replace("_", "")
+    if not digits.isdigit() or int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer (expected a whole number ≥ 1)")
+    return int(digits)
+
+
 def existing_file(text: str) -> str:
     """argparse type: a path that exists and is a file (not a directory)."""
     path = Path(path_argument(text))
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file")
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    try:
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file")
+        if not path.exists():
+            raise argparse.ArgumentTypeError(f"{text}: no such file")
+    except OSError as exc:  # a name too long, a link loop: argparse would let it out as a traceback
+        fault = os_fault(exc)
+        if fault is None:
+            raise
+        raise argparse.ArgumentTypeError(str(fault)) from None
     return text
 
 
@@ -238,26 +277,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Everything it prints has control characters escaped (:mod:`lcm_lab.io.terminal`): text
     from a user's files never reaches the terminal raw."""
-    from lcm_lab.io.terminal import TerminalStreams, escaping_excepthook
+    from lcm_lab.io.terminal import TerminalStreams, escaping_excepthook, reserve_standard_descriptors
 
     # A traceback is printed after the with block has put the raw streams back: the hook redacts
     # and escapes it too (it quotes file names and messages).
     sys.excepthook = escaping_excepthook
+    reserve_standard_descriptors()
     with TerminalStreams() as streams:
         return _main(argv, streams)
 
 
 def _main(argv: Sequence[str] | None, streams: Any) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    from lcm_lab.io import env
+
     # --debug is accepted anywhere on the line, not only before the command.
-    debug = "--debug" in arguments or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    debug = "--debug" in arguments or env.flag(DEBUG_ENV)
     parser = build_parser()
     args = parser.parse_args([a for a in arguments if a != "--debug"])
-    streams.json_stdout = bool(getattr(args, "json", False))
     prefix = f"{parser.prog} {args.command}"
+    streams.json_stdout = bool(getattr(args, "json", False))
     _SIGTERM_SEEN.clear()  # main() may run more than once in a process (tests, notebooks)
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     try:
+        env.check()  # a bad LCM_LAB_* value ends the command before it opens or creates anything
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
         if debug:

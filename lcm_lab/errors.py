@@ -134,7 +134,12 @@ def os_fault(exc: OSError) -> UserError | None:
     """
     import errno
 
-    where = f"{exc.filename}: " if exc.filename else ""
+    where = f"{shown_path(exc.filename)}: " if exc.filename else ""
+    if exc.errno == errno.ENAMETOOLONG:
+        return InputError(f"{where}the path or one of its names is too long for the file system "
+                          f"(at most 255 bytes a name, 4096 a path); use a shorter path")
+    if exc.errno == errno.ELOOP:
+        return InputError(f"{where}too many levels of symbolic links (a link loop?); point at the file itself")
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return EnvironmentFaultError(f"{where}disk full (no space left on device); free space and run the command again")
     if exc.errno == errno.EROFS:
@@ -149,7 +154,28 @@ def os_fault(exc: OSError) -> UserError | None:
         return InputError(f"{where}is a directory; expected a file")
     if exc.errno == errno.ENOTDIR:
         return InputError(f"{where}a part of this path is a file, not a directory")
+    if exc.errno == errno.EEXIST:
+        return OutputError(f"{where}already exists (a file where a directory or a new file was wanted); "
+                           f"choose another path or move it aside")
+    if exc.errno == errno.ENXIO:
+        return InputError(f"{where}no such device or address (a FIFO with no reader, or a device that is gone)")
+    if exc.errno == errno.EINVAL:
+        return InputError(f"{where}the file system does not accept this path (invalid argument)")
     return None
+
+
+def shown_path(path: object, limit: int = 160) -> str:
+    """A path as an error message shows it: as given, or, when longer than ``limit`` characters,
+    its start and end around the number of characters left out (a message stays readable).
+
+    >>> shown_path("/tmp/" + "x" * 300)
+    '/tmp/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…[217 characters]…xxxxxxxx'
+    """
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    if len(text) <= limit:
+        return text
+    head, tail = limit - 80, 8
+    return f"{text[:head]}…[{len(text) - head - tail} characters]…{text[-tail:]}"
 
 
 MAIN_GUARD_FIX = "put the sweep call under if __name__ == '__main__':"

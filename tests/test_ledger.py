@@ -184,6 +184,7 @@ def test_replays_through_litellm_are_recorded_and_rerun_from_the_cache(fake: Fak
 
 
 def test_ledger_cli_on_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    LabStore(tmp_path / "empty.duckdb").close()  # a store with no calls (ledger itself never creates one)
     assert main(["ledger", "--db", str(tmp_path / "empty.duckdb")]) == 0
     assert "no model calls recorded" in capsys.readouterr().out
 

@@ -66,6 +66,9 @@ def test_report_command_uses_the_latest_replay_in_the_store(tmp_path: Path, caps
 
     db = tmp_path / "lab.duckdb"
     assert main(["report", "--db", str(db), "-o", str(tmp_path / "none.html")]) == 2
+    assert "no lab store at" in capsys.readouterr().err and not db.exists()  # a report never creates a store
+    open_store(db).close()
+    assert main(["report", "--db", str(db), "-o", str(tmp_path / "none.html")]) == 2
     assert "no replays yet" in capsys.readouterr().err
     with open_store(db) as store:
         run_id = save_replay(store, planted_replay())

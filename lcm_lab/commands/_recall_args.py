@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -46,17 +45,16 @@ def open_recall(store: LabStore, args: argparse.Namespace) -> tuple[Recall, dict
 
 
 def run_recall_command(args: argparse.Namespace, body: Callable[[Recall, dict[str, Any]], int]) -> int:
-    """Open the store, scope the recall, run ``body``; user errors become a message and exit code 2."""
+    """Open the store, scope the recall, run ``body``. A user error ends the command as in every
+    other one (one line on stderr from :func:`lcm_lab.cli.main`, exit 2); ``--json`` callers also
+    get it as ``{"error": ...}`` on stdout."""
     from lcm_lab.store import open_store
 
     try:
         with open_store(args.db, reads_only=True) as store:
             rec, scope = open_recall(store, args)
             return body(rec, scope)
-    except UserError as exc:  # --json callers get the error as JSON on stdout too
-        message = str(exc)
+    except UserError as exc:
         if getattr(args, "json", False):
-            print(json.dumps({"error": message}))
-        else:
-            print(f"error: {message}", file=sys.stderr)
-        return 2
+            print(json.dumps({"error": str(exc)}))
+        raise

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.cli import path_argument
+from lcm_lab.cli import path_argument, positive_count
 from lcm_lab.errors import UserError
 from lcm_lab.summarizers import DEFAULT_SUMMARIZER, SUMMARIZER_NAMES, SummarizerConfigError, get_summarizer
 
@@ -23,7 +23,7 @@ def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"who writes the summaries (default: {DEFAULT_SUMMARIZER})")
     group.add_argument("--model", default=None, help="litellm model, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3")
     group.add_argument("--api-base", default=None, metavar="URL", type=api_base_url, help="OpenAI-compatible endpoint (litellm api_base)")
-    group.add_argument("--concurrency", type=int, default=16, metavar="N", help="model calls in flight at once (default 16)")
+    group.add_argument("--concurrency", type=positive_count, default=16, metavar="N", help="model calls in flight at once (default 16)")
     group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
                        help="ledger cache mode for model calls (default readwrite)")
     group.add_argument("--prompts", default=None, type=path_argument, metavar="DIR", help="prompt template directory (lcm-tui export layout)")

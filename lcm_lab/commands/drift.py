@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.store import open_store
     from lcm_lab.store.scores import read_scores
 
-    store = open_store(args.db)
+    store = open_store(args.db, reads_only=True)
     try:
         previous = read_scores(store, [args.previous], scope="run")
         current = read_scores(store, [args.run], scope="run")

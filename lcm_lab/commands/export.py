@@ -36,11 +36,10 @@ def run(args: argparse.Namespace) -> int:
         with open_store(args.db, reads_only=True) as store:
             replay = load_replay(store, args.run_id)
         result = export_lcm_db(replay, args.output)
-    except UserError as exc:  # --json callers get the error as JSON on stdout too
-        if not args.json:
-            raise
-        print(json.dumps({"error": str(exc)}))
-        return 2
+    except UserError as exc:  # --json callers get the error as JSON on stdout too; the CLI prints its line
+        if args.json:
+            print(json.dumps({"error": str(exc)}))
+        raise
     counts = {k: v for k, v in result._asdict().items() if k not in ("path", "schema")}
     if args.json:
         print(json.dumps({"path": str(result.path), "schema": result.schema, **counts}))

@@ -15,6 +15,18 @@ from lcm_lab.cli import print_rows
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
 
 
+def _iso_time(text: str) -> str:
+    """argparse type for ``--since``/``--before``: a date or time the search accepts (kept as given)."""
+    from lcm_lab.errors import OptionError
+    from lcm_lab.store.recall_index import timestamp
+
+    try:
+        timestamp(text, "value")
+    except OptionError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("value ")) from None
+    return text
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "grep", help="search messages, summaries and large files (lcm_grep)",
@@ -25,8 +37,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--mode", choices=("regex", "full_text"), default="regex")
     parser.add_argument("--scope", choices=("both", "messages", "summaries", "files"), default="both")
     parser.add_argument("--sort", choices=("recency", "relevance", "hybrid"), default="recency")
-    parser.add_argument("--since", default=None, metavar="ISO", help="only matches created at or after")
-    parser.add_argument("--before", default=None, metavar="ISO", help="only matches created before")
+    parser.add_argument("--since", type=_iso_time, default=None, metavar="ISO", help="only matches created at or after")
+    parser.add_argument("--before", type=_iso_time, default=None, metavar="ISO", help="only matches created before")
     parser.add_argument("--limit", type=int, default=50, help="1-200 (default 50)")
     parser.set_defaults(func=run)
 

@@ -144,7 +144,7 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
     if is_db:
         result = load_lcm_db(path, store)
         if not result.ok:
-            raise InputError(f"{path}: {result.error}")
+            raise InputError(result.error or f"{path}: not loaded")  # the load's error names the file
         from lcm_lab.store.sources import source_conversations
 
         rows = every = source_conversations(store, result.source_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from lcm_lab.cli import add_db_argument, add_list_arguments, print_json_lines, print_rows
@@ -17,10 +16,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: Any) -> int:
     from lcm_lab.store import open_store
+    from lcm_lab.store.stored import stored_json
     from lcm_lab.store.sweeps import sweeps_df
 
     frame = sweeps_df(open_store(args.db, reads_only=True))
-    rows = [{**row, "stats": json.loads(row["stats"])} for row in frame.to_dict("records")]
+    rows = [{**row, "stats": stored_json(row["stats"], f"sweep {row['sweep_id']}'s stats")} for row in frame.to_dict("records")]
     if args.json:
         print_json_lines(rows)
         return 0

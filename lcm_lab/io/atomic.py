@@ -17,12 +17,19 @@ from pathlib import Path
 
 from lcm_lab.errors import OutputError
 from lcm_lab.io.file_kind import kind_name
+from lcm_lab.io.store_files import lab_store_for
 
 
 def check_output_path(path: str | os.PathLike[str]) -> Path:
     """``path`` as a target :func:`write_text_atomic` may replace, or an :class:`OutputError`
-    saying what is there instead."""
+    saying what is there instead. A lab store (any DuckDB database) and the files beside a store
+    that are the lab's (``<store>.wal``, ``<store>.pre-migration``, ...) are refused too, even when
+    they do not exist yet: the next open of the store would read or delete them."""
     target = Path(path)
+    if (store := lab_store_for(target)) is not None:
+        what = "a DuckDB database (a lab store?)" if store == target else f"a file of the lab store {store}"
+        raise OutputError(f"{target}: {what}; the lab never writes its outputs over a store's files "
+                          "— choose another path")  # fmt: skip
     try:
         mode = os.lstat(target).st_mode
     except FileNotFoundError:

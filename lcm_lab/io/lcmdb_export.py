@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from lcm_lab.errors import EnvironmentFaultError, OutputError
 from lcm_lab.io import lcmdb_schema, lcmdb_schema_v1
+from lcm_lab.io.atomic import check_output_path
 from lcm_lab.io.redaction import redact, secret_values
 
 if TYPE_CHECKING:
@@ -211,6 +212,7 @@ def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
     target = Path(path).expanduser()
     if target.is_symlink():
         raise ExportExistsError(f"{target} is a symbolic link; the lab never writes through links — choose another -o path")
+    check_output_path(target)  # a store's files, a path through a file, a directory, a FIFO ...
     if target.exists():
         raise ExportExistsError(f"{target} exists; the lab never overwrites files — choose another -o path or remove it yourself")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -116,6 +116,45 @@ class _EscapingStream:
         return getattr(self._stream, name)
 
 
+class _Discard:
+    """Where text goes when the process has no such stream (started with ``>&-`` or ``2>&-``:
+    Python then sets ``sys.stdout``/``sys.stderr`` to None): it is dropped, so a command still
+    runs to its end and keeps its exit status."""
+
+    closed = False
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("no such stream: the process was started with it closed")
+
+
+def reserve_standard_descriptors() -> None:
+    """Put the null device on descriptors 0-2 where they are closed.
+
+    A process started with ``>&-`` has no descriptor 1, so the next file it opens (the lab store,
+    an export) gets it, and anything that writes to descriptor 1 below Python (DuckDB, a forked
+    worker, a C library's warning) would write into that file. Python already set the stream
+    itself to None; :class:`TerminalStreams` makes it a sink."""
+    import os
+
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:  # a lower one was closed too and took it: the loop reaches this one next
+                os.dup2(opened, fd)
+                os.close(opened)
+
+
 class TerminalStreams:
     """Context manager: ``sys.stdout`` and ``sys.stderr`` escape control characters while it is
     active (set :attr:`json_stdout` when stdout carries JSON); the original streams come back after."""
@@ -135,9 +174,9 @@ class TerminalStreams:
 
     def __enter__(self) -> TerminalStreams:
         self._saved = (sys.stdout, sys.stderr)
-        self._stdout = _EscapingStream(sys.stdout, terminal_text)
+        self._stdout = _EscapingStream(sys.stdout or _Discard(), terminal_text)  # type: ignore[arg-type]
         sys.stdout = self._stdout
-        sys.stderr = _EscapingStream(sys.stderr, terminal_text, progress=True)
+        sys.stderr = _EscapingStream(sys.stderr or _Discard(), terminal_text, progress=True)  # type: ignore[arg-type]
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
@@ -162,5 +201,5 @@ def escaping_excepthook(kind: type[BaseException], value: BaseException, tb: Tra
     try:
         sys.stderr.write(traceback_text(kind, value, tb))
         sys.stderr.flush()
-    except (OSError, ValueError):  # stderr closed: nothing left to show
+    except (OSError, ValueError, AttributeError):  # stderr closed (or None: started with 2>&-): nothing to show
         pass

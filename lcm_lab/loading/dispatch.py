@@ -37,6 +37,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from lcm_lab.errors import EnvironmentFaultError, StoreError, UserError
+from lcm_lab.io import env
 from lcm_lab.io.file_kind import unreadable_reason
 from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
 from lcm_lab.io.growing import reading_up_to
@@ -103,7 +104,7 @@ class SourceResult:
     qa_items: int = 0
     skipped_lines: int = 0
     warnings: tuple[str, ...] = ()
-    error: str | None = None
+    error: str | None = None  # one line that starts with the file it is about
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -646,7 +647,7 @@ def _per_file(lab: LabStore, path: Path, load_one: Callable[[], SourceResult | N
         return _failed(lab, path, None, text if str(path) in text else f"{path}: {text}")
 
 
-WORKERS_ENV = "LCM_LAB_LOAD_WORKERS"
+WORKERS_ENV = env.LOAD_WORKERS
 
 
 def load_workers(jobs: int) -> int:
@@ -657,20 +658,15 @@ def load_workers(jobs: int) -> int:
     whose CPUs are already busy (load average ≥ CPUs): workers shorten the wall time only with
     idle CPUs, and they cost extra CPU (a second read of each file, sending projections back).
     """
-    configured = os.environ.get(WORKERS_ENV, "").strip()
-    if configured:
-        try:
-            return max(1, int(configured))
-        except ValueError:
-            return 1
+    if (configured := env.load_workers()) is not None:
+        return configured
     return _idle_workers() if jobs >= 2 else 1
 
 
 def split_workers() -> int:
     """Worker processes that project one big session in parts (:func:`load_workers`' rule, for a
     single file: ``LCM_LAB_LOAD_WORKERS``, else one per idle CPU up to 2)."""
-    configured = os.environ.get(WORKERS_ENV, "").strip()
-    return load_workers(2) if configured else _idle_workers()
+    return load_workers(2) if env.load_workers() is not None else _idle_workers()
 
 
 def _idle_workers() -> int:

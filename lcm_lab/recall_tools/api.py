@@ -253,7 +253,8 @@ class Recall:
             raise OptionError(f"sort must be 'recency', 'relevance' or 'hybrid', not {sort!r}")
         if not 1 <= int(limit) <= MAX_LIMIT:
             raise OptionError(f"limit must be between 1 and {MAX_LIMIT} (got {limit})")
-        if since and before and ix._timestamp(since) >= ix._timestamp(before):  # type: ignore[operator]
+        since_at, before_at = ix.timestamp(since, "since"), ix.timestamp(before, "before")
+        if since_at is not None and before_at is not None and since_at >= before_at:
             raise OptionError("`since` must be earlier than `before`")
         targets = self.targets(conversation_id, all_conversations)
         terms: Sequence[str] = ()

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from lcm_lab.errors import MemoryLimitError, NotFoundError, require_extra
+from lcm_lab.io import env
 from lcm_lab.io.surrogates import has_lone, replace_lone
 from lcm_lab.store import opening
 from lcm_lab.store.opening import NO_DOWNLOADS, ReadOnlyStoreError, StoreBusyError, StoreLocked
@@ -39,9 +40,9 @@ if TYPE_CHECKING:
     import polars as pl
 
 MEMORY = ":memory:"
-HOME_ENV = "LCM_LAB_HOME"
+HOME_ENV = env.HOME
 STORE_FILE = "lab.duckdb"
-MEMORY_LIMIT_ENV = "LCM_LAB_MEMORY_LIMIT"
+MEMORY_LIMIT_ENV = env.MEMORY_LIMIT
 # DuckDB's buffer pool during bulk loads: loads stream, so a small pool keeps peak memory flat
 # as inputs grow (measured: no slowdown at 200 MB of JSONL or 500k lcm.db messages).
 LOAD_MEMORY_LIMIT = "256MB"
@@ -53,12 +54,12 @@ _LOAD_CHECKPOINT_THRESHOLD = "512MB"
 # DuckDB's default. One big commit (an lcm.db import) passes it, and DuckDB then writes the rows
 # straight to the database file instead of copying them to the log first (measured: 10% faster).
 BIG_COMMIT_CHECKPOINT_THRESHOLD = "16MB"
-IDLE_ENV = "LCM_LAB_IDLE_SECONDS"
-LOCK_TIMEOUT_ENV = "LCM_LAB_LOCK_TIMEOUT"
+IDLE_ENV = env.IDLE_SECONDS
+LOCK_TIMEOUT_ENV = env.LOCK_TIMEOUT
 # A kernel gives the file back a quarter second after its last operation (a burst of calls
 # keeps one connection); another process waits up to 30 s for it before saying who holds it.
-DEFAULT_IDLE_SECONDS = 0.25
-DEFAULT_LOCK_TIMEOUT = 30.0
+DEFAULT_IDLE_SECONDS = env.DEFAULT_IDLE_SECONDS  # 0.25
+DEFAULT_LOCK_TIMEOUT = env.DEFAULT_LOCK_TIMEOUT  # 30.0
 
 # Idle-release threads are daemons; one closing a DuckDB connection while the interpreter tears
 # DuckDB down aborts the process (seen as exit -6). At exit they are told to stop and joined first.
@@ -75,7 +76,7 @@ def _stop_reapers() -> None:
 
 def default_store_path() -> Path:
     """``$LCM_LAB_HOME/lab.duckdb`` if set, else ``./.lcm_lab/lab.duckdb``."""
-    home = os.environ.get(HOME_ENV)
+    home = env.text(HOME_ENV)
     base = Path(home).expanduser() if home else Path.cwd() / ".lcm_lab"
     return base / STORE_FILE
 
@@ -124,19 +125,11 @@ def lock_holder(message: str) -> str:
     return f"PID {pid.group(1)} ({cmdline or described})"
 
 
-def _float_env(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError(f"environment variable {name}: invalid value {raw!r}; expected a number of seconds") from None
-
-
 def _is_out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, duckdb.OutOfMemoryException):
         return True
+    if isinstance(exc, duckdb.TransactionException):  # a commit that could not get a block
+        return "could not allocate" in str(exc) or "Out of Memory" in str(exc)
     # An out-of-memory error during a rollback invalidates the database: it arrives as a fatal error.
     return isinstance(exc, duckdb.FatalException) and ("Out of Memory" in str(exc) or "failed to pin block" in str(exc))
 
@@ -149,7 +142,7 @@ def memory_limit_error(exc: BaseException, limit: str | None) -> MemoryLimitErro
     """
     first = next((line for line in str(exc).splitlines() if "Out of Memory" in line or "pin block" in line), "")
     detail = first.split("Error: ", 1)[-1].strip().rstrip(".")[:160]
-    cap = os.environ.get(MEMORY_LIMIT_ENV) or limit
+    cap = env.text(MEMORY_LIMIT_ENV) or limit
     cap_text = f"DuckDB may use {cap} here" if cap else "DuckDB may use its default share of the RAM"
     return MemoryLimitError(
         f"the lab store ran out of memory: {cap_text} ({MEMORY_LIMIT_ENV}); set {MEMORY_LIMIT_ENV} higher "
@@ -162,7 +155,7 @@ def _memory_errors(store: LabStore) -> Iterator[None]:
     """Turn DuckDB's out-of-memory errors into :class:`MemoryLimitError` (a one-line user error)."""
     try:
         yield
-    except (duckdb.OutOfMemoryException, duckdb.FatalException) as exc:
+    except (duckdb.OutOfMemoryException, duckdb.FatalException, duckdb.TransactionException) as exc:
         if not _is_out_of_memory(exc):
             raise
         if isinstance(exc, duckdb.FatalException):
@@ -216,7 +209,7 @@ class LabStore(StoreReads):
     other file that is not a lab store is refused, a new store is built aside and linked into
     place. ``read_only=True`` opens the store for reading only (it must exist and be up to date);
     ``read_only=None`` (what the reading commands pass) opens it read-only when the file system
-    does not let the lab write it, and read-write otherwise.
+    does not let the lab write it, and read-write otherwise; like ``True``, it never creates a store.
 
     >>> store = LabStore(":memory:")
     >>> int(store.fetch_all("SELECT count(*) FROM conversations")[0][0])
@@ -232,19 +225,21 @@ class LabStore(StoreReads):
         read_only: bool | None = False,
     ) -> None:
         self.path = resolve_store_path(path)
+        # The environment is checked before anything is opened or created (a typo is one line).
+        self._user_memory_limit = env.memory_limit()
+        self.idle_seconds = env.idle_seconds() if idle_seconds is None else idle_seconds
+        self.lock_timeout = env.lock_timeout() if lock_timeout is None else lock_timeout
         kind = opening.inspect_store_file(self.path)
         self._created_with: list[str] = []
         if kind == "new":
-            if read_only:
-                raise NotFoundError(f"{self.path}: no lab store here; load something first (lcm-lab load PATH)")
+            if read_only is not False:  # a reading command never creates a store (nor its directories)
+                raise _no_store_here(self.path, default=path is None)
             self._created_with = opening.create_store(self.path, opening.build_new)
         elif kind == "duckdb":
             opening.remove_stale_builds(Path(self.path))
         if read_only is None:
             read_only = kind != "memory" and not _writable(self.path)
         self.read_only = bool(read_only) and kind != "memory"
-        self.idle_seconds = _float_env(IDLE_ENV, DEFAULT_IDLE_SECONDS) if idle_seconds is None else idle_seconds
-        self.lock_timeout = _float_env(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT) if lock_timeout is None else lock_timeout
         self._lock = threading.RLock()
         self._raw: duckdb.DuckDBPyConnection | None = None
         self._pins = 0
@@ -292,7 +287,7 @@ class LabStore(StoreReads):
                     told = True
                 time.sleep(delay)
                 delay = min(delay * 2, 0.25)
-        if limit := os.environ.get(MEMORY_LIMIT_ENV):
+        if limit := self._user_memory_limit:
             # Caps DuckDB's buffer pool so big loads spill to disk instead of growing RSS.
             raw.execute("SET memory_limit = ?", [limit])
         if self.applied_migrations_known:
@@ -339,12 +334,20 @@ class LabStore(StoreReads):
             if self._closed:
                 raise RuntimeError(f"{self!r} is closed; open a new LabStore")
             if self._raw is None:
-                self._raw = self._open()
-                if not self.applied_migrations_known:
-                    self.applied_migrations = self._created_with + self._migrate(self._raw)
-                    install_token_macro(self._raw)
-                    if not self.read_only:
-                        self._purge_dead_loads()
+                with _memory_errors(self):  # a small LCM_LAB_MEMORY_LIMIT can fail the open itself
+                    self._raw = self._open()
+                    if not self.applied_migrations_known:
+                        migrated = self._created_with + self._migrate(self._raw)
+                        try:
+                            opening.require_complete(self._raw, self.path)
+                        except opening.DamagedStoreError:
+                            self._raw.close()
+                            self._raw = None
+                            raise
+                        self.applied_migrations = migrated
+                        install_token_macro(self._raw)
+                        if not self.read_only:
+                            self._purge_dead_loads()
                 self._start_reaper()
             self._pins += 1
             raw = self._raw
@@ -486,7 +489,7 @@ class LabStore(StoreReads):
                     yield self
                     return
                 with ExitStack() as settings:
-                    if not os.environ.get(MEMORY_LIMIT_ENV):
+                    if not self._user_memory_limit:
                         settings.enter_context(self.setting("memory_limit", limit))
                         self._memory_limit = limit
                         settings.callback(setattr, self, "_memory_limit", None)
@@ -546,6 +549,15 @@ class LabStore(StoreReads):
         return f"LabStore({self.path!r})"
 
 
+def _no_store_here(path: str, *, default: bool) -> NotFoundError:
+    if default:
+        return NotFoundError(
+            f"no lab store yet at {path} (the default: ${HOME_ENV}/{STORE_FILE}, else ./.lcm_lab/{STORE_FILE}); "
+            f"run `lcm-lab load PATH` first, or name an existing store with --db"
+        )
+    return NotFoundError(f"no lab store at {path}; check --db, or run `lcm-lab load PATH --db {path}` to make one")
+
+
 def _writable(path: str) -> bool:
     """Whether the lab may write the store file and create its log beside it."""
     return os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
@@ -553,5 +565,6 @@ def _writable(path: str) -> bool:
 
 def open_store(db: str | os.PathLike[str] | None = None, *, reads_only: bool = False) -> LabStore:
     """The store a CLI command's ``--db`` names (default location when ``None``). A command that
-    only reads passes ``reads_only=True``: a store on a read-only mount still serves it."""
+    only reads passes ``reads_only=True``: a store on a read-only mount still serves it, and a
+    path with no store is a :class:`NotFoundError` (nothing is created there)."""
     return LabStore(db, read_only=None if reads_only else False)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import uuid
 import weakref
@@ -156,8 +157,8 @@ SELECT count(*) AS calls,
        count(*) FILTER (WHERE error_class IS NOT NULL) AS errors,
        coalesce(sum(input_tokens) FILTER (WHERE NOT cache_hit), 0) AS input_tokens,
        coalesce(sum(output_tokens) FILTER (WHERE NOT cache_hit), 0) AS output_tokens,
-       coalesce(sum(cost_usd) FILTER (WHERE NOT cache_hit), 0) AS cost_usd,
-       coalesce(sum(latency_ms) FILTER (WHERE NOT cache_hit), 0) AS latency_ms
+       coalesce(sum(cost_usd) FILTER (WHERE NOT cache_hit AND isfinite(cost_usd)), 0) AS cost_usd,
+       coalesce(sum(latency_ms) FILTER (WHERE NOT cache_hit AND isfinite(latency_ms)), 0) AS latency_ms
 FROM llm_calls {where}
 """
 
@@ -265,7 +266,10 @@ class Ledger:
             cursor = cur.execute(_LIST.format(where=where), params)
             names = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
-        return [dict(zip(names, row, strict=True)) for row in rows]
+        # The lab records finite numbers only: NaN or infinity in a row (a store edited by hand)
+        # reads as unknown, so tables, sums and JSON output stay valid.
+        return [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in zip(names, row, strict=True)}
+                for row in rows]
 
     def totals(self, run_id: str | None = None) -> dict[str, Any]:
         """Counts, tokens, cost and latency (cache hits count as calls but cost nothing)."""

@@ -39,14 +39,15 @@ from typing import Any, Literal
 import duckdb
 
 from lcm_lab.errors import EnvironmentFaultError, StoreError
+from lcm_lab.io import store_files
 from lcm_lab.store import migrations
 
 MEMORY = ":memory:"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file (after an 8-byte checksum)
+DUCKDB_MAGIC = store_files.DUCKDB_MAGIC
 NO_DOWNLOADS: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-SAFE_COPY_SUFFIX = ".pre-migration"
-_CREATING = ".creating-"
+SAFE_COPY_SUFFIX = store_files.SAFE_COPY_SUFFIX
+_CREATING = store_files.CREATING
 
 StoreFileKind = Literal["memory", "new", "duckdb"]
 
@@ -180,6 +181,35 @@ def require_lab_tables(raw: duckdb.DuckDBPyConnection, path: str, *, allow_empty
         )
 
 
+# Every table of a store migrated to the newest schema (tests/test_faults_hostile_cli.py checks
+# this list against a store the migrations build).
+LAB_TABLES = frozenset({
+    "context_items", "conversation_transcript_epochs", "conversations", "entries", "large_files", "llm_calls",
+    "message_parts", "message_transcript_anchor_trust", "messages", "pending_compaction_batches",
+    "pending_summary_node_children", "pending_summary_node_messages", "pending_summary_nodes", "qa_items", "raw_lines",
+    "recall_docs", "recall_edges", "recall_fts_state", "recall_targets", "recorded_events", "replay_calls", "replay_sent",
+    "replay_summaries", "replay_summary_sources", "replay_turns", "replays", "run_edits", "schema_migrations", "scores",
+    "sources", "strategy_turns", "summaries", "summary_messages", "summary_sources", "sweep_configs", "sweep_runs",
+    "sweeps", "turn_advancements",
+})  # fmt: skip
+
+
+def require_complete(raw: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Refuse a migrated store that lacks one of the lab's tables (dropped by hand, or a damaged
+    file): every command would fail on it later with DuckDB's catalog error."""
+    names = {row[0] for row in raw.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
+        " AND NOT temporary"
+    ).fetchall()}
+    if missing := sorted(LAB_TABLES - names):
+        tables = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DamagedStoreError(
+            f"{path}: the lab store is damaged: table{'s' if len(missing) > 1 else ''} {tables} "
+            f"{'are' if len(missing) > 1 else 'is'} missing; restore a backup, or move the file aside and load "
+            f"your data again into a new store"
+        )
+
+
 def open_existing(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Connect to an existing store file, recovering once from a log DuckDB cannot replay."""
     if not read_only and Path(path + ".wal").exists():
@@ -219,7 +249,7 @@ def recover_unreplayable_wal(path: str) -> None:
     """Put the pre-migration copy back if there is one, set the log aside, and say so on stderr."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
     wal = Path(path + ".wal")
-    aside = Path(f"{path}.wal.unreplayable-{stamp}")
+    aside = Path(f"{path}{store_files.UNREPLAYABLE}{stamp}")
     copy = Path(path + SAFE_COPY_SUFFIX)
     if wal.exists():
         os.replace(wal, aside)

@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from lcm_lab.errors import UnknownNameError
+from lcm_lab.errors import OptionError, UnknownNameError
 from lcm_lab.io.data_paths import NOT_ON_DISK, payload_dir, resolve_data_path
 from lcm_lab.store.core import LabStore, extension_path
 
@@ -317,11 +317,28 @@ def ensure_fts(store: LabStore) -> None:
         store.execute("INSERT INTO recall_fts_state VALUES (?, ?)", [count, max_key])
 
 
-def _timestamp(value: str | dt.datetime | None) -> dt.datetime | None:
+TIME_FORMS = "an ISO 8601 date or time, e.g. 2025-06-01, 2025-06-01T12:30 or 2025-06-01T12:30:00Z"
+
+
+def timestamp(value: str | dt.datetime | None, name: str = "since") -> dt.datetime | None:
+    """A ``since``/``before`` bound as naive UTC; :class:`OptionError` naming ``name`` when it is
+    not a date or time.
+
+    >>> timestamp("2025-06-01T12:30:00Z")
+    datetime.datetime(2025, 6, 1, 12, 30)
+    >>> timestamp("2025-13-45", "before")
+    Traceback (most recent call last):
+    lcm_lab.errors.OptionError: before '2025-13-45': month must be in 1..12; expected an ISO 8601 date or time, e.g. 2025-06-01, 2025-06-01T12:30 or 2025-06-01T12:30:00Z
+    """
     if value is None or isinstance(value, dt.datetime):
         return value
-    parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    try:
+        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        reason = "not a date or time" if str(exc).startswith("Invalid isoformat") else str(exc)
+        raise OptionError(f"{name} {value!r}: {reason}; expected {TIME_FORMS}") from None
     return parsed.astimezone(dt.UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+
 
 
 def search(
@@ -357,10 +374,10 @@ def search(
         params += list(targets)
     if since is not None:
         where.append("created_ts >= ?")
-        params.append(_timestamp(since))
+        params.append(timestamp(since, "since"))
     if before is not None:
         where.append("created_ts < ?")
-        params.append(_timestamp(before))
+        params.append(timestamp(before, "before"))
     for pattern in phrase_patterns:
         where.append("regexp_matches(content, ?)")
         params.append(pattern)
@@ -411,7 +428,8 @@ def search(
     except duckdb.InvalidInputException as exc:
         if regex is None:
             raise
-        raise ValueError(f"invalid regex {regex!r} (RE2 syntax): {str(exc).splitlines()[0]}") from exc
+        reason = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
+        raise OptionError(f"invalid regex {regex!r}: {reason} (RE2 syntax, see https://github.com/google/re2/wiki/Syntax)") from None
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     return rows, int(rows[0]["total"]) if rows else 0

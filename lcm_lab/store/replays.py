@@ -44,6 +44,8 @@ from lcm_lab.engine.types import (
 from lcm_lab.io.redaction import redact, redact_rows, secret_values
 from lcm_lab.io.surrogates import escape_lone_in_json
 from lcm_lab.store.core import LabStore
+from lcm_lab.store.opening import DamagedStoreError
+from lcm_lab.store.stored import stored_json, stored_payload
 from lcm_lab.strategies.base import MemoryItem, ModelCall, StrategyRun, StrategyTurn
 
 _TYPE_KEY = "__lcm_lab_type__"
@@ -207,12 +209,14 @@ def replay_to_bytes(replay: Replay | StrategyRun) -> bytes:
 _PAYLOAD_STEP = 1 << 20  # characters of JSON text encoded per step of replay_to_bytes
 
 
-def replay_from_bytes(payload: bytes) -> Replay | StrategyRun:
-    replay = _decode(json.loads(zlib.decompress(payload).decode("utf-8")), {})
+def replay_from_bytes(payload: bytes, what: str = "a stored replay") -> Replay | StrategyRun:
+    """The run in a stored payload; a :class:`DamagedStoreError` naming ``what`` (the run) when the
+    bytes are not a replay the lab wrote (:mod:`lcm_lab.store.stored`)."""
+    replay = _decode(stored_payload(payload, what), {})
     if isinstance(replay, StrategyRun):
         return dataclasses.replace(replay, memories=tuple(tuple(m) for m in replay.memories))
     if not isinstance(replay, Replay):
-        raise ValueError("stored payload is not a replay")
+        raise DamagedStoreError(f"the lab store is damaged: {what} is not a replay; delete it from the store or restore a backup")
     return replay
 
 
@@ -470,7 +474,7 @@ def load_strategy_run(store: LabStore, run_id: str) -> StrategyRun:
     if isinstance(loaded, StrategyRun):
         return loaded
     params = store.fetch_all("SELECT strategy_params FROM replays WHERE run_id = ?", [run_id])[0][0]
-    return from_replay(loaded, json.loads(params) if params else None)
+    return from_replay(loaded, stored_json(params, f"run {run_id}'s strategy_params", object) if params else None)
 
 
 def load_replay(store: LabStore, run_id: str) -> Replay | StrategyRun:
@@ -479,7 +483,7 @@ def load_replay(store: LabStore, run_id: str) -> Replay | StrategyRun:
     if not rows:
         known = ", ".join(r[0] for r in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at DESC LIMIT 5"))
         raise UnknownNameError(f"no replay {run_id!r} in {store.path}" + (f" (recent: {known})" if known else " (the store has no replays yet)"))
-    return replay_from_bytes(bytes(rows[0][0]))
+    return replay_from_bytes(rows[0][0], f"run {run_id}'s payload")
 
 
 def latest_run_id(store: LabStore) -> str | None:

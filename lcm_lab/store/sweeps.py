@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.errors import UnknownNameError
+from lcm_lab.store.stored import stored_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,8 +101,8 @@ def sweep_row(store: LabStore, sweep_id: str) -> dict[str, Any]:
         hint = f"; known: {', '.join(known)}" if known else "; no sweeps in this store yet (run lcm-lab sweep SPEC.yaml)"
         raise UnknownNameError(f"unknown sweep id {sweep_id!r}{hint}")
     row = rows.iloc[0].to_dict()
-    row["spec"] = json.loads(row["spec"])
-    row["stats"] = json.loads(row["stats"])
+    row["spec"] = stored_json(row["spec"], f"sweep {sweep_id}'s spec")
+    row["stats"] = stored_json(row["stats"], f"sweep {sweep_id}'s stats")
     return row
 
 

@@ -19,18 +19,18 @@ no judge model configured
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.errors import MissingCredentialsError
+from lcm_lab.io import env
 from lcm_lab.metrics.judge import JudgeError
 
 if TYPE_CHECKING:
     from lcm_lab.store.ledger import Ledger
 
-JUDGE_MODEL_ENV = "LCM_LAB_JUDGE_MODEL"
-JUDGE_API_BASE_ENV = "LCM_LAB_JUDGE_API_BASE"
+JUDGE_MODEL_ENV = env.JUDGE_MODEL
+JUDGE_API_BASE_ENV = env.JUDGE_API_BASE
 
 
 class MissingJudgeKeyError(JudgeError, MissingCredentialsError):
@@ -180,7 +180,7 @@ class LedgerJudge:
 def judge_from_environment(ledger: Ledger | None = None, **options: Any) -> LedgerJudge:
     """The judge named by ``$LCM_LAB_JUDGE_MODEL`` (and ``$LCM_LAB_JUDGE_API_BASE``); an error
     when none is configured — LLM-judged metrics never silently fall back."""
-    model = os.environ.get(JUDGE_MODEL_ENV)
+    model = env.text(JUDGE_MODEL_ENV)
     if not model:
         raise JudgeError(f"no judge model configured; set {JUDGE_MODEL_ENV} (e.g. openai/gpt-4o-mini) or pass a model to LedgerJudge")
-    return LedgerJudge(model, ledger=ledger, api_base=os.environ.get(JUDGE_API_BASE_ENV), **options)
+    return LedgerJudge(model, ledger=ledger, api_base=env.text(JUDGE_API_BASE_ENV), **options)

@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
+from lcm_lab.errors import OptionError
+
 T = TypeVar("T")
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -45,7 +47,7 @@ class CallPool:
 
     def __init__(self, concurrency: int = 16) -> None:
         if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+            raise OptionError(f"concurrency must be a whole number >= 1, got {concurrency}")
         self.concurrency = concurrency
         self._semaphore: asyncio.Semaphore | None = None
         self._in_flight = 0

@@ -18,7 +18,6 @@ import gc
 import gzip
 import io
 import json
-import os
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +27,8 @@ from typing import IO, Any, NamedTuple, cast
 import orjson
 
 from lcm_lab.engine.js.depth import MAX_JSON_DEPTH, may_exceed, value_depth
-from lcm_lab.errors import BrokenGzipError, InputFileError, JsonTooDeepError, OptionError
+from lcm_lab.errors import BrokenGzipError, InputFileError, JsonTooDeepError
+from lcm_lab.io import env
 from lcm_lab.io.file_kind import special_file_reason
 from lcm_lab.io.growing import open_up_to
 from lcm_lab.io.model import LoadIssue
@@ -36,8 +36,8 @@ from lcm_lab.io.model import LoadIssue
 UTF8_BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
 _SNIPPET_CHARS = 60
-MAX_LINE_ENV = "LCM_LAB_MAX_LINE_MB"
-DEFAULT_MAX_LINE_MB = 64
+MAX_LINE_ENV = env.MAX_LINE_MB
+DEFAULT_MAX_LINE_MB = env.DEFAULT_MAX_LINE_MB
 _SKIP_PIECE = 1 << 20
 
 
@@ -45,19 +45,10 @@ def max_line_bytes() -> int:
     """The longest line (or whole-file JSON document) a reader takes: ``LCM_LAB_MAX_LINE_MB``
     megabytes, default 64.
 
-    >>> max_line_bytes() == DEFAULT_MAX_LINE_MB << 20 or bool(os.environ.get(MAX_LINE_ENV))
+    >>> max_line_bytes() == DEFAULT_MAX_LINE_MB << 20 or env.text(MAX_LINE_ENV) is not None
     True
     """
-    raw = os.environ.get(MAX_LINE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_LINE_MB << 20
-    try:
-        megabytes = float(raw)
-    except ValueError:
-        megabytes = -1.0
-    if not megabytes > 0:
-        raise OptionError(f"{MAX_LINE_ENV}={raw!r}: expected a positive number of megabytes (default {DEFAULT_MAX_LINE_MB})")
-    return max(1, int(megabytes * (1 << 20)))
+    return max(1, int(env.max_line_mb() * (1 << 20)))
 
 
 def describe_cap(cap: int) -> str:
