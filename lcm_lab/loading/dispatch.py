@@ -592,8 +592,7 @@ def load(
             except (StoreError, EnvironmentFaultError):
                 raise
             except UserError as exc:
-                text = str(exc)
-                found, failed = [], [_failed(lab, Path(item), None, text if str(item) in text else f"{item}: {text}")]
+                found, failed = [], [_failed_by(lab, Path(item), exc)]
             jobs.extend(found)
             results.extend(_tag(r, str(item)) for r in failed)
         done: dict[int, SourceResult] = {}
@@ -643,8 +642,13 @@ def _per_file(lab: LabStore, path: Path, load_one: Callable[[], SourceResult | N
     except (StoreError, EnvironmentFaultError):
         raise
     except UserError as exc:
-        text = str(exc)
-        return _failed(lab, path, None, text if str(path) in text else f"{path}: {text}")
+        return _failed_by(lab, path, exc)
+
+
+def _failed_by(lab: LabStore, path: Path, exc: UserError) -> SourceResult:
+    """The failed result of ``path`` for a user error (its line names the file once)."""
+    text = str(exc)
+    return _failed(lab, path, None, text if str(path) in text else f"{path}: {text}")
 
 
 WORKERS_ENV = env.LOAD_WORKERS
