@@ -26,7 +26,7 @@ from lcm_lab.engine.ingest.message import IngestResult, to_stored_message
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
-from lcm_lab.io.surrogates import escape_lone_in_json, lone_warning, storable
+from lcm_lab.io.surrogates import lone_warning, storable
 
 FLUSH_ROWS = 20_000
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -66,9 +66,9 @@ def dumps(value: Any) -> str | None:
     try:  # keys that are not strings (the same text, written more slowly)
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=_fallback).decode()
     except TypeError:
-        # Lone surrogates (kept as their escape, lcm_lab.io.surrogates) and integers beyond 64
-        # bits, which JSON allows and orjson refuses: the standard library writes both exactly.
-        return escape_lone_in_json(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_fallback))
+        # Lone surrogates and integers beyond 64 bits, which JSON allows and orjson refuses: the
+        # standard library writes both (a flush then stores the surrogates as U+FFFD, counted).
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_fallback)
 
 
 def _fallback(value: Any) -> Any:

@@ -6,11 +6,14 @@ plugin's engine sees it as one UTF-16 code unit, and so does the lab's (read wit
 UTF-8 cannot hold it, so it cannot reach DuckDB, Arrow, orjson or a UTF-8 terminal as it is.
 The policy, applied here and only at those edges (never before the engine):
 
-* **JSON text** (``raw``, ``meta`` columns, a saved replay's payload): written as the JSON
-  escape ``\udXXX``. The value is the same; reading it back gives the lone surrogate again.
-* **Plain text** (a message's content, a session id, a query parameter): U+FFFD, as the
-  plugin's lcm.db holds it (Node writes a JavaScript string to SQLite as UTF-8, a lone
-  surrogate as U+FFFD). Counted, so a load says how many it replaced.
+* **The store's columns**, plain text and JSON alike (a message's content, a session id, a
+  query parameter, the ``raw`` and ``meta`` JSON): U+FFFD, as the plugin's lcm.db holds it
+  (Node writes a JavaScript string to SQLite as UTF-8, a lone surrogate as U+FFFD). Counted,
+  so a load says how many it replaced. Not the JSON escape ``\udXXX`` in JSON columns: DuckDB's
+  JSON reader refuses it ("no low surrogate in string"), so every later query of that value
+  would fail (and with pyarrow < 19 the insert itself did).
+* **A saved replay's payload** (compressed JSON that only Python reads): the JSON escape
+  ``\udXXX``, the same value; reading it back gives the lone surrogate again.
 * **The terminal**: Python's escape ``\ud800`` (:mod:`lcm_lab.io.terminal`).
 
 >>> replace_lone("a\ud800b")
@@ -68,5 +71,5 @@ def storable(value: Any) -> tuple[Any, int]:
 def lone_warning(count: int) -> str:
     """The warning of a load or replay that replaced ``count`` lone surrogates."""
     plural = "s" if count != 1 else ""
-    return (f"{count} lone surrogate{plural} (a \\ud800-\\udfff escape UTF-8 cannot hold) stored as U+FFFD in text "
-            "columns, as the plugin's lcm.db stores them; JSON columns keep the escape")
+    return (f"{count} lone surrogate{plural} (a \\ud800-\\udfff escape UTF-8 cannot hold) stored as U+FFFD, "
+            "as the plugin's lcm.db stores them")

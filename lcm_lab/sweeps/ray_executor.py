@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,9 @@ def _join_cluster(ray: Any, address: str) -> None:
     from lcm_lab.summarizers.provider import display_url
 
     try:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+        with warnings.catch_warnings():  # some Ray releases also warn of the timeout the error names
+            warnings.simplefilter("ignore")
+            ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except (ValueError, ConnectionError, RuntimeError, TimeoutError) as exc:
         reason = " ".join(str(exc).split())[:300]
         if "ray[client]" in reason:
