@@ -49,6 +49,31 @@ def run_lab(*args: str, die_after: str = "", timeout: float = 60, **env: str) ->
                           timeout=timeout, env=child_env(**env))
 
 
+def filled_store(directory: Path, transcript: Path) -> tuple[Path, str]:
+    """A store in ``directory`` with ``transcript`` loaded and one saved replay of it, checkpointed
+    (a copy of the file alone holds everything); returns (store, run id)."""
+    from lcm_lab.cli import main
+    from lcm_lab.store import LabStore
+    from lcm_lab.store.replays import latest_run_id
+
+    db = directory / "lab.duckdb"
+    assert main(["load", str(transcript), "--db", str(db)]) == 0
+    assert main(["replay", str(transcript), "--token-budget", "2000", "--summarizer", "stub-v1", "--db", str(db)]) == 0
+    with LabStore(db) as store:
+        run_id = latest_run_id(store)
+        store.execute("CHECKPOINT")
+    assert run_id
+    return db, run_id
+
+
+def copy_store(filled: tuple[Path, str], directory: Path) -> Path:
+    """A copy of the store of ``filled`` as ``directory/lab.duckdb``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "lab.duckdb"
+    shutil.copyfile(filled[0], target)
+    return target
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

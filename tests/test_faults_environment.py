@@ -17,6 +17,8 @@ from faults import (
     assert_one_line_error,
     can_mount,
     child_env,
+    copy_store,
+    filled_store,
     in_mount_namespace,
     lab_command,
     run_lab,
@@ -31,35 +33,21 @@ MOUNTS = pytest.mark.skipif(not can_mount(), reason="needs a private mount names
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A store with one loaded conversation and one saved replay; returns (store, run id)."""
-    base = tmp_path_factory.mktemp("filled")
-    db = base / "lab.duckdb"
-    assert main(["load", str(TRANSCRIPT), "--db", str(db)]) == 0
-    assert main(["replay", str(TRANSCRIPT), "--token-budget", "2000", "--summarizer", "stub-v1", "--db", str(db)]) == 0
+    """A store with one loaded conversation, one saved replay and its search index; returns (store, run id)."""
     from lcm_lab.store import LabStore
-    from lcm_lab.store.replays import latest_run_id
 
-    with LabStore(db) as store:
-        store.execute("CHECKPOINT")  # the copy below is of the file alone
+    base = tmp_path_factory.mktemp("filled")
+    db, run_id = filled_store(base, TRANSCRIPT)
     shutil.copyfile(db, base / "unindexed.duckdb")  # for the disk-full grep: its index is still to build
     assert main(["grep", "the", "--db", str(db)]) in (0, 1)  # builds the search index
     with LabStore(db) as store:
-        run_id = latest_run_id(store)
         store.execute("CHECKPOINT")  # the tests copy the file alone: everything must be in it, not in its log
-    assert run_id
     return db, run_id
-
-
-def _copy_store(filled: tuple[Path, str], directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / "lab.duckdb"
-    shutil.copyfile(filled[0], target)
-    return target
 
 
 @MOUNTS
 def test_a_store_on_a_read_only_mount_serves_the_reading_commands(tmp_path: Path, filled: tuple[Path, str]) -> None:
-    db = _copy_store(filled, tmp_path / "ro")
+    db = copy_store(filled, tmp_path / "ro")
     before = sha256(db)
     out = tmp_path / "out"
     out.mkdir()
@@ -110,7 +98,7 @@ def test_disk_full(tmp_path: Path, filled: tuple[Path, str], command: str) -> No
             args = ["sweep", str(spec)]
     else:
         setup = f"{_tmpfs(full, '8k')} && (dd if=/dev/zero of={full / 'ballast'} bs=1k 2>/dev/null; true)"
-        db = _copy_store(filled, tmp_path / "store")
+        db = copy_store(filled, tmp_path / "store")
         args = ["report", "-o", str(full / "r.html")] if command == "report" else ["export", filled[1], "-o", str(full / "x.db")]
     result = in_mount_namespace(setup, lab_command(*args, "--db", str(db)), timeout=120)
     assert_one_line_error(result, "disk full")
@@ -133,7 +121,7 @@ executor: serial
 
 
 def test_busy_store_says_who_holds_it(tmp_path: Path, filled: tuple[Path, str]) -> None:
-    db = _copy_store(filled, tmp_path)
+    db = copy_store(filled, tmp_path)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)", str(db)],
         stdout=subprocess.PIPE, text=True)
@@ -172,7 +160,7 @@ def test_ctrl_c_during_load_exits_130_with_a_message(tmp_path: Path) -> None:
 def test_permission_denied(tmp_path: Path, filled: tuple[Path, str]) -> None:
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("runs the lab as another user (needs root and setpriv)")
-    db = _copy_store(filled, tmp_path / "private")
+    db = copy_store(filled, tmp_path / "private")
     db.chmod(0o600)
     tmp_path.chmod(0o755)
     result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -194,7 +182,7 @@ def test_malformed_api_base(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 def test_export_to_a_dangling_symlink(tmp_path: Path, filled: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
     link = tmp_path / "out.db"
     link.symlink_to(tmp_path / "elsewhere" / "target.db")
-    assert main(["export", filled[1], "-o", str(link), "--db", str(_copy_store(filled, tmp_path / "s"))]) == 2
+    assert main(["export", filled[1], "-o", str(link), "--db", str(copy_store(filled, tmp_path / "s"))]) == 2
     assert "symbolic link" in capsys.readouterr().err
     assert not (tmp_path / "elsewhere").exists() and link.is_symlink()
 
@@ -213,7 +201,7 @@ def test_a_failed_report_write_leaves_no_partial_file(tmp_path: Path, filled: tu
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(atomic.os, "fsync", full)
-    assert main(["report", "-o", str(target), "--db", str(_copy_store(filled, tmp_path / "s"))]) == 2
+    assert main(["report", "-o", str(target), "--db", str(copy_store(filled, tmp_path / "s"))]) == 2
     monkeypatch.setattr(atomic.os, "fsync", real_fsync)
     assert target.read_text() == "the previous report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "s"]

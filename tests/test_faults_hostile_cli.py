@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import DATASETS, FIXTURES
-from faults import assert_one_line_error, child_env, lab_command, run_lab
-
-from lcm_lab.cli import main
+from faults import assert_one_line_error, child_env, copy_store, filled_store, lab_command, run_lab
 
 TRANSCRIPT = FIXTURES / "reference-runs" / "inputs" / "golden-session.jsonl.gz"
 
@@ -24,35 +21,18 @@ TRANSCRIPT = FIXTURES / "reference-runs" / "inputs" / "golden-session.jsonl.gz"
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A store with one loaded conversation and one saved replay; returns (store, run id)."""
-    db = tmp_path_factory.mktemp("hostile") / "lab.duckdb"
-    assert main(["load", str(TRANSCRIPT), "--db", str(db)]) == 0
-    assert main(["replay", str(TRANSCRIPT), "--token-budget", "2000", "--summarizer", "stub-v1", "--db", str(db)]) == 0
-    from lcm_lab.store import LabStore
-    from lcm_lab.store.replays import latest_run_id
-
-    with LabStore(db) as store:
-        run_id = latest_run_id(store)
-        store.execute("CHECKPOINT")  # copies of the file alone hold everything
-    assert run_id
-    return db, run_id
-
-
-def _copy(filled: tuple[Path, str], directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / "lab.duckdb"
-    shutil.copyfile(filled[0], target)
-    return target
+    return filled_store(tmp_path_factory.mktemp("hostile"), TRANSCRIPT)
 
 
 # -- 1. paths the file system refuses ------------------------------------------------------------
 
-LONG_PATH = "/tmp/x/" + "x" * 5000  # longer than PATH_MAX (4096)
+LONG_PATH = "x/" * 2500  # relative, longer than PATH_MAX (4096)
 LONG_NAME = "y" * 300  # one name longer than NAME_MAX (255)
 
 
 @pytest.mark.parametrize("kind", ["path", "name"])
 def test_a_path_too_long_ends_in_one_line(tmp_path: Path, filled: tuple[Path, str], kind: str) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     bad = LONG_PATH if kind == "path" else str(tmp_path / LONG_NAME)
     commands = [
         ["load", bad, "--db", str(tmp_path / "new.duckdb")],
@@ -90,7 +70,7 @@ def _run_closed(fds: tuple[int, ...], *args: str) -> subprocess.CompletedProcess
 
 
 def test_a_closed_stdout_writes_nothing_and_keeps_the_exit_status(tmp_path: Path, filled: tuple[Path, str]) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     grep = _run_closed((1,), "grep", "the", "--db", str(db))
     assert grep.returncode == 0 and grep.stderr.strip() == "", grep.stderr[-2000:]
     for args in (["grep", "zzzz-not-there-zzzz"], ["describe", "sum_nothing"]):
@@ -119,7 +99,7 @@ def test_a_user_error_with_stderr_closed_still_exits_2(tmp_path: Path) -> None:
 
 
 def test_grep_and_describe_errors_use_the_commands_one_line_format(tmp_path: Path, filled: tuple[Path, str]) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     line = assert_one_line_error(run_lab("grep", "x", "--limit", "500", "--db", str(db)), "between 1 and 200")
     assert line.startswith("lcm-lab grep: "), line
     line = assert_one_line_error(run_lab("describe", "sum_no_such_summary", "--run", filled[1], "--db", str(db)))
@@ -195,7 +175,7 @@ def test_bad_environment_values_are_option_errors_in_the_library(tmp_path: Path,
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc"])
 def test_counts_must_be_positive(tmp_path: Path, filled: tuple[Path, str], value: str) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     for summarizer in ("litellm", "offline"):
         result = run_lab("replay", str(TRANSCRIPT), "--summarizer", summarizer, "--model", "openai/gpt-4o-mini",
                          "--concurrency", value, "--no-save", "--db", str(db), OPENAI_API_KEY="sk-test")
@@ -206,7 +186,7 @@ def test_counts_must_be_positive(tmp_path: Path, filled: tuple[Path, str], value
 @pytest.mark.parametrize("option", ["--since", "--before"])
 @pytest.mark.parametrize("value", ["garbage", "", "2025-13-45", "99999-01-01"])
 def test_grep_time_bounds_must_be_dates(tmp_path: Path, filled: tuple[Path, str], option: str, value: str) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     assert_one_line_error(run_lab("grep", "the", option, value, "--db", str(db)), "lcm-lab grep: ", option, "ISO 8601")
 
 
@@ -215,7 +195,7 @@ def test_grep_time_bounds_in_the_library(tmp_path: Path, filled: tuple[Path, str
     from lcm_lab.recall_tools import recall
     from lcm_lab.store import LabStore
 
-    with LabStore(_copy(filled, tmp_path / "store")) as store:
+    with LabStore(copy_store(filled, tmp_path / "store")) as store:
         rec = recall(filled[1], store)
         with pytest.raises(OptionError, match="before '2025-13-45': month must be in 1..12"):
             rec.grep("the", before="2025-13-45")
@@ -226,7 +206,7 @@ def test_grep_time_bounds_in_the_library(tmp_path: Path, filled: tuple[Path, str
 @pytest.mark.parametrize(("pattern", "reason"), [("(", "missing )"), ("(a{1000}){1000}", "invalid repetition size")])
 def test_grep_an_invalid_regex_gives_the_engines_reason(tmp_path: Path, filled: tuple[Path, str], pattern: str,
                                                         reason: str) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     result = run_lab("grep", "--mode", "regex", pattern, "--db", str(db))
     assert_one_line_error(result, "lcm-lab grep: invalid regex", reason, "RE2")
 
@@ -274,7 +254,7 @@ STORE_FILE_NAMES = ["lab.duckdb", "lab.duckdb.wal", "lab.duckdb.pre-migration", 
 
 @pytest.mark.parametrize("name", STORE_FILE_NAMES)
 def test_outputs_never_land_on_the_stores_files(tmp_path: Path, filled: tuple[Path, str], name: str) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     before = {p.name: p.read_bytes() for p in db.parent.iterdir()}
     out = str(db.parent / name)
     for command in (["export", filled[1], "-o", out], ["report", "-o", out],
@@ -286,7 +266,7 @@ def test_outputs_never_land_on_the_stores_files(tmp_path: Path, filled: tuple[Pa
 
 
 def test_export_through_a_regular_file(tmp_path: Path, filled: tuple[Path, str]) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     (tmp_path / "file").write_text("mine\n")
     for out in (tmp_path / "file" / "x.db", tmp_path / "file" / "deeper" / "x.db"):
         for command in (["export", filled[1], "-o", str(out)], ["report", "-o", str(out)]):
@@ -295,7 +275,7 @@ def test_export_through_a_regular_file(tmp_path: Path, filled: tuple[Path, str])
 
 
 def test_export_json_errors_also_end_in_the_one_line(tmp_path: Path, filled: tuple[Path, str]) -> None:
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     result = run_lab("export", filled[1], "-o", str(db), "--json", "--db", str(db))
     assert_one_line_error(result, "lcm-lab export: ", "DuckDB database")
     assert "DuckDB database" in json.loads(result.stdout)["error"]
@@ -308,7 +288,7 @@ def _damage(filled: tuple[Path, str], directory: Path, *statements: str, params:
     """A copy of the filled store with ``statements`` run on it by DuckDB directly."""
     import duckdb
 
-    db = _copy(filled, directory)
+    db = copy_store(filled, directory)
     con = duckdb.connect(str(db))
     for statement in statements:
         con.execute(statement, params or [])
@@ -353,7 +333,7 @@ def test_non_finite_call_numbers_read_as_unknown(tmp_path: Path, filled: tuple[P
     from lcm_lab.store import LabStore
     from lcm_lab.store.ledger import Ledger, LedgerEntry
 
-    db = _copy(filled, tmp_path / "store")
+    db = copy_store(filled, tmp_path / "store")
     with LabStore(db) as store:
         for key in ("k1", "k2"):
             Ledger(store).record(LedgerEntry(purpose="judge", summarizer="t", model="m", cache_key=key, response_text="r",
@@ -375,7 +355,7 @@ def _with_sweep(filled: tuple[Path, str], directory: Path, spec: str, stats: str
     from lcm_lab.store import LabStore
     from lcm_lab.store.sweeps import register_sweep, set_sweep_status
 
-    db = _copy(filled, directory)
+    db = copy_store(filled, directory)
     with LabStore(db) as store:
         register_sweep(store, "sweep_x", "x", {"space": {}, "objectives": []})
         set_sweep_status(store, "sweep_x", "done", {"calls_made": 1})

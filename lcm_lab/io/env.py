@@ -60,15 +60,20 @@ def _refuse(name: str, raw: str, accepted: str) -> OptionError:
     return OptionError(f"{name}={raw!r}: expected {accepted}")
 
 
+def _number(raw: str) -> float:
+    """``raw`` as a float, NaN when it is not a number (the callers' range check refuses it)."""
+    try:
+        return float(raw)
+    except ValueError:
+        return math.nan
+
+
 def seconds(name: str, default: float) -> float:
     """A duration in seconds: a finite number from 0 to a day."""
     raw = text(name)
     if raw is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
+    value = _number(raw)
     if not (math.isfinite(value) and 0 <= value <= MAX_SECONDS):
         raise _refuse(name, raw, f"a number of seconds from 0 to {MAX_SECONDS:g} (unset: {default:g})")
     return value
@@ -91,10 +96,7 @@ def megabytes(name: str, default: float, *, maximum: float) -> float:
     raw = text(name)
     if raw is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
+    value = _number(raw)
     if not (math.isfinite(value) and 0 < value <= maximum):
         raise _refuse(name, raw, f"a positive number of megabytes up to {maximum:g} (unset: {default:g})")
     return value
