@@ -272,6 +272,81 @@ def test_a_killed_load_leaves_a_log_no_longer_than_the_load_checkpoint_threshold
     assert result.status == "loaded" and result.messages == 3000
 
 
+# -- a big transcript's last commit goes straight into the store file ------------------------------
+
+
+def _log_bytes(db: Path) -> int:
+    wal = db.with_name(db.name + ".wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+@pytest.mark.parametrize("to_file", [True, False])
+def test_a_big_transcripts_last_commit_writes_the_store_file_not_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, to_file: bool
+) -> None:
+    # The rows a load logged were written twice: to the log, then by the load's closing
+    # checkpoint (83 MB of log for a 28 MB session). Inside an outer bulk load the closing
+    # checkpoint has not run yet, so the log shows what the commits wrote.
+    path = _session(tmp_path / "session.jsonl", 400)
+    whole = LabStore(tmp_path / "whole.duckdb")
+    load(path, whole, progress=False)
+    monkeypatch.setattr("lcm_lab.loading.dispatch.COMMIT_BYTES", 20_000)  # and in steps before it
+    monkeypatch.setattr("lcm_lab.loading.dispatch.TO_FILE_BYTES", 0 if to_file else 1 << 60)
+    db = tmp_path / "lab.duckdb"
+    store = LabStore(db)
+    with store.bulk_load():
+        (result,) = load(path, store, progress=False)
+        logged = _log_bytes(db)
+    assert result.status == "loaded" and result.messages == 400
+    assert (logged == 0) if to_file else (logged > 100_000)
+    for table in _TABLES:
+        assert store.fetch_all(f"SELECT * FROM {table} ORDER BY ALL") == whole.fetch_all(f"SELECT * FROM {table} ORDER BY ALL")
+    assert store.fetch_all("SELECT status FROM sources") == [("loaded",)]
+    store.close()
+    whole.close()
+    assert db.stat().st_size <= 1.05 * (tmp_path / "whole.duckdb").stat().st_size
+
+
+# Loads argv[1] into the store argv[2] in 20 KB commit steps, its last commit straight into the
+# file, and SIGKILLs itself argv[3] seconds after that commit began (from another thread).
+_KILLED_IN_LAST_COMMIT = """
+import os, sys, threading, time
+from lcm_lab.store import LabStore
+import lcm_lab.loading.dispatch as dispatch
+dispatch.COMMIT_BYTES = 20_000
+dispatch.TO_FILE_BYTES = 0
+real = LabStore.setting
+def setting(self, name, value):
+    if name == "checkpoint_threshold" and value == "0B":  # the last commit is about to run
+        delay = float(sys.argv[3])
+        threading.Thread(target=lambda: (time.sleep(delay), os.kill(os.getpid(), 9)), daemon=True).start()
+    return real(self, name, value)
+LabStore.setting = setting
+dispatch.load(sys.argv[1], LabStore(sys.argv[2]), progress=False)
+time.sleep(60)  # the kill comes after the load, if not during it
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.0, 0.002, 0.01, 0.03, 0.1, 0.5])
+def test_a_kill_during_the_last_commit_leaves_all_of_the_load_or_none(tmp_path: Path, delay: float) -> None:
+    import subprocess
+    import sys
+
+    path = _session(tmp_path / "session.jsonl", 3000)
+    db = tmp_path / "lab.duckdb"
+    script = tmp_path / "killed.py"
+    script.write_text(_KILLED_IN_LAST_COMMIT)
+    done = subprocess.run([sys.executable, str(script), str(path), str(db), str(delay)], capture_output=True, timeout=120)
+    assert done.returncode == -9, done.stderr.decode()[-500:]
+    store = LabStore(db)  # opens; a load that did not finish is removed
+    statuses = [s for (s,) in store.fetch_all("SELECT status FROM sources")]
+    messages = _counts(store)["messages"]
+    assert (statuses, messages) in ((["loaded"], 3000), (["failed"], 0)), (statuses, messages)
+    (again,) = load(path, store, progress=False)
+    assert again.status in ("loaded", "unchanged") and _counts(store)["messages"] == 3000
+
+
 # -- DuckDB running out of memory is one line naming LCM_LAB_MEMORY_LIMIT -------------------------
 
 
