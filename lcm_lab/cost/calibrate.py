@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lcm_lab.cost.model import Calibration
+from lcm_lab.errors import InputError
 
 CALIBRATION_SHARE = 0.10
 
@@ -37,7 +38,8 @@ def fit_calibration(points: Sequence[tuple[int, str, int]]) -> Calibration:
     """Least-squares fit of ``recorded = system[agent] + ratio × estimated`` on
     ``(estimated_tokens, agent, recorded_prompt_tokens)`` points."""
     if not points:
-        raise ValueError("no calls with recorded usage in the calibration window; nothing to calibrate on")
+        raise InputError("no call in the calibration window records its usage (prompt tokens): the transcript has "
+                         "nothing to calibrate the token estimate on")
     agents = sorted({agent for _, agent, _ in points})
     design = np.array([[float(est)] + [1.0 if agent == a else 0.0 for a in agents] for est, agent, _ in points])
     target = np.array([float(rec) for _, _, rec in points])

@@ -36,6 +36,7 @@ from lcm_lab.cost.intervals import simulate_bill, window_draws
 from lcm_lab.cost.misses import Exposure, SessionEvidence, bundled_evidence, exposures, fit_miss_model
 from lcm_lab.cost.model import Calibration, CallCost, Request, estimated_tokens, simulate
 from lcm_lab.cost.prices import Prices
+from lcm_lab.errors import InputError
 from lcm_lab.cost.serialise import BlockCache
 from lcm_lab.host.recorded import HostCall
 
@@ -100,7 +101,8 @@ def session_model(calls: Sequence[HostCall]) -> str:
     """The model most calls with usage went to."""
     models = Counter(c.model for c in calls if c.has_usage and c.model)
     if not models:
-        raise ValueError("no call records a model; pass the main model explicitly")
+        raise InputError("no call in the transcript records its model (or its usage); name the model to price "
+                         "(--main-model, or main_model= in the library)")
     return models.most_common(1)[0][0]
 
 
