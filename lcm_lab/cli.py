@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET
 from lcm_lab.errors import UserError, os_fault
 
 # Listed in help order; any other module in lcm_lab/commands/ with a register() is added after them.
@@ -205,11 +206,11 @@ def positive_int(text: str) -> int:
     8000
     >>> positive_int("-5")
     Traceback (most recent call last):
-    argparse.ArgumentTypeError: -5 is not a positive integer (expected a whole number of tokens ≥ 1, e.g. 8000)
+    argparse.ArgumentTypeError: -5 is not a positive integer up to 9,007,199,254,740,991 (a whole number of tokens, e.g. 8000)
     """
     digits = text.strip().replace("_", "")
-    if not digits.isdigit() or int(digits) < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive integer (expected a whole number of tokens ≥ 1, e.g. 8000)")
+    if not digits.isdigit() or not 1 <= int(digits) <= MAX_TOKEN_BUDGET:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer up to {MAX_TOKEN_BUDGET:,} (a whole number of tokens, e.g. 8000)")
     return int(digits)
 
 

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, path_argument
+from lcm_lab.cli import add_db_argument, add_json_argument, path_argument, positive_int
 from lcm_lab.errors import InputError, OptionError
 
 STRATEGIES = ("lcm", "recorded")
@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("inputs", nargs="*", metavar="INPUT", help="session transcript (pi/OpenClaw or Claude Code JSONL)")
     parser.add_argument("--strategy", default="lcm", help="lcm (replay under --config) or recorded (what the host sent)")
     parser.add_argument("--main-model", default=None, metavar="M", help="price the main model as M (default: the transcript's model)")
-    parser.add_argument("--token-budget", type=int, default=128_000, metavar="N", help="lcm: model context budget (default 128000)")
+    parser.add_argument("--token-budget", type=positive_int, default=128_000, metavar="N", help="lcm: model context budget (default 128000)")
     parser.add_argument("--config", type=path_argument, metavar="CONFIG.json", help="lcm: lossless-claw plugin config keys")
     parser.add_argument("--validate", action="store_true", help="validation table of the bundled real sessions (or INPUTs)")
     add_json_argument(parser, "one object per session (a list for several INPUTs or --validate)")

@@ -36,8 +36,8 @@ from lcm_lab.cost.intervals import simulate_bill, window_draws
 from lcm_lab.cost.misses import Exposure, SessionEvidence, bundled_evidence, exposures, fit_miss_model
 from lcm_lab.cost.model import Calibration, CallCost, Request, estimated_tokens, simulate
 from lcm_lab.cost.prices import Prices
-from lcm_lab.errors import InputError
 from lcm_lab.cost.serialise import BlockCache
+from lcm_lab.errors import InputError
 from lcm_lab.host.recorded import HostCall
 
 WINDOW_CALLS = 50  # held-out calls per calibration window of the intervals (a shorter tail joins the last one)

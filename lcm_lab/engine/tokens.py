@@ -15,7 +15,16 @@ files keep the counts their release wrote.
 from __future__ import annotations
 
 import math
+import numbers
 import re
+from typing import Any
+
+from lcm_lab.errors import OptionError
+
+# The largest token budget a replay takes: the plugin holds budgets as JavaScript numbers, which
+# are whole only up to 2**53 - 1 (``Number.MAX_SAFE_INTEGER``); the lab stores them as 64-bit
+# integers.
+MAX_TOKEN_BUDGET = 2**53 - 1
 
 # Inclusive code-point ranges weighted 1.5 (CJK ideographs, kana, hangul, CJK punctuation,
 # full-width forms).
@@ -95,3 +104,19 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
         if math.ceil(total) > max_tokens:
             return text[:i]
     return text
+
+
+def check_token_budget(value: Any, name: str = "token_budget") -> int:
+    """``value`` as a token budget: a whole number from 1 to :data:`MAX_TOKEN_BUDGET`, else an
+    :class:`~lcm_lab.errors.OptionError` naming ``name``.
+
+    >>> check_token_budget(8000)
+    8000
+    >>> check_token_budget(2**63)
+    Traceback (most recent call last):
+    lcm_lab.errors.OptionError: token_budget=9223372036854775808: expected a whole number of tokens from 1 to 9,007,199,254,740,991 (the largest whole number the plugin's JavaScript holds), e.g. 8000
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= int(value) <= MAX_TOKEN_BUDGET:
+        raise OptionError(f"{name}={value!r}: expected a whole number of tokens from 1 to {MAX_TOKEN_BUDGET:,} "
+                          "(the largest whole number the plugin's JavaScript holds), e.g. 8000")
+    return int(value)

@@ -26,7 +26,7 @@ from typing import Any
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import replay
-from lcm_lab.errors import OptionError
+from lcm_lab.errors import InputError, OptionError
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.locomo import raw_texts
@@ -135,6 +135,10 @@ def validate(
     receives every control run's scores (e.g. to write them to the lab store)."""
     if len(locomo) < 2:
         raise OptionError("validate needs at least two LoCoMo conversations (the chance control uses another one)")
+    empty = [_label(conv) for conv in (*locomo, *coding) if not any(text.strip() for text in raw_texts(conv.conversation))]
+    if empty:  # nothing to summarise, and no text for another conversation's chance control
+        raise InputError(f"{len(empty)} conversation(s) hold no message text ({', '.join(map(str, empty[:5]))}): "
+                         "validate needs every conversation to have messages; leave these out")
     rows: dict[tuple[str, str], ValidityRow] = {}
     jobs = [(c, i, conv, True) for c in controls for i, conv in enumerate(locomo)]
     jobs += [(c, i, conv, False) for c in controls if c != "other-conversation" for i, conv in enumerate(coding)]
@@ -147,7 +151,7 @@ def validate(
                                  donor_text="\n".join(raw_texts(other.conversation)), donor_label=other.conversation.title)
         if sink is not None:
             sink(scores)
-        label = conv.meta.get("sample_id") or conv.conversation.title or conv.conversation.session_id
+        label = _label(conv)
         values = _metric_values(scores)
         if hasattr(run, "strategy"):
             values.pop(DEGRADED_METRIC, None)  # memoryless: never degraded
@@ -229,3 +233,7 @@ def validity_markdown(rows: Sequence[ValidityRow], checks: Sequence[Check], *, b
     verdict = {True: "PASS", False: "FAIL", None: "N/A"}
     lines += [f"- {verdict[c.passed]} — {c.name}: {c.evidence}" for c in checks]
     return "\n".join(lines) + "\n"
+
+
+def _label(conv: LoadedConversation) -> Any:
+    return conv.meta.get("sample_id") or conv.conversation.title or conv.conversation.session_id

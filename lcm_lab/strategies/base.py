@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens, resolve_message
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay, replay
-from lcm_lab.engine.tokens import estimate_tokens
+from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET, check_token_budget, estimate_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext, StoredMessage
 from lcm_lab.errors import SpecError
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.question import Question
 
-UNBOUNDED = 2**62  # a budget no conversation reaches: ingest without ever compacting
+UNBOUNDED = MAX_TOKEN_BUDGET  # a budget no conversation reaches: ingest without ever compacting
 
 
 class StrategyError(SpecError):
@@ -212,7 +212,7 @@ class StrategyBase:
         return False
 
     def run(self, conversation: Conversation, summarizer: Any, token_budget: int, *, on_turn: Callable[[StrategyTurn], None] | None = None) -> StrategyRun:  # fmt: skip
-        run = self.replay_turns(conversation, summarizer, token_budget)
+        run = self.replay_turns(conversation, summarizer, check_token_budget(token_budget))
         if run.replay is None:
             run = with_context_tokens(self, run)
         for turn in run.turns if on_turn is not None else ():

@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date as Date
 from datetime import timedelta
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from lcm_lab.engine.protocol import SummaryRequest
 from lcm_lab.engine.replay.question import Question
@@ -90,6 +91,11 @@ class ObserverParams:
             raise StrategyError(
                 f"unknown observer parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
+        hints = get_type_hints(ObserverParams)
+        wrong = [f"{name}={value!r} ({_KIND_WORDS.get(hints[name], _kind_words(hints[name]))})"
+                 for name, value in params.items() if not _fits(value, hints[name])]  # fmt: skip
+        if wrong:
+            raise StrategyError(f"observer parameter(s) of the wrong type: {'; '.join(wrong)}")
         p = ObserverParams(**params)
         if p.observe_threshold < 1 or p.max_tokens < 1 or p.archive_days < 1:
             raise StrategyError("observe_threshold, max_tokens and archive_days must be positive")
@@ -104,6 +110,30 @@ class ObserverParams:
         if p.top_k is not None and p.top_k < 1:
             raise StrategyError("top_k must be at least 1")
         return p
+
+
+_KIND_WORDS: dict[Any, str] = {int: "expected a whole number", float: "expected a finite number",
+                               bool: "expected true or false", str: "expected a string"}  # fmt: skip
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether ``value`` (from JSON, YAML or code) has the type ``hint`` of an observer field."""
+    if get_origin(hint) is Literal:
+        return value in get_args(hint)
+    if get_origin(hint) in (Union, UnionType):
+        return any(_fits(value, arm) for arm in get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return type(value) in (int, float) and math.isfinite(value)
+    return type(value) is hint  # int excludes bool; bool and str exactly
+
+
+def _kind_words(hint: Any) -> str:
+    if get_origin(hint) is Literal:
+        return "expected one of " + ", ".join(repr(v) for v in get_args(hint))
+    arms = [arm for arm in get_args(hint) if arm is not type(None)]
+    return " or ".join(_KIND_WORDS.get(arm, str(arm)) for arm in arms) + " or null"
 
 
 def _line(message: StoredMessage) -> RawLine:

@@ -32,6 +32,7 @@ from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.replay import edits
 from lcm_lab.engine.replay.driver import Replay
 from lcm_lab.engine.replay.edits import EditError
+from lcm_lab.engine.tokens import check_token_budget
 from lcm_lab.engine.types import SentContext, SummarizerCall
 from lcm_lab.store.core import LabStore
 
@@ -163,8 +164,8 @@ def reassemble(run: Replay | str, token_budget: int | None = None, *, store: Lab
     """What the model receives from ``run``'s final context: the engine-level assembly at the run's
     budget (or ``token_budget``) — fresh tail, eviction of the oldest items, the serialized clamp."""
     replay = run if isinstance(run, Replay) else _load(_store(store), run)
-    if token_budget is not None and token_budget < 1:
-        raise EditError(f"token_budget must be a positive number of tokens, got {token_budget}")
+    if token_budget is not None:
+        check_token_budget(token_budget)
     return replay.sent(budget=token_budget)
 
 

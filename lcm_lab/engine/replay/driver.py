@@ -17,7 +17,6 @@ Three starting points:
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -40,6 +39,7 @@ from lcm_lab.engine.replay.live import HostView, debt_pending_after, host_view_o
 from lcm_lab.engine.replay.turns import split_turns
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.timefmt import message_time_ms
+from lcm_lab.engine.tokens import check_token_budget
 from lcm_lab.engine.types import (
     AssembledItem,
     Assembly,
@@ -417,8 +417,7 @@ def replay(
     """
     if summarizer is None:
         raise OptionError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
-    if isinstance(token_budget, bool) or not isinstance(token_budget, numbers.Integral) or token_budget < 1:
-        raise OptionError(f"token_budget={token_budget!r}: expected a whole number of tokens >= 1, e.g. 8000")
+    token_budget = check_token_budget(token_budget)
     check_stored_depth(conversation.stored_messages, conversation.session_id)  # transcripts are checked as read
     config = config or LcmConfig()
     check_engine_config(engine, config)
