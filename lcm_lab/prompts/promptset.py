@@ -41,6 +41,9 @@ TEMPLATE_NAMES: tuple[str, ...] = (
 )
 LCM_TUI_TEMPLATE_NAMES: tuple[str, ...] = ("leaf", "condensed-d1", "condensed-d2", "condensed-d3")
 DEFAULT_SOURCE = "lcm_lab default"
+# The largest template file read (the packaged ones are about 2 KB): a bigger file is refused
+# unread, as the line cap refuses a huge JSON document, so it can never fill memory.
+MAX_TEMPLATE_BYTES = 1 << 20
 
 
 def template_hash(text: str) -> str:
@@ -167,11 +170,7 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
         _refuse_escaping_link(file, path)
         if (special := special_file_reason(file)) is not None:  # a FIFO would block the read for ever
             raise TemplateError(f"{file}: {special}")
-        try:
-            text = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise TemplateError(f"{file}: not UTF-8 text ({exc})") from exc
-        template = PromptTemplate(name, text, str(file))
+        template = PromptTemplate(name, _read_template(file), str(file))
         template.compiled  # noqa: B018 -- parse now so errors point at the file immediately
         found[name] = template
     if not found:
@@ -182,6 +181,24 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
         leaf = found["leaf"]
         templates["leaf-aggressive"] = PromptTemplate("leaf-aggressive", leaf.text, leaf.source)
     return PromptSet(path.name or str(path), templates, directory=path)
+
+
+def _read_template(file: Path) -> str:
+    """The text of a template file, at most :data:`MAX_TEMPLATE_BYTES` read (line ends as text
+    mode reads them: ``\\r\\n`` and ``\\r`` become ``\\n``)."""
+    try:
+        with file.open("rb") as handle:
+            data = handle.read(MAX_TEMPLATE_BYTES + 1)
+    except OSError as exc:
+        raise TemplateError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise TemplateError(f"{file}: larger than the {MAX_TEMPLATE_BYTES >> 20} MB template size cap; not read "
+                            "(a prompt template is a few kilobytes of text)")  # fmt: skip
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TemplateError(f"{file}: not UTF-8 text ({exc})") from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def resolve_prompt_set(prompts: PromptSet | str | os.PathLike[str] | None) -> PromptSet:
