@@ -19,7 +19,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from lcm_lab.errors import MissingFileError, UnknownNameError
+from lcm_lab.io.atomic import temporary_beside
 from lcm_lab.io.file_kind import special_file_reason
 from lcm_lab.prompts.gotemplate import Template, TemplateError
 
@@ -244,14 +244,14 @@ def export_prompt_set(prompts: PromptSet, directory: str | Path, overwrite: bool
     for name, target in zip(TEMPLATE_NAMES, targets, strict=True):
         if target.is_dir() and not target.is_symlink():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(target))
-        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path, prefix=f".{name}.", suffix=".tmp", delete=False)
+        fd, temporary = temporary_beside(target)
         try:
-            with handle:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(prompts[name].text)
-            os.chmod(handle.name, 0o644)
-            os.replace(handle.name, target)  # renames over the entry: a link is replaced, not followed
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, target)  # renames over the entry: a link is replaced, not followed
         except BaseException:
-            Path(handle.name).unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
             raise
         written.append(target)
     return written
