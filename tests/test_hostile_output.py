@@ -51,10 +51,11 @@ def test_warnings_for_people_and_json_are_redacted(tmp_path: Path) -> None:
 
 
 def test_the_one_line_error_and_the_debug_traceback_are_redacted(tmp_path: Path) -> None:
-    (tmp_path / "s3.jsonl").write_text(f"{KEY} is not json\n")
-    error = lab("replay", "--db", "a.duckdb", "--no-save", "s3.jsonl", cwd=tmp_path)
-    debug = lab("--debug", "replay", "--db", "a.duckdb", "--no-save", "s3.jsonl", cwd=tmp_path)
-    assert error.returncode == 2 and b"[redacted] is not json" in error.stderr
+    # The error never quotes the file's text (tests/test_hostile_file_quotes.py); its name holds the key.
+    (tmp_path / f"s3-{KEY}.jsonl").write_text(f"{KEY} is not json\n")
+    error = lab("replay", "--db", "a.duckdb", "--no-save", f"s3-{KEY}.jsonl", cwd=tmp_path)
+    debug = lab("--debug", "replay", "--db", "a.duckdb", "--no-save", f"s3-{KEY}.jsonl", cwd=tmp_path)
+    assert error.returncode == 2 and b"s3-[redacted].jsonl: not a transcript" in error.stderr
     assert debug.returncode == 1 and b"Traceback" in debug.stderr and b"[redacted]" in debug.stderr
     assert_no_secret(error.stderr, debug.stderr)
 

@@ -89,3 +89,38 @@ def test_a_fifo_in_a_prompt_directory_is_refused_not_read(tmp_path: Path, capsys
     assert main(["prompts", "show", "leaf", "--prompts", str(prompts)]) == 2
     err = capsys.readouterr().err
     assert "leaf.tmpl: a named pipe (FIFO), not a regular file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_template_past_the_size_cap_is_refused_unread(tmp_path: Path) -> None:
+    import resource
+    import subprocess
+    import sys
+
+    from faults import child_env
+
+    from lcm_lab.prompts.promptset import MAX_TEMPLATE_BYTES
+
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    with (prompts / "leaf.tmpl").open("w") as handle:  # 200 MB: read whole, it took over 600 MB of memory
+        for _ in range(20):
+            handle.write("A" * 10_000_000)
+
+    def limit() -> None:  # 400 MB of address space: a whole read of the file fails
+        resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))
+
+    done = subprocess.run([sys.executable, "-m", "lcm_lab", "prompts", "list", "--prompts", str(prompts)],
+                          capture_output=True, text=True, env=child_env(), preexec_fn=limit, timeout=120)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line == (f"lcm-lab prompts: {prompts / 'leaf.tmpl'}: larger than the {MAX_TEMPLATE_BYTES >> 20} MB "
+                    "template size cap; not read (a prompt template is a few kilobytes of text)")
+
+
+def test_a_template_with_windows_line_ends_reads_as_before(tmp_path: Path) -> None:
+    from lcm_lab.prompts import load_prompt_set
+
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "leaf.tmpl").write_bytes(b"Summarise:\r\n{{.Text}}\rend\n")
+    assert load_prompt_set(prompts)["leaf"].text == "Summarise:\n{{.Text}}\nend\n"

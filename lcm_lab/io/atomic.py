@@ -6,6 +6,11 @@ target may be absent or a regular file, which is replaced with the same permissi
 else is refused before a byte is written: a symbolic link (the lab neither writes through one
 nor replaces it), a directory, a FIFO, a device or a socket (renaming over ``/dev/null`` would
 replace the device node with a file).
+
+Every temporary file is named ``.<target>.writing-<pid>-<random>.tmp`` (:func:`temporary_beside`):
+a process killed mid-write (``kill -9``, a power cut) leaves one behind, and the next write
+beside the same target removes those whose process is gone (:func:`remove_dead_temporaries`),
+as the store removes the builds of dead processes (``.<store>.creating-<pid>``).
 """
 
 from __future__ import annotations
@@ -44,6 +49,43 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+WRITING = ".writing-"  # ``.<target>.writing-<pid>-<random>.tmp``: a temporary file of process <pid>
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_dead_temporaries(target: Path) -> list[Path]:
+    """Delete the temporary files (and SQLite's ``-journal``/``-wal`` beside them) that processes
+    now gone left while writing ``target``; returns what was removed. A live process's are kept."""
+    removed = []
+    for leftover in target.parent.glob(f".{target.name}{WRITING}*"):
+        pid_text = leftover.name[len(target.name) + 1 + len(WRITING):].split("-", 1)[0]
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and not process_alive(int(pid_text)):
+            try:
+                leftover.unlink(missing_ok=True)
+            except OSError:
+                continue  # a read-only directory: harmless debris
+            removed.append(leftover)
+    return removed
+
+
+def temporary_beside(target: Path) -> tuple[int, Path]:
+    """A new private file beside ``target`` (open descriptor, path) named for this process, after
+    removing dead processes' leftovers beside ``target``."""
+    remove_dead_temporaries(target)
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}{WRITING}{os.getpid()}-", suffix=".tmp", dir=target.parent)
+    return handle, Path(name)
+
+
 def _new_file_mode(target: Path) -> int:
     """The permissions the written file gets: the replaced file's, else what ``open`` would give
     (0666 less the umask) rather than ``mkstemp``'s private 0600."""
@@ -58,7 +100,8 @@ def _new_file_mode(target: Path) -> int:
 def write_text_atomic(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
     """Write ``text`` to a temporary file beside ``path``, flush it to disk, then rename it over
     ``path`` (see the module docstring for what ``path`` may be). A full disk or a crash leaves
-    ``path`` as it was (and no temporary file behind).
+    ``path`` as it was (and no temporary file behind; one a killed process left is removed by
+    the next write beside ``path``).
 
     >>> import tempfile, pathlib
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "page.html"
@@ -68,7 +111,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, encoding: str = "
     target = check_output_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = _new_file_mode(target)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    handle, name = temporary_beside(target)
     try:
         with os.fdopen(handle, "w", encoding=encoding) as out:
             out.write(text)

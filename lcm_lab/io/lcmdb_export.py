@@ -34,7 +34,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
-import tempfile
 import uuid
 from pathlib import Path
 from types import ModuleType
@@ -42,7 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from lcm_lab.errors import EnvironmentFaultError, OutputError
 from lcm_lab.io import lcmdb_schema, lcmdb_schema_v1
-from lcm_lab.io.atomic import check_output_path
+from lcm_lab.io.atomic import check_output_path, temporary_beside
 from lcm_lab.io.redaction import redact, secret_values
 
 if TYPE_CHECKING:
@@ -216,9 +215,8 @@ def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
     if target.exists():
         raise ExportExistsError(f"{target} exists; the lab never overwrites files — choose another -o path or remove it yourself")
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = temporary_beside(target)  # named for this process: a kill -9 leaves what the next export removes
     os.close(fd)
-    tmp = Path(tmp_name)
     try:
         tmp.unlink()  # sqlite creates its own file; the name is ours
         con = sqlite3.connect(tmp)

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from lcm_lab.engine.ingest.message import IngestResult, to_stored_message
+from lcm_lab.engine.ingest.message import SKIP_NON_PERSISTABLE, IngestResult, to_stored_message
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
@@ -91,7 +91,8 @@ class WriteCounts:
     context_items: int = 0
     qa_items: int = 0
     events: int = 0
-    not_stored: dict[str, int] = field(default_factory=dict)
+    not_stored: dict[str, int] = field(default_factory=dict)  # by skip reason
+    not_stored_roles: dict[str, int] = field(default_factory=dict)  # non-persistable-role skips by role
     warnings: list[str] = field(default_factory=list)
 
 
@@ -225,6 +226,9 @@ def build_rows(
                     message_json = dumps(message)
                     reason = result.skip_reason or "skipped"
                     counts.not_stored[reason] = counts.not_stored.get(reason, 0) + 1
+                    if reason == SKIP_NON_PERSISTABLE:
+                        role = str(message.get("role")) if isinstance(message, Mapping) else type(message).__name__
+                        counts.not_stored_roles[role] = counts.not_stored_roles.get(role, 0) + 1
             buffers.add(
                 "entries",
                 {
@@ -271,6 +275,29 @@ def build_rows(
         counts.warnings.append(f"{count} value(s) of {column} beyond 64-bit integers stored as NULL "
                                "(the entry is kept; its raw JSON keeps the number as JavaScript reads it)")
     return counts
+
+
+def not_stored_warning(counts: WriteCounts) -> str | None:
+    """The one warning about a file's messages that lossless-claw does not store (roles it does
+    not persist such as pi's ``bashExecution`` or ``developer``, empty error/aborted assistant
+    turns, runtime-context sentinels, duplicates), by reason and role; ``None`` if there are none.
+    They are kept as entries (``entries.message``), not as messages, exactly as the plugin does.
+
+    >>> print(not_stored_warning(WriteCounts(not_stored={"non-persistable-role": 3}, not_stored_roles={"bashExecution": 3})))
+    3 message(s) not stored as messages, as lossless-claw does not store them (kept as transcript entries): 3 with a role it does not store (bashExecution 3)
+    """
+    total = sum(counts.not_stored.values())
+    if not total:
+        return None
+    parts = []
+    for reason, count in sorted(counts.not_stored.items(), key=lambda kv: (-kv[1], kv[0])):
+        if reason == SKIP_NON_PERSISTABLE:
+            roles = ", ".join(f"{role} {n}" for role, n in sorted(counts.not_stored_roles.items(), key=lambda kv: (-kv[1], kv[0])))
+            parts.append(f"{count} with a role it does not store ({roles})")
+        else:
+            parts.append(f"{count} {reason}")
+    return (f"{total} message(s) not stored as messages, as lossless-claw does not store them "
+            f"(kept as transcript entries): {'; '.join(parts)}")
 
 
 def _conversation_row(cid: int, source_id: int, kind: str, item: LoadedConversation) -> dict[str, Any]:

@@ -561,7 +561,11 @@ def _jobs_for(argument: str | os.PathLike[str], store: LabStore) -> tuple[list[_
         ]  # fmt: skip
         return jobs, failed
     scan = transcripts.scan_state_dir(target)
-    failed = [_failed(store, Path(issue.path), None, str(issue)) for issue in scan.issues if issue.skipped]
+    # A skipped file fails; a warning that lost something else (the session index's keys) comes
+    # back as a skipped result for its file, so every issue of the scan reaches the user.
+    failed = [_failed(store, Path(issue.path), None, str(issue)) if issue.skipped
+              else SourceResult(issue.path, None, "skipped", warnings=(str(issue),))
+              for issue in scan.issues]  # fmt: skip
     jobs = []
     for item in scan.items:
         if item.kind == transcripts.LCM_DB:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from lcm_lab.errors import MissingFileError, UnknownNameError
+from lcm_lab.io.atomic import temporary_beside
 from lcm_lab.io.file_kind import special_file_reason
 from lcm_lab.prompts.gotemplate import Template, TemplateError
 
@@ -41,6 +41,9 @@ TEMPLATE_NAMES: tuple[str, ...] = (
 )
 LCM_TUI_TEMPLATE_NAMES: tuple[str, ...] = ("leaf", "condensed-d1", "condensed-d2", "condensed-d3")
 DEFAULT_SOURCE = "lcm_lab default"
+# The largest template file read (the packaged ones are about 2 KB): a bigger file is refused
+# unread, as the line cap refuses a huge JSON document, so it can never fill memory.
+MAX_TEMPLATE_BYTES = 1 << 20
 
 
 def template_hash(text: str) -> str:
@@ -167,11 +170,7 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
         _refuse_escaping_link(file, path)
         if (special := special_file_reason(file)) is not None:  # a FIFO would block the read for ever
             raise TemplateError(f"{file}: {special}")
-        try:
-            text = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise TemplateError(f"{file}: not UTF-8 text ({exc})") from exc
-        template = PromptTemplate(name, text, str(file))
+        template = PromptTemplate(name, _read_template(file), str(file))
         template.compiled  # noqa: B018 -- parse now so errors point at the file immediately
         found[name] = template
     if not found:
@@ -182,6 +181,24 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
         leaf = found["leaf"]
         templates["leaf-aggressive"] = PromptTemplate("leaf-aggressive", leaf.text, leaf.source)
     return PromptSet(path.name or str(path), templates, directory=path)
+
+
+def _read_template(file: Path) -> str:
+    """The text of a template file, at most :data:`MAX_TEMPLATE_BYTES` read (line ends as text
+    mode reads them: ``\\r\\n`` and ``\\r`` become ``\\n``)."""
+    try:
+        with file.open("rb") as handle:
+            data = handle.read(MAX_TEMPLATE_BYTES + 1)
+    except OSError as exc:
+        raise TemplateError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise TemplateError(f"{file}: larger than the {MAX_TEMPLATE_BYTES >> 20} MB template size cap; not read "
+                            "(a prompt template is a few kilobytes of text)")  # fmt: skip
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TemplateError(f"{file}: not UTF-8 text ({exc})") from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def resolve_prompt_set(prompts: PromptSet | str | os.PathLike[str] | None) -> PromptSet:
@@ -227,14 +244,14 @@ def export_prompt_set(prompts: PromptSet, directory: str | Path, overwrite: bool
     for name, target in zip(TEMPLATE_NAMES, targets, strict=True):
         if target.is_dir() and not target.is_symlink():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(target))
-        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path, prefix=f".{name}.", suffix=".tmp", delete=False)
+        fd, temporary = temporary_beside(target)
         try:
-            with handle:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(prompts[name].text)
-            os.chmod(handle.name, 0o644)
-            os.replace(handle.name, target)  # renames over the entry: a link is replaced, not followed
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, target)  # renames over the entry: a link is replaced, not followed
         except BaseException:
-            Path(handle.name).unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
             raise
         written.append(target)
     return written

@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.io.markup import markdown_text
+
 if TYPE_CHECKING:
     from lcm_lab.upgrade._comparison import VersionComparison
 
@@ -50,7 +52,7 @@ def interval(value: Any, low: Any, high: Any) -> str:
 
 def totals_table(totals: Sequence[Mapping[str, Any]]) -> str:
     """What happens to the context, one row per quantity, one column per engine."""
-    engines = [str(t["engine"]) for t in totals]
+    engines = [markdown_text(t["engine"]) for t in totals]
     lines = ["| | " + " | ".join(f"lossless-claw {e}" for e in engines) + " |", "|---|" + "---|" * len(engines)]
     for key, label in TOTAL_LABELS:
         lines.append(f"| {label} | " + " | ".join(_num(t.get(key)) for t in totals) + " |")
@@ -69,8 +71,8 @@ def headlines_table(headlines: Sequence[Mapping[str, Any]]) -> str:
         diff = interval(h["diff"], h["diff_ci_low"], h["diff_ci_high"])
         if diff != "—" and not h.get("paired"):
             diff += " (unpaired, no interval)"
-        lines.append(f"| {h['metric']} | {h['engine']} | {value} | {controls} | {h['n']} ({h['unit']}), {h['probes']} "
-                     f"({h['probes_degraded']}) | {diff} |")
+        cells = (h["metric"], h["engine"], value, controls, f"{h['n']} ({h['unit']}), {h['probes']} ({h['probes_degraded']})", diff)
+        lines.append("| " + " | ".join(markdown_text(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -102,9 +104,14 @@ def verdict_lines(comparison: VersionComparison) -> list[str]:
 
 
 def comparison_markdown(comparison: VersionComparison) -> str:
-    """The whole comparison: title line, totals, headlines and the verdict in words."""
-    name = comparison.title or comparison.session_id
-    head = (f"**{name}** at {comparison.token_budget:,} tokens, summarizer `{comparison.summarizer}`: "
-            f"lossless-claw {' vs '.join(comparison.versions)}")  # fmt: skip
+    """The whole comparison: title line, totals, headlines and the verdict in words.
+
+    Every piece of text from the transcript or the caller (title, session id, summarizer, engine
+    names) goes through :func:`~lcm_lab.io.markup.markdown_text`: a notebook renders this markdown
+    with inline HTML, so markup in a session id must show as text.
+    """
+    name = markdown_text(comparison.title or comparison.session_id)
+    head = (f"**{name}** at {comparison.token_budget:,} tokens, summarizer {markdown_text(comparison.summarizer)}: "
+            f"lossless-claw {' vs '.join(markdown_text(v) for v in comparison.versions)}")  # fmt: skip
     return "\n\n".join([head, totals_table(comparison.totals), headlines_table(comparison.headlines),
-                        "\n".join(f"- {line}" for line in verdict_lines(comparison))])  # fmt: skip
+                        "\n".join(f"- {markdown_text(line)}" for line in verdict_lines(comparison))])  # fmt: skip

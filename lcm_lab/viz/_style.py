@@ -83,13 +83,14 @@ def preview_html(text: str | None, limit: int = 240, width: int = 80) -> str:
 
 def wrapped_title(text: str, width: int = 95) -> tuple[str, int]:
     """A plot title broken into lines of at most ``width`` characters (plotly never wraps titles,
-    so a long one runs off the figure) and the top margin in px those lines need.
+    so a long one runs off the figure) and the top margin in px those lines need. Each line is
+    HTML-escaped (titles hold session ids and labels from the data; plotly renders tags in them).
 
-    >>> wrapped_title("short")
-    ('short', 50)
+    >>> wrapped_title("short <b>")
+    ('short &lt;b&gt;', 50)
     """
     lines = textwrap.wrap(text, width=width) or [""]
-    return "<br>".join(lines), 30 + 20 * len(lines)
+    return "<br>".join(html.escape(line) for line in lines), 30 + 20 * len(lines)
 
 
 # A horizontal legend just above the plot area: below it, it runs into the x axis title; at the

@@ -11,6 +11,7 @@ each turn (after its drains) into summaries by depth, the fresh tail and evictab
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.tail import fresh_tail_start
@@ -270,8 +271,8 @@ def _budget_comparison_figure(info: BudgetComparisonInfo) -> go.Figure:
 
     palette = run_colors(info.labels)
     fig = go.Figure()
-    for i, label in enumerate(info.labels):
-        color = palette[label]
+    for i, raw_label in enumerate(info.labels):
+        color, label = palette[raw_label], html.escape(raw_label)
         fig.add_trace(go.Scatter(x=list(info.turns[i]), y=list(info.tokens_after[i]), name=label, mode="lines",
                                  line={"color": color, "width": 1.5}, line_shape="hv"))
         if info.turns[i]:

@@ -305,7 +305,8 @@ def _hover(
     preview_chars: int,
 ) -> str:
     lines = [
-        f"<b>{html.escape(s.summary_id)}</b> · {s.kind} · depth {s.depth}" + (f" · {s.level}" if s.level else ""),
+        f"<b>{html.escape(s.summary_id)}</b> · {html.escape(s.kind)} · depth {s.depth}"
+        + (f" · {html.escape(s.level)}" if s.level else ""),
         f"tokens {s.token_count:,} · sources {s.source_message_token_count:,} msg tokens"
         f" · {s.descendant_count:,} descendants",
         f"messages {span[0]}–{span[1]}" if span else "messages: span unknown",
@@ -480,7 +481,7 @@ def _dag_figure(info: DagInfo) -> go.Figure:
             group = [n for n in info.nodes if str(n.color) == label]
             fig.add_trace(
                 scatter(
-                    x=[n.x for n in group], y=[n.depth for n in group], mode="markers", name=label,
+                    x=[n.x for n in group], y=[n.depth for n in group], mode="markers", name=html.escape(label),
                     marker={"size": [n.size for n in group], "color": category_color(info.color_by, label),
                             "line": {"width": 0.5, "color": "white"}},
                     hovertext=[n.hover for n in group], hoverinfo="text", customdata=[n.node_id for n in group],
@@ -509,7 +510,6 @@ def _dag_figure(info: DagInfo) -> go.Figure:
         )
     depths = list(range(info.max_depth + 1))
     title, top = wrapped_title(info.title)
-    title = "<br>".join(html.escape(line) for line in title.split("<br>"))
     fig.update_layout(
         title={"text": title},
         template="plotly_white",

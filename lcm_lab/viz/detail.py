@@ -60,7 +60,7 @@ def _producing_call(obj: Any, s: Summary) -> SummarizerCall | None:
 
 def _row(s: Summary) -> str:
     return (
-        f"<li><code>{html.escape(s.summary_id)}</code> {s.kind} d{s.depth}, {s.token_count:,} tokens"
+        f"<li><code>{html.escape(s.summary_id)}</code> {html.escape(s.kind)} d{s.depth}, {s.token_count:,} tokens"
         f"{' · ' + html.escape(s.level) if s.level else ''}</li>"
     )
 
@@ -74,7 +74,7 @@ def summary_detail_html(detail: SummaryDetail, text_limit: int = 6000) -> str:
     """Render a :class:`SummaryDetail`; every piece of text is HTML-escaped."""
     s = detail.summary
     parts = [
-        f"<h4><code>{html.escape(s.summary_id)}</code> · {s.kind} · depth {s.depth}"
+        f"<h4><code>{html.escape(s.summary_id)}</code> · {html.escape(s.kind)} · depth {s.depth}"
         f"{' · ' + html.escape(s.level) if s.level else ''}</h4>",
         f"<p>{s.token_count:,} tokens · covers {s.source_message_token_count:,} message tokens"
         f" · {s.descendant_count:,} descendant summaries"

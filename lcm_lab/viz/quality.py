@@ -8,6 +8,7 @@ fewer than two values has no interval).
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from collections.abc import Sequence
@@ -436,12 +437,12 @@ def _pareto_figure(info: ParetoInfo) -> go.Figure:
     if info.cost is not None:
         marker |= {"color": list(info.cost), "colorscale": "Viridis", "showscale": True, "colorbar": {"title": {"text": cost}}}
     hover = [
-        f"{lab}<br>{quality} {qv:.4g}<br>{tokens} {tv:,.0f}"
-        + (f"<br>{cost} {info.cost[i]:.4g}" if info.cost is not None else "")
+        f"{html.escape(lab)}<br>{html.escape(quality)} {qv:.4g}<br>{html.escape(tokens)} {tv:,.0f}"
+        + (f"<br>{html.escape(str(cost))} {info.cost[i]:.4g}" if info.cost is not None else "")
         + ("<br><b>Pareto-optimal</b>" if info.optimal[i] else "")
         for i, (lab, qv, tv) in enumerate(zip(info.labels, info.quality, info.tokens, strict=True))
     ]
-    fig.add_trace(go.Scatter(x=list(info.tokens), y=list(info.quality), mode="markers+text", text=list(info.labels),
+    fig.add_trace(go.Scatter(x=list(info.tokens), y=list(info.quality), mode="markers+text", text=[html.escape(x) for x in info.labels],
                              textposition="top center", marker=marker, hovertext=hover, hoverinfo="text", name="runs"))
     fig.update_layout(title={"text": f"Pareto front: {quality} vs {tokens}" + (f" vs {cost}" if cost else "")},
                       template="plotly_white", xaxis={"title": {"text": tokens}}, yaxis={"title": {"text": quality}},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -158,8 +159,14 @@ def detect_format(path: str | Path) -> str | None:
     return LOCOMO_JSON if document is not None and looks_like_locomo(document) else None
 
 
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,39}")
+
+
 def describe_file(path: str | Path) -> str:
-    """A short phrase saying what a file looks like, for error messages."""
+    """A short phrase saying what a file looks like, for error messages. It describes the file's
+    shape, never quotes its text: the file may be anything a path or a link led to
+    (``/etc/passwd``, a key file), and the message is printed and logged. Of a JSON object only
+    key names that look like field names are listed (a mapping's keys can be its data)."""
     file_path = Path(path)
     if file_path.is_dir():
         return "a directory that is not an OpenClaw state directory (no agents/ or lcm.db)"
@@ -187,13 +194,14 @@ def describe_file(path: str | Path) -> str:
     except ValueError:
         value = _whole_document(file_path) if text[:1] in (b"[", b"{") else None
         if value is None:
-            snippet = first_line[:60].decode("utf-8", errors="replace")
-            return f"text that is not JSON lines (first line: {snippet!r})"
+            return f"text that is not JSON lines ({size:,} bytes; line 1 is not JSON)"
     if isinstance(value, dict):
         if value.get("type") in ("session_meta", "response_item", "turn_context", "event_msg"):
             return "a Codex CLI rollout (not supported)"
-        keys = ", ".join(list(value)[:8])
-        return f"JSON whose first object has keys: {keys or '(none)'}"
+        names = [k for k in value if _FIELD_NAME.fullmatch(k)][:8]
+        unnamed = len(value) - len(names)
+        keys = ", ".join(names) + (f" ({unnamed} more)" if names and unnamed else "")
+        return f"JSON whose first object has keys: {keys}" if names else f"JSON whose first object has {len(value)} keys"
     if isinstance(value, list):
         return f"a JSON array of {len(value)} items that are neither session entries nor LoCoMo samples"
     return f"JSON {type(value).__name__} value"

@@ -24,7 +24,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from lcm_lab.errors import InputFileError
 from lcm_lab.io.data_paths import within
+from lcm_lab.io.file_kind import unreadable_reason
 from lcm_lab.io.model import LoadedConversation, LoadIssue
 from lcm_lab.io.transcripts.base import (
     LCM_DB,
@@ -33,7 +35,7 @@ from lcm_lab.io.transcripts.base import (
     TranscriptFormatError,
     TranscriptRead,
 )
-from lcm_lab.io.transcripts.jsonl import parse_json_bytes
+from lcm_lab.io.transcripts.jsonl import UTF8_BOM, parse_json_bytes, read_all_bytes
 
 _ARCHIVED = re.compile(r"\.jsonl\.(reset|deleted)(\.|$)")
 _CHECKPOINT = re.compile(r"\.checkpoint\..*\.jsonl$")
@@ -65,16 +67,31 @@ class StateDirScan:
         return sum(item.size for item in self.items)
 
 
-def _session_keys(sessions_json: Path, issues: list[LoadIssue]) -> dict[str, str]:
-    """Map session id and transcript file name → session key from ``sessions.json``."""
+def _session_keys(sessions_json: Path, root: Path, issues: list[LoadIssue]) -> dict[str, str]:
+    """Map session id and transcript file name → session key from ``sessions.json``.
+
+    The index is read like every other file of the state directory: a link out of it is not
+    followed, and like every one-document JSON input: a FIFO or device is not opened and at
+    most the line cap (``LCM_LAB_MAX_LINE_MB``) is read. Each refusal is an issue naming the
+    file (the transcripts still load, without session keys)."""
+
+    def unknown(problem: str) -> dict[str, str]:
+        issues.append(LoadIssue(str(sessions_json), None, f"session index: {problem}; session keys unknown", skipped=False))
+        return {}
+
+    if not within(sessions_json, root):
+        return unknown(f"a link to {os.path.realpath(sessions_json)}, outside the state directory, not read")
+    reason = unreadable_reason(sessions_json)
+    if reason is not None:
+        return unknown(f"{reason}, not read")
     try:
-        store = parse_json_bytes(sessions_json.read_bytes())
+        store = parse_json_bytes(read_all_bytes(sessions_json).removeprefix(UTF8_BOM))
+    except InputFileError as error:
+        return unknown(error.problem)
     except (OSError, ValueError) as error:
-        issues.append(LoadIssue(str(sessions_json), None, f"session store unreadable ({error}); session keys unknown", skipped=False))
-        return {}
+        return unknown(f"not readable as JSON ({error})")
     if not isinstance(store, dict):
-        issues.append(LoadIssue(str(sessions_json), None, "session store is not a JSON object; session keys unknown", skipped=False))
-        return {}
+        return unknown("not a JSON object")
     keys: dict[str, str] = {}
     for session_key, record in store.items():
         if not isinstance(record, dict):
@@ -137,7 +154,8 @@ def scan_state_dir(root: str | Path, *, include_checkpoints: bool = False) -> St
     for agent_dir in sorted(p for p in agents.iterdir() if p.is_dir()) if agents.is_dir() else ():
         agent_id = agent_dir.name
         sessions = agent_dir / "sessions"
-        keys = _session_keys(sessions / "sessions.json", issues) if (sessions / "sessions.json").is_file() else {}
+        index = sessions / "sessions.json"
+        keys = _session_keys(index, root_path, issues) if index.is_file() else {}
         if sessions.is_dir():
             for path in sorted(sessions.iterdir()):
                 if ".jsonl" not in path.name or path.is_dir():
