@@ -68,12 +68,12 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
                    plugin_config: dict[str, Any]) -> int:  # fmt: skip
     from tqdm.auto import tqdm
 
-    from lcm_lab.commands._summarizer_args import calls_so_far, failed_calls_warning
     from lcm_lab.metrics.strategies import strategy_scores
     from lcm_lab.store.replays import save_replay
     from lcm_lab.store.scores import write_scores
     from lcm_lab.strategies import get_strategy
     from lcm_lab.strategies.recorded import recorded_params
+    from lcm_lab.summarizers.call_checks import calls_since, calls_so_far, check_calls
 
     params = read_strategy_config(args.strategy_config)
     if args.strategy == "lcm":
@@ -100,7 +100,7 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
             run = strategy.run(
                 conversation, summarizer, args.token_budget, on_turn=lambda _t: bar.update()
             )  # noqa: B023
-        failed_calls, warning = failed_calls_warning(summarizer, before, conversation.session_id)
+        failed_calls, warning = check_calls(calls_since(summarizer, before), conversation.session_id, "the replay was not saved")
         run_id = (
             None
             if args.no_save
@@ -114,7 +114,7 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
                    "scores": headline_summary(scores), "failed_calls": failed_calls}  # fmt: skip
         results.append(summary)
         if warning:
-            print(warning, file=sys.stderr)
+            print(f"warning: {warning}", file=sys.stderr)
         if not args.json:
             heads = ", ".join(
                 f"{k} {v['value']:.3f}" for k, v in summary["scores"].items() if v.get("value") is not None

@@ -5,10 +5,9 @@ prompts, timeouts, retries, sampling and the spend guard."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lcm_lab.cli import path_argument, positive_count
-from lcm_lab.errors import UserError
 from lcm_lab.summarizers import DEFAULT_SUMMARIZER, SUMMARIZER_NAMES, SummarizerConfigError, get_summarizer
 
 if TYPE_CHECKING:
@@ -61,7 +60,9 @@ def api_base_url(text: str) -> str:
 def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None, run_id: str | None = None) -> Summarizer:
     """The summarizer the parsed CLI options describe (see :func:`add_summarizer_arguments`).
 
-    For ``litellm`` the ledger lives in ``store`` (or the store named by ``--db``). Options that
+    For ``litellm`` the ledger lives in ``store``, else in the store ``--db`` or ``$LCM_LAB_HOME``
+    names, else in memory (:func:`~lcm_lab.store.core.scratch_store`: a command that saves
+    nothing creates no store). Options that
     only apply to ``litellm`` are rejected for the other summarizers rather than ignored.
     """
     name = args.summarizer
@@ -75,9 +76,9 @@ def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None
     from lcm_lab.store.ledger import Ledger
 
     if store is None:
-        from lcm_lab.store import open_store
+        from lcm_lab.store import scratch_store
 
-        store = open_store(getattr(args, "db", None))
+        store = scratch_store(getattr(args, "db", None))
     from lcm_lab.summarizers.litellm_summarizer import LiteLLMSummarizer
 
     return LiteLLMSummarizer(
@@ -96,32 +97,3 @@ def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None
         window_seconds=args.window_seconds,
         max_cost_usd=args.max_cost_usd,
     )
-
-
-def calls_so_far(summarizer: object) -> Any:
-    """A copy of a model summarizer's call tally (None for the offline summarizers)."""
-    tally = getattr(summarizer, "tally", None)
-    return None if tally is None else tally.copy()
-
-
-def failed_calls_warning(summarizer: object, before: Any, where: str) -> tuple[int, str | None]:
-    """How many model calls since ``before`` (:func:`calls_so_far`) failed, and the warning to
-    print when some did. When every one failed no summary came from the model (each is the
-    plugin's truncation fallback), and when the provider refused the credentials the engine
-    dropped those passes: both are errors, raised as a :class:`UserError` (the auth one names
-    the credential to fix)."""
-    tally = getattr(summarizer, "tally", None)
-    if tally is None or before is None:
-        return 0, None
-    run = tally.since(before)
-    if not run.failed:
-        return 0, None
-    if run.auth_error is not None:  # the engine dropped those passes: nothing of the run can be trusted
-        refused = run.failures.get("auth", 0)
-        raise UserError(f"{where}: {run.auth_error} ({refused} of {run.calls} model calls refused); the replay was not saved")
-    if run.failed == run.calls:
-        raise UserError(
-            f"{where}: {run.describe()}; no summary came from the model, so the replay was not saved "
-            "(check --model, --api-base and that the server is up)"
-        )
-    return run.failed, f"warning: {where}: {run.describe()}; their summaries are the truncation fallback"

@@ -13,6 +13,7 @@ clamp, summaries sent, tokens, and whether it differs); ``--json`` one object wi
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     group.add_argument("--table", dest="table_format", action="store_const", const="table", default="table",
                        help="print the totals, the headlines and the differing turns as tables (default)")
     group.add_argument("--csv", dest="table_format", action="store_const", const="csv", help="print one CSV row per turn")
-    parser.add_argument("--db", type=path_argument, metavar="FILE", default=None, help="lab store an lcm.db input is loaded through (default: in memory)")
+    parser.add_argument("--db", type=path_argument, metavar="FILE", default=None, help="lab store for the ledger of model calls and an lcm.db input "
+                        "(default: $LCM_LAB_HOME's store if set, else in memory; nothing is saved)")
     from lcm_lab.commands._summarizer_args import add_summarizer_arguments
 
     add_summarizer_arguments(parser)
@@ -68,9 +70,9 @@ def _source(args: argparse.Namespace) -> tuple[Any, int | None]:
         except ValueError:
             raise OptionError(f"--conversation {args.conversation}: expected an index for {path}") from None
     from lcm_lab.commands.replay import _conversations
-    from lcm_lab.store import LabStore, open_store
+    from lcm_lab.store import scratch_store
 
-    store = open_store(args.db) if args.db else LabStore(":memory:")
+    store = scratch_store(args.db)
     found = _conversations(args, store)
     if len(found) != 1:
         raise OptionError(f"{path} holds {len(found)} conversations; pick one with --conversation ID")
@@ -92,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     summarizer = summarizer_from_args(args)
     cmp = compare_versions(source, config, versions=args.versions, token_budget=args.token_budget,
                            summarizer=summarizer, conversation=index)  # fmt: skip
+    for warning in cmp.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print_json(cmp.to_dict())
         return 0

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, path_argument, positive_int
+from lcm_lab.cli import add_json_argument, path_argument, positive_int
 from lcm_lab.errors import InputError, OptionError
 
 STRATEGIES = ("lcm", "recorded")
@@ -39,7 +39,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--config", type=path_argument, metavar="CONFIG.json", help="lcm: lossless-claw plugin config keys")
     parser.add_argument("--validate", action="store_true", help="validation table of the bundled real sessions (or INPUTs)")
     add_json_argument(parser, "one object per session (a list for several INPUTs or --validate)")
-    add_db_argument(parser)
+    parser.add_argument("--db", metavar="FILE", type=path_argument, default=None,
+                        help="lab store for the ledger of model calls (default: $LCM_LAB_HOME's store if set, else in memory; "
+                             "nothing is saved)")
     from lcm_lab.commands._summarizer_args import add_summarizer_arguments
 
     add_summarizer_arguments(parser)
@@ -92,7 +94,9 @@ def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     calibration = calibrate_conversation(loaded.conversation, prices, loaded.events)
     run = replay(loaded.conversation, config, summarizer, token_budget=args.token_budget)
     refs = reference_costs(loaded.conversation, prices, calibration, loaded.events)
-    cost = session_cost(run, prices, calibration)
+    cost = session_cost(run, prices, calibration)  # every model call failed: ModelCallsFailedError (one line)
+    if cost.warning:
+        print(f"warning: {cost.warning}", file=sys.stderr)
     out = {"session": path.name, "strategy": "lcm", "token_budget": args.token_budget, "turns": len(run.turns), **cost.totals()}
     for name, ref in refs.items():
         totals = ref.totals()

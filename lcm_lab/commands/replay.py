@@ -63,7 +63,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--trace-out", type=path_argument, metavar="TRACE.json", help="write the run as an lcref-trace-v1 trace")
     parser.add_argument("--check", type=path_argument, metavar="TRACE.json", help="compare the run with a reference trace; exit 1 on any difference")
     parser.add_argument("--label", default=None, help="a name for the run in the store")
-    parser.add_argument("--no-save", action="store_true", help="do not save the replay in the lab store")
+    parser.add_argument("--no-save", action="store_true", help="do not save the replay; with no --db (or $LCM_LAB_HOME) "
+                        "no store is created either: model calls are recorded in memory")
     from lcm_lab.strategies import STRATEGY_NAMES
 
     parser.add_argument("--strategy", choices=STRATEGY_NAMES, default="lcm", help="context strategy (default lcm; see docs/strategies.md)")
@@ -179,16 +180,13 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
 def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from lcm_lab.commands._summarizer_args import (
-        calls_so_far,
-        failed_calls_warning,
-        summarizer_from_args,
-    )
+    from lcm_lab.commands._summarizer_args import summarizer_from_args
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.engine.replay.trace import compare_traces, reference_trace
     from lcm_lab.engine.replay.trace_v1 import v1_trace, without_harness
-    from lcm_lab.store import open_store
+    from lcm_lab.store import open_store, scratch_store
     from lcm_lab.store.replays import save_replay
+    from lcm_lab.summarizers.call_checks import calls_since, calls_so_far, check_calls
 
     if args.tight_budget is not None and args.tight_budget > args.token_budget:
         raise OptionError(
@@ -205,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_plugin_keys(args.engine, plugin_config)
     check_engine_config(args.engine, config)
-    store = open_store(args.db)
+    store = scratch_store(args.db) if args.no_save else open_store(args.db)
     conversations = _conversations(args, store)
     if not conversations:
         raise InputError(f"{args.input} holds no conversation to replay")
@@ -244,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"warning: {exc}", file=sys.stderr)
                 status = 1
                 continue
-        failed_calls, warning = failed_calls_warning(summarizer, before, conversation.session_id)
+        failed_calls, warning = check_calls(calls_since(summarizer, before), conversation.session_id, "the replay was not saved")
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
         summary: dict[str, Any] = {
@@ -262,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
             f"lossless-claw {result.engine}"
         )
         if warning:
-            print(warning, file=sys.stderr)
+            print(f"warning: {warning}", file=sys.stderr)
         if args.trace_out or args.check:
             write_trace = v1_trace if result.is_v1 else reference_trace
             trace = write_trace(

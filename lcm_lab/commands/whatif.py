@@ -27,6 +27,7 @@ from lcm_lab.cli import (
     print_json,
     print_rows,
 )
+from lcm_lab.commands._summarizer_args import api_base_url
 from lcm_lab.errors import OptionError
 from lcm_lab.summarizers import SUMMARIZER_NAMES
 
@@ -50,7 +51,7 @@ def register(subparsers: Any) -> None:
     rewrite.add_argument("--summarizer", choices=[n for n in SUMMARIZER_NAMES if n != "litellm"], default=None,
                          help="a model-free summarizer (default: offline; --model chooses a model instead)")
     rewrite.add_argument("--model", default=None, help="any litellm model, e.g. openai/gpt-4o-mini (calls go through the ledger)")
-    rewrite.add_argument("--api-base", default=None, metavar="URL", help="OpenAI-compatible endpoint for --model")
+    rewrite.add_argument("--api-base", default=None, metavar="URL", type=api_base_url, help="OpenAI-compatible endpoint for --model")
     rewrite.add_argument("--prompts", default=None, type=path_argument, metavar="DIR", help="prompt template directory (lcm-tui layout) for --model")
     _common(rewrite)
     rewrite.set_defaults(func=_rewrite)
@@ -102,7 +103,12 @@ def _rewrite(args: argparse.Namespace) -> int:
 
 
 def _report(result: Any, args: argparse.Namespace) -> int:
+    import sys
+
     from lcm_lab import whatif
+
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
     table = _rows(whatif.compare(result.parent, result.run, labels=["original", result.edit["op"]], scores=not args.no_scores))
     if args.json:

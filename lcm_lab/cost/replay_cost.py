@@ -58,6 +58,8 @@ class SessionCost:
     summarizer_usd: float
     unpriced_summarizer_calls: int
     cached_summarizer_calls: int = 0
+    failed_summarizer_calls: int = 0  # their summaries are the truncation fallback (the model gave none)
+    warning: str | None = None  # some summarizer calls failed: the counts (lcm_lab.summarizers.call_checks)
 
     @property
     def main_usd(self) -> float:
@@ -105,6 +107,7 @@ class SessionCost:
             "summarizer_usd": self.summarizer_usd,
             "unpriced_summarizer_calls": self.unpriced_summarizer_calls,
             "cached_summarizer_calls": self.cached_summarizer_calls,
+            "failed_summarizer_calls": self.failed_summarizer_calls,
             "total_usd": self.total_usd,
             **interval,
             "cache_hit_rate": self.cache_hit_rate,
@@ -191,10 +194,18 @@ def calibrate_conversation(conversation: Conversation, prices: Prices, events: S
 
 
 def session_cost(run: ReplayLike, prices: Prices, calibration: Calibration) -> SessionCost:
-    """Price a replay's main-model calls and add its summarizer calls."""
+    """Price a replay's main-model calls and add its summarizer calls.
+
+    Failed summarizer calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): a
+    replay whose every model call failed is not priced (:class:`ModelCallsFailedError`: its
+    context is the truncation fallback's, not the model's); some failed calls are counted in
+    ``failed_summarizer_calls`` and ``warning``."""
+    from lcm_lab.summarizers.call_checks import check_calls, run_calls
+
+    failed, warning = check_calls(run_calls(run), run.conversation.session_id, "the replay was not priced")
     calls = simulate(replay_requests(run), calibration, prices)
     n, usd, unpriced, cached = _summarizer(run.turns)
-    return SessionCost(calls, prices, calibration, n, usd, unpriced, cached)
+    return SessionCost(calls, prices, calibration, n, usd, unpriced, cached, failed, warning)
 
 
 def reference_costs(

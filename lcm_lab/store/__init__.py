@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         StoreBusyError,
         default_store_path,
         open_store,
+        scratch_store,
         sqlite_scanner_path,
     )
 
@@ -28,4 +29,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'lcm_lab.store' has no attribute {name!r}")
 
 
-__all__ = ["LabStore", "StoreBusyError", "default_store_path", "open_store", "sqlite_scanner_path"]
+__all__ = ["LabStore", "StoreBusyError", "default_store_path", "open_store", "scratch_store", "sqlite_scanner_path"]

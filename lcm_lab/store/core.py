@@ -573,3 +573,13 @@ def open_store(db: str | os.PathLike[str] | None = None, *, reads_only: bool = F
     only reads passes ``reads_only=True``: a store on a read-only mount still serves it, and a
     path with no store is a :class:`NotFoundError` (nothing is created there)."""
     return LabStore(db, read_only=None if reads_only else False)
+
+
+def scratch_store(db: str | os.PathLike[str] | None = None) -> LabStore:
+    """The store of a command that saves nothing (``replay --no-save``, ``compare-versions``,
+    ``cost``) for what it records on the way (the ledger of model calls, an lcm.db input's rows):
+    the store ``db`` names, else the one ``$LCM_LAB_HOME`` names, else an in-memory store, so
+    that such a command creates no ``./.lcm_lab/lab.duckdb`` nobody asked for."""
+    if db is not None or env.text(HOME_ENV):
+        return open_store(db)
+    return LabStore(MEMORY)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.errors import MissingCredentialsError
+from lcm_lab.errors import MissingCredentialsError, ModelError
 from lcm_lab.io import env
 from lcm_lab.metrics.judge import JudgeError
 
@@ -35,6 +35,12 @@ JUDGE_API_BASE_ENV = env.JUDGE_API_BASE
 
 class MissingJudgeKeyError(JudgeError, MissingCredentialsError):
     """The judge model's provider key is not set (the message names the variable)."""
+
+
+class JudgeCallError(JudgeError, ModelError):
+    """The judge or answer model gave no reply after its retries (a dead server, a server error,
+    a timeout, refused credentials): the model's configuration is the user's to fix, so the CLI
+    says it in one line; still a :class:`JudgeError` for the judges that catch those."""
 
 
 class LedgerJudge:
@@ -146,7 +152,7 @@ class LedgerJudge:
                 failures += 1
                 delay = retry_delay(exc, failures, self.backoff_base_s, self.backoff_max_s) if kind in RETRYABLE else None
                 if delay is None or failures > self.max_retries:
-                    raise JudgeError(f"judge model {self.model!r} failed ({kind}): {type(exc).__name__}: {exc}"[:500]) from exc
+                    raise JudgeCallError(_call_failed(self.model, kind, failures, exc)) from exc
                 time.sleep(delay)
         latency = (time.perf_counter() - started) * 1000
         choice = response.choices[0] if getattr(response, "choices", None) else None
@@ -184,3 +190,11 @@ def judge_from_environment(ledger: Ledger | None = None, **options: Any) -> Ledg
     if not model:
         raise JudgeError(f"no judge model configured; set {JUDGE_MODEL_ENV} (e.g. openai/gpt-4o-mini) or pass a model to LedgerJudge")
     return LedgerJudge(model, ledger=ledger, api_base=env.text(JUDGE_API_BASE_ENV), **options)
+
+
+def _call_failed(model: str, kind: str, attempts: int, exc: BaseException) -> str:
+    """What to say when the judge model gave no reply: which model, why, what to check."""
+    from lcm_lab.summarizers.call_checks import CHECK
+
+    fix = "the provider rejected the credentials; check the API key" if kind == "auth" else CHECK
+    return f"judge model {model!r} failed ({kind}) after {attempts} attempt(s); {fix}: {f'{type(exc).__name__}: {exc}'[:300]}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import time
 import traceback
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -123,29 +122,16 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
                       failed_calls=failed_calls)  # fmt: skip
 
 
-class ModelGaveNoSummaryError(RuntimeError):
-    """Every summarizer call of a run fell back: its scores would measure the fallback, not the setting."""
-
-
 def _failed_model_calls(run: Any, summarizer: Any = None) -> int:
-    """How many of the run's summarizer calls fell back because the model gave no summary; when
-    every one did, the run fails (a dead server or a wrong model must not yield a recommendation).
-    So does a run in which the provider refused the credentials: the engine dropped those passes
-    (its sweep records say so), and the run measures a setting nobody asked for."""
-    refused = sum(1 for turn in run.turns for sweep in turn.sweeps if sweep.auth_failure)
-    if refused:
-        credential = getattr(summarizer, "credential", None)
-        check = credential() if callable(credential) else "the summarizer's API key"
-        raise ModelGaveNoSummaryError(f"the provider rejected the credentials ({refused} compaction passes dropped); check {check}")
-    calls = [call for turn in run.turns for call in turn.calls]
-    failed = [call.failure for call in calls if call.failure]
-    if calls and len(failed) == len(calls):
-        from lcm_lab.summarizers.litellm_summarizer import CallTally
+    """How many of the run's summarizer calls fell back because the model gave no summary. The
+    lab's one rule for failed model calls decides (:func:`lcm_lab.summarizers.call_checks.check_calls`):
+    when every call failed, or the provider refused the credentials (the engine dropped those
+    passes), the unit fails with a :class:`ModelCallsFailedError` (a dead server or a wrong model
+    must not yield a recommendation)."""
+    from lcm_lab.summarizers.call_checks import check_calls, run_calls
 
-        tally = CallTally(len(calls), dict(Counter(failed)))
-        raise ModelGaveNoSummaryError(f"no summary came from the model: {tally.describe()}; check the summarizer's "
-                                      "model and api_base and that the server is up")  # fmt: skip
-    return len(failed)
+    failed, _warning = check_calls(run_calls(run, summarizer), "the run", "it was not scored")  # the sweep counts the warning's calls
+    return failed
 
 
 def _run_strategy(unit: Unit, data: Conversations, conversation: Any, summarizer: Any) -> Any:

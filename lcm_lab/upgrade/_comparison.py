@@ -56,6 +56,7 @@ class VersionComparison:
     turns: tuple[Mapping[str, Any], ...] = field(repr=False)
     totals: tuple[Mapping[str, Any], ...] = field(repr=False)
     headlines: tuple[Mapping[str, Any], ...] = field(repr=False)
+    warnings: tuple[str, ...] = ()  # per engine whose model calls partly failed: the counts (its summaries are partly the fallback)
 
     @property
     def baseline(self) -> str:
@@ -106,7 +107,7 @@ class VersionComparison:
             "session_id": self.session_id, "title": self.title, "versions": list(self.versions), "baseline": self.baseline,
             "token_budget": self.token_budget, "summarizer": self.summarizer, "config": self.config.to_plugin_config(),
             "totals": [dict(t) for t in self.totals], "headlines": [dict(h) for h in self.headlines],
-            "turns": [dict(t) for t in self.turns],
+            "turns": [dict(t) for t in self.turns], "warnings": list(self.warnings),
         })  # fmt: skip
         return out
 
@@ -184,6 +185,10 @@ def compare_versions(
     conversation as the chance control). ``summarizer`` is a summarizer or its registry name.
     ``scores=False`` leaves the headlines out (what the model receives only: much faster).
 
+    Failed model calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): a
+    version whose every call failed raises :class:`ModelCallsFailedError` (its column would
+    measure the truncation fallback); some failed calls are counted in ``warnings``.
+
     ``lab.compare_versions("session.jsonl", {"contextThreshold": 0.6}, token_budget=8000).totals_df()``
     """
     from lcm_lab.summarizers import get_summarizer
@@ -194,7 +199,11 @@ def compare_versions(
     partner = chance_conversation if chance_conversation is not None else partner
     settings = _config(config)
     writer = get_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
-    runs = {engine: run_engine(engine, conv, settings, writer, token_budget) for engine in engines}
+    runs: dict[str, Any] = {}
+    warnings: list[str] = []
+    for engine in engines:  # each version checked as it ends: a dead server stops the comparison at the first
+        runs[engine] = run_engine(engine, conv, settings, writer, token_budget)
+        warnings += _call_warnings(runs[engine], writer, f"{conv.session_id} under lossless-claw {engine}")
     rows = turn_rows(runs)
     outcomes = {engine: headline_outcomes(run, f"{conv.session_id}:{engine}", qa_items=items, chance_conversation=partner, seed=seed)
                 for engine, run in runs.items()} if scores else {}  # fmt: skip
@@ -209,4 +218,14 @@ def compare_versions(
         turns=tuple(rows),
         totals=tuple(totals(runs, rows)),
         headlines=tuple(headline_rows(outcomes, resamples=resamples, seed=seed)) if outcomes else (),
+        warnings=tuple(warnings),
     )
+
+
+def _call_warnings(run: Any, summarizer: object, where: str) -> list[str]:
+    """One version's failed model calls by the lab's one rule: every call failed raises, some
+    failed is a warning with the counts."""
+    from lcm_lab.summarizers.call_checks import check_calls, run_calls
+
+    _failed, warning = check_calls(run_calls(run, summarizer), where, "no comparison was made")
+    return [warning] if warning else []

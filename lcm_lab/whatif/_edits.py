@@ -55,6 +55,7 @@ class WhatIf:
     edit: Mapping[str, Any]
     calls: tuple[SummarizerCall, ...] = ()
     label: str | None = field(default=None, compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)  # e.g. some model calls failed (their summaries are the fallback)
 
     @property
     def run_id(self) -> str | None:
@@ -96,7 +97,8 @@ class WhatIf:
         sent_before, sent_after = self.parent.sent(), self.run.sent()
         return {
             "run_id": self.run_id, "parent_run_id": self.parent_run_id, "label": self.label, "edit": dict(self.edit),
-            "summarizer_calls": len(self.calls), "changed_summaries": list(self.changed_summary_ids),
+            "summarizer_calls": len(self.calls), "failed_calls": sum(1 for c in self.calls if c.failure),
+            "warnings": list(self.warnings), "changed_summaries": list(self.changed_summary_ids),
             "sent_tokens": {"original": sent_before.estimated_tokens, "edited": sent_after.estimated_tokens},
             "stored_tokens": {"original": self.parent.final_tokens, "edited": self.run.final_tokens},
         }  # fmt: skip
@@ -140,6 +142,10 @@ def rewrite(
     ``api_base=`` for an OpenAI-compatible server), with ``prompt_set=`` (a ``PromptSet`` or an
     lcm-tui template directory) for model summarizers. Model calls go through the call ledger
     of ``store`` (cached: rewriting again costs nothing) and are attributed to the derived run.
+
+    Failed model calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): when
+    every call failed, nothing came from the model and a :class:`ModelCallsFailedError` is raised
+    before anything is saved; when some failed, the result's ``warnings`` count them.
     """
     store = _store(store)
     parent = _parent(run, store)
@@ -155,9 +161,13 @@ def rewrite(
     if hasattr(writer, "with_options") and getattr(writer, "run_id", None) is None:
         writer = writer.with_options(run_id=derived_id)  # ledger rows name the run they belong to
     outcome = edits.rewrite(parent, ids, writer)
+    from lcm_lab.summarizers.call_checks import check_calls, recorded_calls
+
+    _failed, warning = check_calls(recorded_calls(outcome.calls), f"rewrite of {parent.run_id}", "no derived run was saved")
     what = f"depth {depth}" if depth is not None else (ids[0] if len(ids) == 1 else f"{len(ids)} summaries")
     by = described.get("model") or described["summarizer"]
-    return _derive(store, parent, outcome.replay, edit, outcome.calls, label or f"rewrite {what} with {by} of {_name(store, parent)}")
+    made = _derive(store, parent, outcome.replay, edit, outcome.calls, label or f"rewrite {what} with {by} of {_name(store, parent)}")
+    return replace(made, warnings=(warning,)) if warning else made
 
 
 def reassemble(run: Replay | str, token_budget: int | None = None, *, store: LabStore | None = None) -> SentContext:
