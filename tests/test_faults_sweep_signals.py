@@ -151,3 +151,37 @@ def test_ray_shutdown_is_quiet_on_the_terminal_and_the_terminal_comes_back() -> 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == ["before", "after"]
+
+
+def test_kill_9_of_a_sweep_leaves_no_worker_or_resource_tracker_behind(tmp_path: Path) -> None:
+    """SIGKILL runs none of the sweep's clean-up: its two spawn workers (and with them
+    multiprocessing's resource tracker) ran on for good. Now each worker dies with its parent and
+    the tracker, its pipe's last writers gone, exits by itself."""
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(SPEC.replace("{executor}", "processes"))
+    child = subprocess.Popen(lab_command("sweep", str(spec), "--db", str(tmp_path / "lab.duckdb"), "--no-progress"),
+                             env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    left: list[int] = []
+    try:
+        deadline = time.monotonic() + 90
+        found: set[int] = set()
+        while time.monotonic() < deadline and child.poll() is None and not found:
+            found = _running_units(child.pid, "processes")
+            time.sleep(0.05)
+        assert found and child.poll() is None, "the sweep never started its workers"
+        time.sleep(1.0)  # the workers are replaying
+        found |= _descendants(child.pid)
+        child.kill()
+        child.wait(timeout=10)
+        gone_by = time.monotonic() + 15
+        while time.monotonic() < gone_by:
+            left = [pid for pid in found if _alive(pid)]
+            if not left:
+                break
+            time.sleep(0.1)
+    finally:
+        for pid in [p for p in left if _alive(p)]:  # never leave them to the machine, even on failure
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"{len(left)} of the sweep's {len(found)} child processes outlived its kill -9 by 15 s"
+    assert len(found) >= 3  # the resource tracker and two workers were watched

@@ -66,7 +66,7 @@ def test_an_unguarded_script_fails_fast_naming_the_fix_and_the_guarded_one_resum
     assert seconds < 60, f"the unguarded script took {seconds:.0f} s to fail"
     with LabStore(tmp_path / "lab.duckdb") as store:
         assert store.fetch_all("SELECT config_id, conversation_key, created_at FROM sweep_runs ORDER BY config_id") == kept
-        assert store.fetch_all("SELECT status FROM sweeps")[0][0] == "interrupted"
+        assert store.fetch_all("SELECT status FROM sweeps")[0][0] == "failed"  # an error ended it (Ctrl-C or SIGTERM: interrupted)
     assert list((tmp_path / "tmp").iterdir()) == []  # the workers' input file is removed
 
     guarded, _ = run_script(tmp_path, "guarded.py", 'if __name__ == "__main__":\n    main()')

@@ -35,6 +35,7 @@ from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.types import Conversation
+from lcm_lab.errors import OptionError
 from lcm_lab.metrics.base import Score, runtime_text
 from lcm_lab.metrics.decisions import decision_scores
 from lcm_lab.metrics.fact_headline import fact_headline_scores
@@ -134,8 +135,24 @@ def drift_alarm(previous: Score, current: Score | None) -> Drift:
 
 
 def drift_checks(previous: Sequence[Score], current: Sequence[Score], metrics: Sequence[str] | None = None) -> list[Drift]:
-    """:func:`drift_alarm` for every run-scope headline of the previous run (or ``metrics``)."""
-    prev = {s.metric: s for s in previous if s.scope == "run" and "ci_low" in s.details}
+    """:func:`drift_alarm` for every run-scope headline of the previous run that has an interval,
+    or for each of ``metrics`` (one without an interval is ``no-interval``). A name in ``metrics``
+    that is no run-scope headline of the previous run is an :class:`~lcm_lab.errors.OptionError`
+    listing the ones it has (a misspelt name checked nothing, which read as "no alarm")."""
+    headlines = {s.metric: s for s in previous if s.scope == "run"}
     cur = {s.metric: s for s in current if s.scope == "run"}
-    names = [m for m in (metrics or sorted(prev)) if m in prev]
-    return [drift_alarm(prev[m], cur.get(m)) for m in names]
+    if not metrics:
+        return [drift_alarm(headlines[m], cur.get(m)) for m in sorted(headlines) if "ci_low" in headlines[m].details]
+    unknown = [m for m in dict.fromkeys(metrics) if m not in headlines]
+    if unknown:
+        import difflib
+
+        run = previous[0].run_id if previous else "the previous run"
+        close = [c for m in unknown for c in difflib.get_close_matches(m, headlines, n=1)]
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        banded = sorted(m for m, s in headlines.items() if "ci_low" in s.details)
+        rest = len(headlines) - len(banded)
+        known = f"its headlines with an interval: {', '.join(banded) or 'none'}" + (f" (and {rest} without one)" if rest else "")
+        raise OptionError(f"--metric {', '.join(repr(m) for m in unknown)}: run {run} has no run-scope headline of that "
+                          f"name; {hint}{known}")
+    return [drift_alarm(headlines[m], cur.get(m)) for m in dict.fromkeys(metrics)]

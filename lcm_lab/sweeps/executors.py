@@ -30,6 +30,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -166,7 +167,7 @@ class Runner:
                 self._inputs = _write_inputs(job)
                 self._pool = ProcessPoolExecutor(
                     max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
-                    initargs=(self._inputs,),
+                    initargs=(self._inputs, os.getpid()),
                 )
             with _workers_ignore_ctrl_c():  # the submits start the workers
                 futures = [self._pool.submit(_work_in_process, chunk) for chunk in chunk_units(units, job.data, self.workers)]
@@ -266,9 +267,46 @@ class _Dropped(Future[Any]):
         pass
 
 
-def _init_worker(inputs: str) -> None:
+PARENT_POLL_SECONDS = 1.0
+
+
+def die_with_parent(parent: int) -> None:
+    """End this worker process when ``parent`` (the sweep's process) dies, even by SIGKILL, which
+    runs none of the sweep's clean-up: its workers otherwise ran on, and with them multiprocessing's
+    resource tracker, which exits once the last process holding its pipe is gone.
+
+    On Linux the kernel sends SIGKILL at the parent's death (``PR_SET_PDEATHSIG``); on every
+    system a daemon thread checks ``os.getppid()`` each :data:`PARENT_POLL_SECONDS` (the kernel
+    signal is tied to the thread that started the worker). A parent already gone when this runs
+    (the race the signal alone leaves open) ends the worker at once."""
+    import threading
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # no prctl in this libc: the thread below still ends the worker
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="lcm-sweep-parent-watch", daemon=True).start()
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _init_worker(inputs: str, parent: int) -> None:
     import signal
 
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # also for workers the pool starts later (see _workers_ignore_ctrl_c)
     with open(inputs, "rb") as source:
         data, recipe, score_qa, fault, score_cost, metrics = pickle.load(source)

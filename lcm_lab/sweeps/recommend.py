@@ -156,11 +156,14 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
         from lcm_lab.store import LabStore
 
         store = LabStore()
-    spec = sweep_row(store, sweep_id)["spec"]
+    row = sweep_row(store, sweep_id)
+    spec = row["spec"]
     objectives = {o["metric"]: o["direction"] for o in spec["objectives"]}
     constraints = list(spec.get("constraints", []))
     metrics = list(dict.fromkeys([*objectives, *(c["metric"] for c in constraints)]))
-    frame, engine = _one_engine(sweep_df(sweep_id, store), sweep_id, engine)
+    runs = sweep_df(sweep_id, store)
+    _refuse_without_finished_runs(runs, sweep_id, str(row["status"]))
+    frame, engine = _one_engine(runs, sweep_id, engine)
     try:
         choice = choose(frame, objectives, constraints)
     except ValueError as exc:  # choose() found no usable configuration
@@ -212,6 +215,17 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
     warnings.insert(0, note)
     return Recommendation(sweep_id, stored_id, params, None, {}, tradeoff, warnings, front, table, strategy, best_lcm,
                           lcm_json, cost, out_of_sample, engine)
+
+
+def _refuse_without_finished_runs(frame: pd.DataFrame, sweep_id: str, status: str) -> None:
+    """A :class:`~lcm_lab.errors.DataError` for a sweep with no finished run to recommend from (one
+    stopped before any run ended, or whose runs all failed)."""
+    if not frame.empty and (frame["status"] == "ok").any():
+        return
+    failed = 0 if frame.empty else int((frame["status"] == "error").sum())
+    why = f"its {failed} runs all failed (sweep_df() shows each error; lcm-lab sweep SPEC --retry-failed runs them again)" \
+        if failed else "no run ended before it stopped; running the same spec again resumes it (lcm-lab sweep SPEC)"
+    raise DataError(f"sweep {sweep_id} has no finished runs (status {status}): {why}")
 
 
 def _one_engine(frame: pd.DataFrame, sweep_id: str, engine: str | None) -> tuple[pd.DataFrame, str]:

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.versions import DEFAULT_ENGINE
-from lcm_lab.errors import MissingFileError
+from lcm_lab.errors import MissingFileError, OptionError
 from lcm_lab.io.file_kind import special_file_reason
 from lcm_lab.sweeps.executors import (
     Job,
@@ -81,17 +81,14 @@ class SweepResult(NamedTuple):
 def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
     """A validated spec from a :class:`SweepSpec`, a mapping or a YAML file path."""
     if isinstance(spec, str | Path):
-        import yaml
+        from lcm_lab.sweeps.spec_yaml import read_spec_yaml
 
         path = Path(spec)
         if (special := special_file_reason(path)) is not None:
             raise SweepSpecError(f"sweep spec {path}: {special}")
         if not path.is_file():
             raise MissingFileError(f"sweep spec {path} not found (lcm-lab sweep --example prints one)")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise SweepSpecError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+        data = read_spec_yaml(path.read_text(encoding="utf-8"), str(path))
         if not isinstance(data, dict):
             raise SweepSpecError(f"{path}: expected a YAML mapping at the top level")
         return parse_spec(data)
@@ -105,16 +102,20 @@ def read_conversations(spec: SweepSpec) -> Conversations:
     from lcm_lab.io.transcripts import read_transcript
 
     loaded: dict[str, Any] = {}
+    counts = []
     for source in spec.conversations:
         path = source.file()
         if not path.exists():
             raise MissingFileError(f"conversations.path: {path} not found")
         read = read_transcript(path).conversations
+        counts.append(len(read))
         stop = None if source.limit is None else source.skip + source.limit
         for index, item in list(enumerate(read))[source.skip : stop]:
             loaded[f"{path.name}#{index}"] = item
     if not loaded:
-        raise ValueError("conversations: the sources hold no conversations (check skip and limit)")
+        sources = "; ".join(f"{s.file().name}: {counts[i]} conversation(s), skip {s.skip}" for i, s in enumerate(spec.conversations))
+        raise SweepSpecError(f"conversations: the sources hold no conversations past skip ({sources}); "
+                             "lower skip (conversations are counted from 0)")
     donors, no_donor = chance_donors(loaded)
     return Conversations(
         {key: item.conversation for key, item in loaded.items()},
@@ -174,7 +175,7 @@ def _draw(rng: random.Random, kind: str, values: Sequence[Any] | Range) -> Any:
 class _Session:
     """One run of :func:`sweep`: the store writer, counters and progress bar."""
 
-    def __init__(self, spec: SweepSpec, sweep_id: str, store: Any, executor: str, workers: int,
+    def __init__(self, spec: SweepSpec, data: Conversations, sweep_id: str, store: Any, executor: str, workers: int,
                  progress: bool, fault: str | None, reuse_calls: bool = True, metrics: bytes | None = None,
                  retry_failed: bool = False) -> None:
         from lcm_lab.store.ledger import Ledger
@@ -182,7 +183,7 @@ class _Session:
 
         self.spec, self.sweep_id, self.store = spec, sweep_id, store
         self.executor, self.workers = executor, workers
-        self.data = read_conversations(spec)
+        self.data = data
         recorded = unit_statuses(store, sweep_id)
         self.done = {unit for unit, status in recorded.items() if status == "ok" or not retry_failed}
         self.failed_earlier = set() if retry_failed else {unit for unit, status in recorded.items() if status != "ok"}
@@ -348,51 +349,69 @@ def sweep(
         overrides = {k: v for k, v in {"executor": executor, "workers": workers}.items() if v is not None}
         spec = parse_spec({**spec.model_dump(mode="json"), **overrides})
     sweep_id = sweep_id_for(spec)
-    store = store if store is not None else LabStore()
     chosen = resolve_executor(spec.executor, spec.summarizer.name)
+    if not reuse_calls and (spec.summarizer.name != "litellm" or chosen not in ("threads", "serial")):
+        raise OptionError("reuse_calls=False applies to litellm sweeps on the threads or serial executor")
     n = spec.workers or default_workers(chosen)
     # Metrics registered outside the lab travel to worker processes and Ray tasks by value; one
     # that cannot is refused here, before the store is touched (never a None scored "ok").
     crosses = chosen == "ray" or chosen.startswith("ray://") or (chosen == "processes" and n > 1)
     custom = custom_metrics() if crosses else {}
     packed = pack_metrics(custom) if custom else None
+    # The conversations are read before the sweep's row exists: a source that cannot be read (not
+    # a transcript, skip past its end) is refused with nothing left behind in the store.
+    data = read_conversations(spec)
+    store = store if store is not None else LabStore()
     started = time.perf_counter()
     register_sweep(store, sweep_id, spec.name, _stored_spec(spec))
-    before = sweep_row(store, sweep_id)["stats"]
-    if not reuse_calls and (spec.summarizer.name != "litellm" or chosen not in ("threads", "serial")):
-        raise ValueError("reuse_calls=False applies to litellm sweeps on the threads or serial executor")
-    session = _Session(spec, sweep_id, store, chosen, n, progress, fault, reuse_calls, packed, retry_failed)
-    completed = False
+    # From here on the sweep's row records how this session ended: done, interrupted (Ctrl-C,
+    # SIGTERM) or failed (an error; the runs finished before it stay, and the same spec resumes).
+    outcome = "interrupted"
+    session: _Session | None = None
+    before: Mapping[str, Any] = {}
     try:
-        baseline = Point(BASELINE_ID, {}, LcmConfig())
-        session.register(baseline, trial=None, baseline=True)
-        # the plugin defaults under every other engine the sweep varies: each version's own reference
-        others = [engine_baseline(e) for e in spec.engines() if e != DEFAULT_ENGINE]
-        for p in others:
-            session.register(p, trial=None, baseline=True)
-        if others:
-            session.run(session.units(others))
-        if spec.search.method == "optuna":
-            from lcm_lab.sweeps.study import run_study
-
-            run_study(session, baseline)
-        else:
-            points = grid_points(spec) if spec.search.method == "grid" else random_points(spec)
-            for i, p in enumerate(points):
-                session.register(p, trial=i)
-            session.run(session.units([baseline, *points]))
-        completed = True
+        before = sweep_row(store, sweep_id)["stats"]
+        session = _Session(spec, data, sweep_id, store, chosen, n, progress, fault, reuse_calls, packed, retry_failed)
+        _run_session(session, spec)
+        outcome = "done"
+    except Exception:
+        outcome = "failed"
+        raise
     finally:
-        if session.bar is not None:
-            session.bar.close()
-        session.runner.close(abort=not completed)
-        session.flush()
-        calls, hits = session.counts()
+        calls = hits = 0
+        if session is not None:
+            if session.bar is not None:
+                session.bar.close()
+            session.runner.close(abort=outcome != "done")
+            session.flush()
+            calls, hits = session.counts()
         stats = _stats(store, sweep_id, before, calls, hits, time.perf_counter() - started)
-        set_sweep_status(store, sweep_id, "done" if completed else "interrupted", stats)
+        set_sweep_status(store, sweep_id, outcome, stats)
         store.release()
+    assert session is not None  # it ran to the end
     return SweepResult(sweep_id, stats["configs"], session.ok, session.failed, session.skipped, stats["naive_calls"],
                        calls, hits, time.perf_counter() - started, chosen, n, session.failed_calls, session.skipped_failed)
+
+
+def _run_session(session: _Session, spec: SweepSpec) -> None:
+    """Register and run every configuration the spec chooses, the plugin defaults first."""
+    baseline = Point(BASELINE_ID, {}, LcmConfig())
+    session.register(baseline, trial=None, baseline=True)
+    # the plugin defaults under every other engine the sweep varies: each version's own reference
+    others = [engine_baseline(e) for e in spec.engines() if e != DEFAULT_ENGINE]
+    for p in others:
+        session.register(p, trial=None, baseline=True)
+    if others:
+        session.run(session.units(others))
+    if spec.search.method == "optuna":
+        from lcm_lab.sweeps.study import run_study
+
+        run_study(session, baseline)
+        return
+    points = grid_points(spec) if spec.search.method == "grid" else random_points(spec)
+    for i, p in enumerate(points):
+        session.register(p, trial=i)
+    session.run(session.units([baseline, *points]))
 
 
 def _with_every_metric(result: UnitResult) -> UnitResult:

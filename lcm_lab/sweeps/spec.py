@@ -26,7 +26,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from lcm_lab.engine.config.lcm_config import FIELDS, ConfigError, LcmConfig
+from lcm_lab.engine.js.depth import MAX_JSON_DEPTH, value_depth
 from lcm_lab.engine.versions import DEFAULT_ENGINE, ENGINE_VERSIONS
 from lcm_lab.errors import SpecError
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
@@ -50,6 +51,15 @@ KNOBS: dict[str, Any] = {f.keys[0]: f for f in FIELDS if f.kind in ("int", "numb
 # The lossless-claw version an LCM configuration replays: one more LCM dimension (not a plugin
 # key), so a sweep can re-tune the plugin for another engine version (lcm_lab.engine.versions).
 ENGINE_KEY = "engine"
+
+# A spec's numbers are finite: NaN passed every comparison (``high >= low``) and broke later.
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+# The most configurations one sweep runs (a grid's points, or ``search.trials``): the grid is
+# counted before anything is built, so a spec past it is refused up front.
+MAX_CONFIGURATIONS: Final = 10_000
+# The largest token budget a run can record (the store keeps it as a signed 64-bit integer).
+MAX_TOKEN_BUDGET: Final = 2**63 - 1
 
 
 class SweepSpecError(SpecError):
@@ -101,7 +111,7 @@ class SummarizerSpec(_Strict):
     model: str | None = None
     api_base: str | None = None
     concurrency: int = Field(16, ge=1)
-    temperature: float | None = None
+    temperature: Finite | None = None
     seed: int | None = None
     prompts: str | None = None
     max_retries: int = Field(3, ge=0)
@@ -129,9 +139,9 @@ class SummarizerSpec(_Strict):
 class Range(_Strict):
     """A numeric range: ``low``..``high`` (``step`` makes it a grid; ``log`` samples log-uniformly)."""
 
-    low: float
-    high: float
-    step: float | None = Field(None, gt=0)
+    low: Finite
+    high: Finite
+    step: Finite | None = Field(None, gt=0)
     log: bool = False
 
     @model_validator(mode="after")
@@ -150,6 +160,14 @@ class SearchSpec(_Strict):
     trials: int | None = Field(None, ge=1)
     seed: int = 0
     sampler: Literal["tpe", "nsga2", "random"] | None = None
+
+    @field_validator("trials")
+    @classmethod
+    def _at_most(cls, value: int | None) -> int | None:
+        if value is not None and value > MAX_CONFIGURATIONS:
+            raise ValueError(f"{value:,} is more configurations than one sweep runs (at most {MAX_CONFIGURATIONS:,}); "
+                             "ask for fewer trials, or split the space over several sweeps")
+        return value
 
     @model_validator(mode="after")
     def _trials(self) -> SearchSpec:
@@ -174,8 +192,8 @@ class ConstraintSpec(_Strict):
     """A feasibility bound on a metric's mean over the conversations (``max`` and/or ``min``)."""
 
     metric: str
-    max: float | None = None
-    min: float | None = None
+    max: Finite | None = None
+    min: Finite | None = None
 
     @field_validator("metric")
     @classmethod
@@ -201,7 +219,7 @@ def _known_metric(value: str) -> str:
     return value
 
 
-Choices = list[int | float | bool | str]
+Choices = list[int | Finite | bool | str]
 StrategyValue = Choices | Range | bool | int | float | str | None
 
 
@@ -210,7 +228,7 @@ class SweepSpec(_Strict):
 
     name: str
     conversations: list[ConversationSource] = Field(min_length=1)
-    token_budget: int = Field(gt=0)
+    token_budget: int
     summarizer: SummarizerSpec = SummarizerSpec()
     base: dict[str, Any] = Field(default_factory=dict)
     space: dict[str, Choices | Range] = Field(min_length=1)
@@ -246,6 +264,13 @@ class SweepSpec(_Strict):
             if isinstance(values, list) and not values:
                 raise ValueError(f"{key}: empty list of values")
         return space
+
+    @field_validator("token_budget")
+    @classmethod
+    def _budget(cls, value: int) -> int:
+        if not 1 <= value <= MAX_TOKEN_BUDGET:
+            raise ValueError(f"{value} is out of range; a token budget is a whole number of tokens from 1 to {MAX_TOKEN_BUDGET}")
+        return value
 
     @field_validator("executor")
     @classmethod
@@ -286,6 +311,8 @@ class SweepSpec(_Strict):
             for key, values in ranges:
                 if isinstance(values, Range) and values.step is None:
                     raise ValueError(f"{key}: a grid needs a list of values or a range with step")
+            if (too_large := _grid_size_problem(self)) is not None:
+                raise ValueError(too_large)
         if self.search.method == "optuna" and self.search.sampler == "nsga2" and len(self.objectives) < 2:
             raise ValueError("sampler 'nsga2' is for two or more objectives")
         return self
@@ -381,13 +408,50 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def value_count(values: Choices | Range) -> float:
+    """How many values a dimension's grid has, counted without listing them (``inf`` when a
+    range's span over its step is too large for a float).
+
+    >>> value_count([8, 16]), value_count(Range(low=0.1, high=0.9, step=0.1)), value_count(Range(low=0, high=1, step=1e-300)) > 1e299
+    (2.0, 9.0, True)
+    """
+    if isinstance(values, list):
+        return float(len(values))
+    assert values.step is not None
+    spans = (values.high - values.low) / values.step
+    return float(math.floor(spans + 1e-9) + 1) if math.isfinite(spans) else math.inf
+
+
+def grid_size(spec: SweepSpec) -> float:
+    """How many configurations :func:`grid_points` lists, counted arithmetically (nothing is built)."""
+    return sum(math.prod(value_count(d.values) for d in dims) for _, dims in dimensions(spec))
+
+
+def _count(n: float) -> str:
+    return f"{int(n):,}" if n < 1e15 else f"{n:.3g}"
+
+
+def _grid_size_problem(spec: SweepSpec) -> str | None:
+    """Why the spec's grid is too large to run (it names the size and the largest dimensions)."""
+    size = grid_size(spec)
+    if size <= MAX_CONFIGURATIONS:
+        return None
+    counts = {d.key: value_count(d.values) for _, dims in dimensions(spec) for d in dims}
+    widest = sorted(counts, key=lambda key: -counts[key])[:3]
+    named = "; ".join(f"{key}: {_count(counts[key])} values" for key in widest)
+    return (f"space: the grid has {_count(size)} configurations ({named}), more than one sweep runs "
+            f"(at most {MAX_CONFIGURATIONS:,}); use fewer values or larger steps, or search: {{method: random, trials: N}}")
+
+
 def grid_values(kind: str, values: Choices | Range) -> list[Any]:
     """A dimension's grid: its list, or a range's steps (integers for integer parameters)."""
     if isinstance(values, list):
         return list(values)
     assert values.step is not None
-    count = math.floor((values.high - values.low) / values.step + 1e-9) + 1
-    out = [values.low + i * values.step for i in range(count)]
+    count = value_count(values)
+    if count > MAX_CONFIGURATIONS:
+        raise SweepSpecError(f"a range of {_count(count)} values is more than one sweep runs (at most {MAX_CONFIGURATIONS:,})")
+    out = [values.low + i * values.step for i in range(int(count))]
     if kind == "int":
         return [int(round(v)) for v in out]
     return [round(v, 10) for v in out]
@@ -416,6 +480,9 @@ def parse_spec(data: Mapping[str, Any] | SweepSpec) -> SweepSpec:
     if isinstance(data, SweepSpec):
         spec = data
     else:
+        if (depth := value_depth(data)) > MAX_JSON_DEPTH:
+            raise SweepSpecError(f"invalid sweep spec: nested {depth:,} levels deep; a spec is read to at most "
+                                 f"{MAX_JSON_DEPTH} levels")
         try:
             spec = SweepSpec.model_validate(dict(data))
         except ValidationError as exc:
@@ -427,7 +494,9 @@ def parse_spec(data: Mapping[str, Any] | SweepSpec) -> SweepSpec:
 
 
 def _candidates(kind: str, values: Choices | Range) -> list[Any]:
-    if isinstance(values, list) or values.step:
+    """The values of a dimension to check against the plugin: every grid value, or (a range
+    without step, or one too long to list, which only a random or Optuna search draws from) its ends."""
+    if isinstance(values, list) or (values.step and value_count(values) <= MAX_CONFIGURATIONS):
         return grid_values(kind, values)
     ends = [values.low, values.high]
     return [int(v) for v in ends] if kind == "int" else ends
@@ -479,13 +548,22 @@ def _strategy_value_problems(spec: SweepSpec, strategy: str, dims: list[Dimensio
 _UNION_MEMBERS = ("bool", "int", "float", "str", "none")
 
 
+def _plain_loc(error: Any) -> list[str]:
+    # pydantic reports a union member's type in the path (space.x.list[...]); drop it.
+    return [p for p in map(str, error["loc"]) if not p.startswith(("list[", "Range", "function-after")) and p not in _UNION_MEMBERS]
+
+
 def _describe(exc: ValidationError) -> str:
     lines = []
-    for error in exc.errors():
-        loc = [str(p) for p in error["loc"]]
-        # pydantic reports a union member's type in the path (space.x.list[...]); drop it.
-        loc = [p for p in loc if not p.startswith(("list[", "Range", "function-after")) and p not in _UNION_MEMBERS]
+    errors = exc.errors()
+    # A mapping given where a list or a range goes is a range: its own errors say what is wrong,
+    # not the list member's "Input should be a valid list".
+    ranges = {".".join(_plain_loc(e)) for e in errors if any("Range" in str(p) for p in e["loc"]) and e["type"] != "model_type"}
+    for error in errors:
+        loc = _plain_loc(error)
         where = ".".join(loc) or "spec"
+        if error["type"] == "list_type" and any(r == where or r.startswith(where + ".") for r in ranges):
+            continue
         if error["type"] == "extra_forbidden":
             allowed = _allowed_keys(error["loc"][:-1])
             lines.append(f"{where}: unknown key; allowed keys: {', '.join(allowed)}")

@@ -1,0 +1,145 @@
+"""Hostile sweep specs, run for real through ``lcm-lab sweep`` in a child process: each is refused
+in one line, exit 2, before a sweep row exists (none is left ``running``), within a small memory
+bound. And a sweep that fails after its row exists is recorded ``failed``, never left ``running``."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+import yaml
+from faults import assert_one_line_error, child_env, lab_command
+from test_sweep import small_spec
+
+from lcm_lab.store import LabStore
+from lcm_lab.sweeps import SweepSpecError, parse_spec, sweep
+from lcm_lab.sweeps.spec import MAX_CONFIGURATIONS
+
+MEMORY_CAP = 3 * 2**30  # address space of the child: the huge grid took 3.6 GB before it failed
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def sweep_cli(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text, encoding="utf-8")
+    return subprocess.run(lab_command("sweep", "--db", str(tmp_path / "lab.duckdb"), "--no-progress", str(spec)),
+                          capture_output=True, text=True, timeout=120, env=child_env(), preexec_fn=_limit_memory)
+
+
+def sweep_rows(db: Path) -> list[tuple[Any, ...]]:
+    if not db.exists():
+        return []
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT status, (SELECT count(*) FROM sweep_configs) FROM sweeps").fetchall()
+    finally:
+        con.close()
+
+
+def spec_text(**changes: Any) -> str:
+    return yaml.safe_dump(small_spec(**changes), sort_keys=False)
+
+
+def refused(tmp_path: Path, text: str, *needles: str) -> str:
+    started = time.monotonic()
+    line = assert_one_line_error(sweep_cli(tmp_path, text), "lcm-lab sweep: ", *needles)
+    assert time.monotonic() - started < 60
+    assert sweep_rows(tmp_path / "lab.duckdb") == []  # no sweep row, so none left 'running'
+    return line
+
+
+def test_yaml_nested_thousands_deep_is_one_line(tmp_path: Path) -> None:
+    text = spec_text() + "strategy_config: " + "[" * 3000 + "]" * 3000 + "\n"
+    refused(tmp_path, text, "spec.yaml: nested more than 200 levels deep", "at most 200 levels")
+
+
+def test_a_mapping_nested_thousands_deep_is_a_spec_error() -> None:
+    value: Any = 1
+    for _ in range(3000):
+        value = [value]
+    with pytest.raises(SweepSpecError, match="nested 3,00[0-9] levels deep"):
+        parse_spec(small_spec(base={"leafChunkTokens": value}))
+
+
+@pytest.mark.parametrize("bound", [".nan", ".inf", "-.inf"])
+def test_a_range_bound_that_is_not_finite_is_one_line(tmp_path: Path, bound: str) -> None:
+    text = spec_text(space={"contextThreshold": {"low": "BOUND", "high": 0.9, "step": 0.1}}).replace("BOUND", bound)
+    line = refused(tmp_path, text, "space.contextThreshold.low: Input should be a finite number")
+    assert "valid list" not in line  # the range's own error, not the list member's
+
+
+def test_a_token_budget_past_64_bits_is_one_line(tmp_path: Path) -> None:
+    refused(tmp_path, spec_text(token_budget=2**63), "token_budget: 9223372036854775808 is out of range",
+            "from 1 to 9223372036854775807")
+
+
+def test_skip_past_the_last_conversation_leaves_no_sweep_behind(tmp_path: Path) -> None:
+    source = dict(small_spec()["conversations"][0], skip=5000)
+    refused(tmp_path, spec_text(conversations=[source]), "conversations:", "skip 5000", "lower skip")
+
+
+def test_a_conversation_file_that_is_no_transcript_leaves_no_sweep_behind(tmp_path: Path) -> None:
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    refused(tmp_path, spec_text(conversations=[{"path": str(other)}]), "not a transcript")
+
+
+def test_a_huge_grid_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    space = {"contextThreshold": {"low": 0.1, "high": 0.9, "step": 1e-300}}
+    refused(tmp_path, spec_text(space=space, search={"method": "grid"}), "space: the grid has 8e+299 configurations",
+            f"at most {MAX_CONFIGURATIONS:,}")
+
+
+def test_two_long_ranges_multiply_past_the_cap() -> None:
+    space = {"freshTailCount": {"low": 0, "high": 1e8, "step": 1}, "leafChunkTokens": {"low": 1, "high": 1e8, "step": 1}}
+    started = time.monotonic()
+    with pytest.raises(SweepSpecError, match=r"the grid has 1e\+16 configurations \(freshTailCount: 100,000,001 values"):
+        parse_spec(small_spec(space=space))
+    assert time.monotonic() - started < 5
+
+
+def test_a_grid_at_the_cap_still_runs_its_validation() -> None:
+    # 100 x 100 = the cap exactly: accepted (counted, not refused)
+    space = {"freshTailCount": {"low": 1, "high": 100, "step": 1}, "leafMinFanout": {"low": 2, "high": 101, "step": 1}}
+    assert parse_spec(small_spec(space=space)).space
+
+
+def test_random_trials_past_the_cap_are_one_line(tmp_path: Path) -> None:
+    search = {"method": "random", "trials": 100_000_000}
+    refused(tmp_path, spec_text(search=search), "search.trials: 100,000,000 is more configurations than one sweep runs",
+            f"at most {MAX_CONFIGURATIONS:,}")
+
+
+def test_a_key_given_twice_is_one_line_naming_it(tmp_path: Path) -> None:
+    text = spec_text() + "token_budget: 7000\n"
+    refused(tmp_path, text, "spec.yaml: key 'token_budget' is given twice (lines", "keep one")
+
+
+def test_a_nested_key_given_twice_is_refused_and_merge_keys_still_override(tmp_path: Path) -> None:
+    from lcm_lab.sweeps.spec_yaml import read_spec_yaml
+
+    with pytest.raises(SweepSpecError, match=r"key 'freshTailCount' is given twice \(lines 2 and 3\)"):
+        read_spec_yaml("space:\n  freshTailCount: [8]\n  freshTailCount: [16]\n", "s.yaml")
+    merged = read_spec_yaml("a: &a {x: 1, y: 2}\nb:\n  <<: *a\n  x: 3\n", "s.yaml")
+    assert merged["b"] == {"x": 3, "y": 2}
+
+
+def test_a_failure_after_the_sweep_row_exists_marks_it_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lcm_lab.sweeps import run
+
+    def broken(*_: Any) -> None:
+        raise RuntimeError("the machine broke mid-sweep")
+
+    monkeypatch.setattr(run, "grid_points", broken)
+    with LabStore(tmp_path / "lab.duckdb") as store:
+        with pytest.raises(RuntimeError, match="mid-sweep"):
+            sweep(small_spec(), store=store, progress=False)
+        assert store.fetch_all("SELECT status FROM sweeps") == [("failed",)]
