@@ -40,6 +40,7 @@ from pydantic import (
 
 from lcm_lab.engine.config.lcm_config import FIELDS, ConfigError, LcmConfig
 from lcm_lab.engine.js.depth import MAX_JSON_DEPTH, value_depth
+from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET
 from lcm_lab.engine.versions import DEFAULT_ENGINE, ENGINE_VERSIONS
 from lcm_lab.errors import SpecError
 from lcm_lab.sweeps import sent_metrics as _sent_metrics  # noqa: F401  (registers the sent-token metrics)
@@ -58,8 +59,6 @@ Finite = Annotated[float, Field(allow_inf_nan=False)]
 # The most configurations one sweep runs (a grid's points, or ``search.trials``): the grid is
 # counted before anything is built, so a spec past it is refused up front.
 MAX_CONFIGURATIONS: Final = 10_000
-# The largest token budget a run can record (the store keeps it as a signed 64-bit integer).
-MAX_TOKEN_BUDGET: Final = 2**63 - 1
 
 
 class SweepSpecError(SpecError):
@@ -269,7 +268,7 @@ class SweepSpec(_Strict):
     @classmethod
     def _budget(cls, value: int) -> int:
         if not 1 <= value <= MAX_TOKEN_BUDGET:
-            raise ValueError(f"{value} is out of range; a token budget is a whole number of tokens from 1 to {MAX_TOKEN_BUDGET}")
+            raise ValueError(f"{value} is out of range; a token budget is a whole number of tokens from 1 to {MAX_TOKEN_BUDGET:,}")
         return value
 
     @field_validator("executor")
