@@ -56,6 +56,18 @@ def refused(tmp_path: Path, text: str, *needles: str) -> str:
     return line
 
 
+def test_aliases_of_aliases_are_counted_before_anything_walks_them(tmp_path: Path) -> None:
+    # nine lines that stand for 9**9 values: the depth check alone walked them until killed
+    rows = ['x0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    rows += [f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    text = spec_text() + "\n".join(rows) + "\nstrategy_config: {x: *a8}\n"
+    refused(tmp_path, text, "spec.yaml: holds 926,177,", "values once its aliases (*name) are expanded", "at most 100,000")
+
+
+def test_an_alias_that_holds_itself_is_one_line(tmp_path: Path) -> None:
+    refused(tmp_path, spec_text() + "strategy_config: &me {x: [*me]}\n", "spec.yaml: an alias holds itself")
+
+
 def test_yaml_nested_thousands_deep_is_one_line(tmp_path: Path) -> None:
     text = spec_text() + "strategy_config: " + "[" * 3000 + "]" * 3000 + "\n"
     refused(tmp_path, text, "spec.yaml: nested more than 200 levels deep", "at most 200 levels")
