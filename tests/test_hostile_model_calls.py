@@ -19,15 +19,22 @@ OPTIONS = ["--summarizer", "litellm", "--model", "openai/fake-model", "--max-ret
            "--cache", "off", "--summary-timeout-ms", "5000"]  # fmt: skip
 
 
-def session(path: Path, turns: int = 12) -> Path:
-    lines = [json.dumps({"type": "session", "version": 3, "id": "calls", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/w"})]
+def session(path: Path, turns: int = 12, *, priced: bool = False) -> Path:
+    """A pi session of ``turns`` question/answer pairs; ``priced``: a minute apart, the assistant
+    messages recording their model and provider usage (``cost`` prices it)."""
+    session_id = "priced" if priced else "calls"
+    lines = [json.dumps({"type": "session", "version": 3, "id": session_id, "timestamp": "2025-01-01T00:00:00Z", "cwd": "/w"})]
     parent = None
     for i in range(turns):
         for role, text in (("user", f"question {i}: " + "tell me about the garden " * 20),
                            ("assistant", f"answer {i}: " + "the roses need water and sun " * 20)):  # fmt: skip
             entry_id = f"e{len(lines)}"
-            lines.append(json.dumps({"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:00Z",
-                                     "message": {"role": role, "content": [{"type": "text", "text": text}], "timestamp": len(lines)}}))  # fmt: skip
+            timestamp = 1735689600000 + 60_000 * len(lines) if priced else len(lines)
+            message: dict[str, object] = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": timestamp}
+            if priced and role == "assistant":
+                message.update(provider="openai", model="gpt-4o-mini",
+                               usage={"input": 1000 + 300 * i, "output": 120, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1120 + 300 * i})  # fmt: skip
+            lines.append(json.dumps({"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:00Z", "message": message}))
             parent = entry_id
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -53,24 +53,6 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
-def priced_session(path: Path, turns: int = 12) -> Path:
-    """A pi session whose assistant messages record their model and provider usage (``cost`` prices it)."""
-    lines = [json.dumps({"type": "session", "version": 3, "id": "priced", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/w"})]
-    parent = None
-    for i in range(turns):
-        for role, text in (("user", f"question {i}: " + "tell me about the garden " * 20),
-                           ("assistant", f"answer {i}: " + "the roses need water and sun " * 20)):  # fmt: skip
-            entry_id = f"e{len(lines)}"
-            message: dict[str, object] = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1735689600000 + 60_000 * len(lines)}
-            if role == "assistant":
-                message.update(provider="openai", model="gpt-4o-mini",
-                               usage={"input": 1000 + 300 * i, "output": 120, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1120 + 300 * i})  # fmt: skip
-            lines.append(json.dumps({"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:00Z", "message": message}))
-            parent = entry_id
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def saved_run(tmp_path: Path) -> tuple[str, str]:
     """A store holding one offline replay with leaf summaries: (store path, run id)."""
     db = tmp_path / "lab.duckdb"
@@ -166,7 +148,7 @@ def test_compare_versions_warns_with_the_counts_in_the_library_and_the_cli(tmp_p
 
 def test_cost_of_a_replay_whose_every_call_failed_is_an_error(tmp_path: Path) -> None:
     """Before: exit 0, "summarizer $0.00 over 25 calls" and a saving priced on fallback summaries."""
-    path = priced_session(tmp_path / "s.jsonl")
+    path = session(tmp_path / "s.jsonl", priced=True)
     db = tmp_path / "lab.duckdb"
     result = lab("cost", "--db", str(db), "--strategy", "lcm", str(path), "--config", str(config(tmp_path)), "--token-budget", "1200",
                  *MODEL, "--api-base", dead(), cwd=tmp_path)  # fmt: skip
@@ -180,7 +162,7 @@ def test_cost_warns_when_some_calls_failed_and_the_library_says_the_same(tmp_pat
     from lcm_lab.cost.replay_cost import calibrate_conversation
     from lcm_lab.cost.validate import session_model
 
-    path = priced_session(tmp_path / "s.jsonl")
+    path = session(tmp_path / "s.jsonl", priced=True)
     server.enqueue(Reply(status=500))
     result = lab("cost", "--strategy", "lcm", str(path), "--config", str(config(tmp_path)), "--token-budget", "1200", *MODEL,
                  "--json", "--api-base", server.base_url, cwd=tmp_path)  # fmt: skip
