@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 from lcm_lab.cli import (
@@ -103,8 +104,6 @@ def _rewrite(args: argparse.Namespace) -> int:
 
 
 def _report(result: Any, args: argparse.Namespace) -> int:
-    import sys
-
     from lcm_lab import whatif
 
     for warning in result.warnings:

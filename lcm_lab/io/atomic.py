@@ -63,19 +63,24 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def remove_if_writer_died(leftover: Path, pid_text: str) -> bool:
+    """Delete ``leftover``, a file process ``pid_text`` was writing, if that process is gone (never
+    this process's own); whether it was removed."""
+    if not pid_text.isdigit() or int(pid_text) == os.getpid() or process_alive(int(pid_text)):
+        return False
+    try:
+        leftover.unlink(missing_ok=True)
+    except OSError:
+        return False  # a read-only directory: harmless debris
+    return True
+
+
 def remove_dead_temporaries(target: Path) -> list[Path]:
     """Delete the temporary files (and SQLite's ``-journal``/``-wal`` beside them) that processes
     now gone left while writing ``target``; returns what was removed. A live process's are kept."""
-    removed = []
-    for leftover in target.parent.glob(f".{target.name}{WRITING}*"):
-        pid_text = leftover.name[len(target.name) + 1 + len(WRITING):].split("-", 1)[0]
-        if pid_text.isdigit() and int(pid_text) != os.getpid() and not process_alive(int(pid_text)):
-            try:
-                leftover.unlink(missing_ok=True)
-            except OSError:
-                continue  # a read-only directory: harmless debris
-            removed.append(leftover)
-    return removed
+    prefix = len(target.name) + 1 + len(WRITING)
+    return [leftover for leftover in target.parent.glob(f".{target.name}{WRITING}*")
+            if remove_if_writer_died(leftover, leftover.name[prefix:].split("-", 1)[0])]  # fmt: skip
 
 
 def temporary_beside(target: Path) -> tuple[int, Path]:

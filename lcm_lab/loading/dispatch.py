@@ -82,6 +82,11 @@ _SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
 TO_FILE_BYTES = 16 << 20
 
 
+def _commits_to_file(fp: FileFingerprint) -> bool:
+    """Whether the load of the file ``fp`` fingerprints makes its last commit into the store file."""
+    return fp.size_bytes >= TO_FILE_BYTES
+
+
 def loader_version() -> str:
     try:
         return f"lcm_lab {metadata.version('lcm_lab')}"
@@ -266,7 +271,7 @@ class _LcmDbJob:
             self.lab.attached_sqlite(self.snap.path, "_lcm_src", read_only=self.snap.read_only)
             if scanner else nullcontext(None)
         )
-        with attached as alias, self.lab.transaction(to_file=self.fp.size_bytes >= TO_FILE_BYTES):
+        with attached as alias, self.lab.transaction(to_file=_commits_to_file(self.fp)):
             source_id = add_source(
                 self.lab, path=str(self.target), kind="lcm_db", status="loaded", loader_version=loader_version(),
                 fp=self.fp, meta=meta,
@@ -361,7 +366,7 @@ def _load_transcript(
 
 def _store_transcript(lab: LabStore, target: Path, fp: FileFingerprint, result: Any, issues: list[str],
                       batch: _RowBatch | None) -> SourceResult:  # fmt: skip
-    with _undone_on_failure(lab), lab.transaction(to_file=fp.size_bytes >= TO_FILE_BYTES):
+    with _undone_on_failure(lab), lab.transaction(to_file=_commits_to_file(fp)):
         source_id = add_source(lab, path=str(target), kind=result.kind, status=UNFINISHED,
                                loader_version=loader_version(), fp=fp)
         counts = insert_loaded(lab, source_id, fp.path, result.conversations, kind=result.kind, commit_bytes=COMMIT_BYTES,

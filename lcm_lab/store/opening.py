@@ -40,7 +40,7 @@ import duckdb
 
 from lcm_lab.errors import EnvironmentFaultError, StoreError
 from lcm_lab.io import store_files
-from lcm_lab.io.atomic import process_alive
+from lcm_lab.io.atomic import remove_if_writer_died
 from lcm_lab.store import migrations
 
 MEMORY = ":memory:"
@@ -302,12 +302,7 @@ def create_store(path: str, prepare: Any) -> list[str]:
 def remove_stale_builds(target: Path) -> None:
     """Delete builds of this store left by processes that died (their PID is gone)."""
     for leftover in target.parent.glob(f".{target.name}{_CREATING}*"):
-        pid_text = leftover.name.rsplit(_CREATING, 1)[-1].removesuffix(".wal")
-        if pid_text.isdigit() and not process_alive(int(pid_text)):
-            try:
-                leftover.unlink(missing_ok=True)
-            except OSError:
-                pass  # a read-only directory: harmless debris
+        remove_if_writer_died(leftover, leftover.name.rsplit(_CREATING, 1)[-1].removesuffix(".wal"))
 
 
 def _fsync(path: Path) -> None:

@@ -92,7 +92,7 @@ class ObserverParams:
                 f"unknown observer parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
         hints = get_type_hints(ObserverParams)
-        wrong = [f"{name}={value!r} ({_KIND_WORDS.get(hints[name], _kind_words(hints[name]))})"
+        wrong = [f"{name}={value!r} ({_kind_words(hints[name])})"
                  for name, value in params.items() if not _fits(value, hints[name])]  # fmt: skip
         if wrong:
             raise StrategyError(f"observer parameter(s) of the wrong type: {'; '.join(wrong)}")
@@ -130,6 +130,9 @@ def _fits(value: Any, hint: Any) -> bool:
 
 
 def _kind_words(hint: Any) -> str:
+    """What a value of type ``hint`` must be, in words."""
+    if hint in _KIND_WORDS:
+        return _KIND_WORDS[hint]
     if get_origin(hint) is Literal:
         return "expected one of " + ", ".join(repr(v) for v in get_args(hint))
     arms = [arm for arm in get_args(hint) if arm is not type(None)]
