@@ -1,9 +1,11 @@
 """Item 10 of issue 22: SIGTERM or Ctrl-C to a sweep on worker processes stops the workers at once,
 records the sweep as ``interrupted`` (never left ``running``), and says so in one line, with no
-worker tracebacks."""
+worker tracebacks. A sweep killed with ``kill -9`` records nothing: readers see it ``interrupted``
+because its process is gone, and the same spec resumes it."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from faults import child_env, lab_command
+from faults import child_env, lab_command, run_lab
 
 pytestmark = pytest.mark.slow  # a real sweep on two worker processes per case
 
@@ -185,3 +187,76 @@ def test_kill_9_of_a_sweep_leaves_no_worker_or_resource_tracker_behind(tmp_path:
             os.kill(pid, signal.SIGKILL)
     assert not left, f"{len(left)} of the sweep's {len(found)} child processes outlived its kill -9 by 15 s"
     assert len(found) >= 3  # the resource tracker and two workers were watched
+
+
+KILLED = """
+name: killed
+conversations:
+  - dataset: locomo/locomo10.json
+    limit: 1
+token_budget: 6000
+base: {leafChunkTokens: 2000, leafTargetTokens: 400, condensedTargetTokens: 300}
+summarizer: {name: offline}
+space:
+  freshTailCount: [4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40]
+search: {method: grid}
+objectives:
+  - {metric: peak_context_tokens, direction: minimize}
+scoring: {qa: false}
+executor: serial
+"""
+
+
+def _listed(db: Path) -> dict[str, object]:
+    """The one sweep as ``lcm-lab sweeps --json`` lists it (a reader in another process)."""
+    listed = run_lab("sweeps", "--db", str(db), "--json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = [json.loads(line) for line in listed.stdout.splitlines()]
+    return dict(row)
+
+
+def test_kill_9_of_a_sweep_reads_interrupted_and_the_same_spec_resumes_it(tmp_path: Path) -> None:
+    """While the sweep's process runs, another process lists it ``running``; after ``kill -9`` (no
+    outcome recorded: the store still says ``running``) the listing and ``recommend`` say
+    ``interrupted`` and why, without writing to the store; running the spec again finishes it."""
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(KILLED)
+    db = tmp_path / "lab.duckdb"
+    command = lab_command("sweep", str(spec), "--db", str(db), "--no-progress", "--json")
+    child = subprocess.Popen(command, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        row: dict[str, object] = {}
+        while time.monotonic() < deadline and child.poll() is None:
+            if db.exists() and (row := _listed(db)) and int(str(row["runs_ok"])) >= 1:
+                break
+            time.sleep(0.2)
+        assert child.poll() is None, f"the sweep ended before it could be killed: {child.communicate()[1][-3000:]}"
+        assert (row["status"], row["status_note"]) == ("running", f"running in process {child.pid}"), row
+        child.kill()
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.communicate()
+    assert child.returncode == -signal.SIGKILL
+    stored = _status(db)
+    assert stored == "running"  # what the killed process left in the store
+
+    row = _listed(db)
+    ended = "its process ended without finishing (killed or crashed); run the same spec again to resume"
+    assert (row["status"], row["status_note"]) == ("interrupted", ended), row
+    finished = int(str(row["runs_ok"]))
+    assert 1 <= finished < 13
+    rec = run_lab("recommend", "--db", str(db), str(row["sweep_id"]))
+    assert rec.returncode == 0, rec.stderr
+    assert f"WARNING: sweep {row['sweep_id']} has not finished (status interrupted: {ended}); " \
+           f"the choice rests on the {finished} runs finished so far" in rec.stdout.splitlines(), rec.stdout
+    assert _status(db) == "running"  # the readers wrote nothing
+
+    again = run_lab("sweep", str(spec), "--db", str(db), "--no-progress", "--json", timeout=300)
+    assert again.returncode == 0, again.stderr
+    result = json.loads(again.stdout)
+    assert (result["skipped"], result["runs_ok"], result["runs_failed"]) == (finished, 13 - finished, 0)
+    row = _listed(db)
+    assert (row["status"], row["status_note"], row["runs_ok"]) == ("done", None, 13)

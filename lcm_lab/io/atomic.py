@@ -22,6 +22,7 @@ from pathlib import Path
 
 from lcm_lab.errors import OutputError
 from lcm_lab.io.file_kind import kind_name
+from lcm_lab.io.processes import process_alive
 from lcm_lab.io.store_files import lab_store_for
 
 
@@ -50,17 +51,6 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
 
 
 WRITING = ".writing-"  # ``.<target>.writing-<pid>-<random>.tmp``: a temporary file of process <pid>
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (one of another user counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def remove_if_writer_died(leftover: Path, pid_text: str) -> bool:

@@ -7,8 +7,14 @@
 >>> write_run_row(store, "sw_1", "c_1", "conv-0", "run-1", "ok", None, 0.5, {"peak_context_tokens": 10.0}, 0)
 >>> unit_statuses(store, "sw_1")
 {('c_1', 'conv-0'): 'ok'}
->>> sweeps_df(store).name.tolist()
-['demo']
+>>> sweeps_df(store)[["name", "status"]].values.tolist()
+[['demo', 'running']]
+
+A sweep's status as stored is what its process last wrote: ``running`` from its start (or
+resume) until it records ``done``, ``failed`` or ``interrupted`` (Ctrl-C, SIGTERM). A process
+killed with ``kill -9`` writes nothing more, so every reader goes through :func:`live_status`,
+which reads a ``running`` sweep whose process is gone as ``interrupted``, without writing (the
+store may be read-only).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.errors import UnknownNameError
+from lcm_lab.io.processes import ProcessIdentity, process_ended, this_process
 from lcm_lab.store.stored import stored_json
 
 if TYPE_CHECKING:
@@ -31,17 +38,61 @@ SELECT s.sweep_id, s.name, s.status, s.created_at, s.updated_at,
        (SELECT count(*) FROM sweep_configs c WHERE c.sweep_id = s.sweep_id) AS configs,
        (SELECT count(*) FROM sweep_runs r WHERE r.sweep_id = s.sweep_id AND r.status = 'ok') AS runs_ok,
        (SELECT count(*) FROM sweep_runs r WHERE r.sweep_id = s.sweep_id AND r.status = 'error') AS runs_failed,
-       s.stats
+       s.stats, s.owner_pid, s.owner_started, s.owner_boot, s.owner_host
 FROM sweeps s ORDER BY s.created_at, s.sweep_id
 """
+_OWNER = ("owner_pid", "owner_started", "owner_boot", "owner_host")
+
+ENDED = "its process ended without finishing (killed or crashed); run the same spec again to resume"
+_NOTES = {
+    "interrupted": "stopped by Ctrl-C or SIGTERM; run the same spec again to resume",
+    "failed": "stopped by an error; run the same spec again to resume (runs that failed stay failed without --retry-failed)",
+}
 
 
-def register_sweep(store: LabStore, sweep_id: str, name: str, spec: Mapping[str, Any]) -> None:
-    """Create the sweep row (kept as it is when the sweep is resumed)."""
+def register_sweep(store: LabStore, sweep_id: str, name: str, spec: Mapping[str, Any],
+                   owner: ProcessIdentity | None = None) -> None:
+    """Create the sweep row, or mark a resumed one ``running`` again (its spec kept as it is);
+    either way record ``owner`` (default: this process) as the process that runs it."""
+    who = owner or this_process()
     store.execute(
-        "INSERT INTO sweeps (sweep_id, name, spec, status) VALUES (?, ?, ?, 'running') ON CONFLICT DO NOTHING",
-        [sweep_id, name, json.dumps(spec, sort_keys=True)],
+        "INSERT INTO sweeps (sweep_id, name, spec, status, owner_pid, owner_started, owner_boot, owner_host)"
+        " VALUES (?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (sweep_id) DO UPDATE SET status = 'running',"
+        " owner_pid = excluded.owner_pid, owner_started = excluded.owner_started, owner_boot = excluded.owner_boot,"
+        " owner_host = excluded.owner_host, updated_at = now()",
+        [sweep_id, name, json.dumps(spec, sort_keys=True), *who],
     )
+
+
+def live_status(row: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The status of a sweep ``row`` (its ``status`` and ``owner_*`` columns) as it is now, with
+    what it means in words (``None`` for ``done``): the one place that decides it.
+
+    A ``running`` sweep whose process has ended (gone, started before the last boot, or its pid
+    reused by another process) is ``interrupted``: :data:`ENDED`. One that ran on another host
+    stays ``running``, saying that this host cannot tell; so does one recorded before sweeps
+    noted their process (no owner)."""
+    status = str(row["status"])
+    if status != "running":
+        return status, _NOTES.get(status)
+    pid, started, boot, host = (row.get(c) for c in _OWNER)
+    if _missing(pid) or _missing(host):
+        return status, ("recorded running by a lab that did not note its process; if none runs it, "
+                        "run the same spec again to resume")  # fmt: skip
+    owner = ProcessIdentity(int(pid), None if _missing(started) else int(started), None if _missing(boot) else str(boot), str(host))
+    ended = process_ended(owner)
+    if ended:
+        return "interrupted", ENDED
+    if ended is None:
+        return status, f"recorded running by process {owner.pid} on host {owner.host}; this host cannot tell whether it still runs"
+    return status, f"running in process {owner.pid}"
+
+
+def _missing(value: Any) -> bool:
+    """NULL as DuckDB hands it back through pandas (``None``, NaN or ``pd.NA``)."""
+    import pandas as pd
+
+    return bool(pd.isna(value))
 
 
 def set_sweep_status(store: LabStore, sweep_id: str, status: str, stats: Mapping[str, Any]) -> None:
@@ -89,12 +140,18 @@ def record_entries(ledger: Ledger, entries: Iterable[LedgerEntry]) -> int:
 
 
 def sweeps_df(store: LabStore) -> pd.DataFrame:
-    """One row per sweep: status, configurations, finished and failed runs, stats (JSON)."""
-    return store.fetch_df(_SWEEPS)
+    """One row per sweep: status (:func:`live_status`), configurations, finished and failed runs,
+    stats (JSON) and ``status_note``, the status in words."""
+    frame = store.fetch_df(_SWEEPS)
+    live = [live_status(row) for row in frame.to_dict("records")]
+    frame["status"] = [status for status, _ in live]
+    frame["status_note"] = [note for _, note in live]
+    return frame.drop(columns=list(_OWNER))
 
 
 def sweep_row(store: LabStore, sweep_id: str) -> dict[str, Any]:
-    """The sweep's row with its spec and stats parsed; a clear error for an unknown id."""
+    """The sweep's row with its spec and stats parsed and its status as :func:`live_status` reads
+    it (``status_note`` in words); a clear error for an unknown id."""
     rows = store.fetch_df("SELECT * FROM sweeps WHERE sweep_id = ?", [sweep_id])
     if rows.empty:
         known = [r[0] for r in store.fetch_all("SELECT sweep_id FROM sweeps ORDER BY created_at DESC LIMIT 10")]
@@ -103,6 +160,7 @@ def sweep_row(store: LabStore, sweep_id: str) -> dict[str, Any]:
     row = rows.iloc[0].to_dict()
     row["spec"] = stored_json(row["spec"], f"sweep {sweep_id}'s spec")
     row["stats"] = stored_json(row["stats"], f"sweep {sweep_id}'s stats")
+    row["status"], row["status_note"] = live_status(row)
     return row
 
 

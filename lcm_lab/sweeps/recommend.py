@@ -196,6 +196,9 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
     if cost is not None and cost["within_noise"]:
         warnings.append(f"cost_usd: the saving against the defaults is within noise (90% paired interval "
                         f"${cost['saving_low']:,.2f} .. ${cost['saving_high']:,.2f} per 1,000 turns includes 0)")
+    if row["status"] != "done":  # live_status: a killed sweep reads interrupted, never running
+        warnings.append(f"sweep {sweep_id} has not finished (status {row['status']}: {row['status_note']}); "
+                        f"the choice rests on the {int((runs['status'] == 'ok').sum())} runs finished so far")
     if strategy == "lcm":
         plugin = _plugin_config(spec, stored_id, params)
         return Recommendation(sweep_id, stored_id, params, _openclaw(plugin), env_lines(plugin), tradeoff, warnings,
