@@ -126,6 +126,42 @@ def test_a_grid_at_the_cap_still_runs_its_validation() -> None:
     assert parse_spec(small_spec(space=space)).space
 
 
+NEEDS_INTEGERS = "an integer parameter needs integer low, high and step"
+
+
+@pytest.mark.parametrize(("key", "values", "search", "got"), [
+    # a grid rounded 4, 4.5, 5, 5.5, 6 into 4, 4, 5, 6, 6 (two configurations run twice)
+    ("space.freshTailCount", {"low": 4, "high": 6, "step": 0.5}, {"method": "grid"}, "step 0.5"),
+    # random search drew from int(4.5) = 4, below the range; a step of 0.5 became randrange(..., 0): ValueError
+    ("space.freshTailCount", {"low": 4.5, "high": 8}, {"method": "random", "trials": 3}, "low 4.5"),
+    ("space.freshTailCount", {"low": 4, "high": 8, "step": 0.5}, {"method": "random", "trials": 3}, "step 0.5"),
+    ("space.leafChunkTokens", {"low": 1000, "high": 2500.5}, {"method": "optuna", "trials": 3}, "high 2500.5"),
+    ("strategy_config.observer_regex.observe_threshold", {"low": 1000, "high": 3000, "step": 500.5}, {"method": "grid"},
+     "step 500.5"),
+])
+def test_an_integer_parameter_with_a_fractional_range_is_one_line(
+    tmp_path: Path, key: str, values: dict[str, float], search: dict[str, Any], got: str,
+) -> None:
+    name = key.rsplit(".", 1)[1]
+    if key.startswith("space."):
+        text = spec_text(space={name: values}, search=search)
+    else:
+        text = spec_text(space={"strategy": ["lcm", "observer_regex"]}, search=search,
+                         strategy_config={"observer_regex": {name: values}})
+    refused(tmp_path, text, f"{key}: {NEEDS_INTEGERS} (got {got})")
+
+
+def test_an_integer_range_written_with_integral_floats_is_its_integers() -> None:
+    from lcm_lab.sweeps.run import random_points
+    from lcm_lab.sweeps.spec import grid_points
+
+    grid = parse_spec(small_spec(space={"freshTailCount": {"low": 4.0, "high": 8.0, "step": 2.0}}))
+    assert [p.params for p in grid_points(grid)] == [{"freshTailCount": 4}, {"freshTailCount": 6}, {"freshTailCount": 8}]
+    drawn = random_points(parse_spec(small_spec(space={"freshTailCount": {"low": 4.0, "high": 8.0, "step": 2.0}},
+                                                search={"method": "random", "trials": 20})))
+    assert {p.params["freshTailCount"] for p in drawn} <= {4, 6, 8}
+
+
 def test_random_trials_past_the_cap_are_one_line(tmp_path: Path) -> None:
     search = {"method": "random", "trials": 100_000_000}
     refused(tmp_path, spec_text(search=search), "search.trials: 100,000,000 is more configurations than one sweep runs",

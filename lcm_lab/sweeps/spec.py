@@ -151,6 +151,18 @@ class Range(_Strict):
             raise ValueError("log ranges need low > 0")
         return self
 
+    def integer_problem(self) -> str | None:
+        """Why the range cannot hold an integer parameter's values (``None``: it can). A grid, a
+        random draw and Optuna would each round a fractional end or step their own way (``step:
+        0.5`` from 4 listed 4, 4, 5, 6, 6), so an integer parameter takes integer ends and step.
+
+        >>> Range(low=4, high=6, step=0.5).integer_problem()
+        'an integer parameter needs integer low, high and step (got step 0.5)'
+        """
+        ends = (("low", self.low), ("high", self.high), ("step", self.step))
+        fractional = [f"{name} {value:g}" for name, value in ends if value is not None and not float(value).is_integer()]
+        return f"an integer parameter needs integer low, high and step (got {', '.join(fractional)})" if fractional else None
+
 
 class SearchSpec(_Strict):
     """How configurations are chosen: every grid point, random draws, or an Optuna study."""
@@ -300,6 +312,16 @@ class SweepSpec(_Strict):
         problems = strategy_problems(list(self.space[STRATEGY_KEY]), knobs, self.strategy_config, self.summarizer.name)  # type: ignore[arg-type]
         if problems:
             raise ValueError("\n".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _integer_ranges(self) -> SweepSpec:
+        """An integer parameter's range (plugin knob or strategy parameter), whatever the search."""
+        for strategy, dims in dimensions(self):
+            for d in dims:
+                if d.kind == "int" and isinstance(d.values, Range) and (problem := d.values.integer_problem()):
+                    where = f"space.{d.key}" if strategy in (None, LCM) else f"strategy_config.{strategy}.{d.key}"
+                    raise ValueError(f"{where}: {problem}")
         return self
 
     @model_validator(mode="after")
