@@ -177,7 +177,7 @@ def _context_figure(info: ContextInfo) -> go.Figure:
         rows = [r for r in info.rows if r.category == category]
         fig.add_trace(
             go.Bar(
-                x=[r.position for r in rows], y=[r.tokens for r in rows], name=category,
+                x=[r.position for r in rows], y=[r.tokens for r in rows], name=html.escape(category),  # a role from the data
                 marker={"color": _category_color(category)},
                 hovertext=[
                     f"#{r.position} {r.kind} {html.escape(str(r.ref))} ({html.escape(r.role)})<br>"

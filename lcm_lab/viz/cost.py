@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.cost.model import BREAK_REASONS, CallCost
 from lcm_lab.cost.prices import Prices
-from lcm_lab.viz._style import LEGEND_ON_TOP, LEGEND_ROOM
+from lcm_lab.viz._style import LEGEND_ON_TOP, LEGEND_ROOM, wrapped_title
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -88,9 +88,10 @@ def _validation_figure(info: ValidationInfo) -> go.Figure:
         )
     fig.add_vrect(x0=-0.5, x1=info.calibration_end - 0.5, fillcolor="#BAB0AC", opacity=0.25, line_width=0,
                   annotation_text="calibration (first 10%)", annotation_position="top left")
-    fig.update_layout(title={"text": info.title, "font": {"size": 13}}, template="plotly_white", height=420 + LEGEND_ROOM,
+    title, top = wrapped_title(info.title)  # it names the session and the model
+    fig.update_layout(title={"text": title, "font": {"size": 13}}, template="plotly_white", height=420 + LEGEND_ROOM,
                       xaxis={"title": {"text": "API call"}}, yaxis={"title": {"text": "tokens"}, "rangemode": "tozero"},
-                      legend=LEGEND_ON_TOP, margin={"l": 60, "r": 20, "t": 50 + LEGEND_ROOM, "b": 40})
+                      legend=LEGEND_ON_TOP, margin={"l": 60, "r": 20, "t": top + LEGEND_ROOM, "b": 40})
     return fig
 
 
@@ -146,9 +147,10 @@ def _windows_figure(info: WindowsInfo) -> go.Figure:
     fig.add_trace(go.Scatter(x=x, y=list(info.recorded), name="recorded (the provider's bill)", mode="markers",
                              marker={"size": 9, "color": [READ_COLOR if ok else UNCACHED_COLOR for ok in info.inside]},
                              hovertext=["inside its 90% interval" if ok else "outside its 90% interval" for ok in info.inside]))  # fmt: skip
-    fig.update_layout(title={"text": info.title, "font": {"size": 12}}, template="plotly_white", height=420 + LEGEND_ROOM,
+    title, top = wrapped_title(info.title)  # it names the session
+    fig.update_layout(title={"text": title, "font": {"size": 12}}, template="plotly_white", height=420 + LEGEND_ROOM,
                       xaxis={"title": {"text": "held-out calls"}}, yaxis={"title": {"text": "dollars"}, "rangemode": "tozero"},
-                      legend=LEGEND_ON_TOP, margin={"l": 60, "r": 20, "t": 60 + LEGEND_ROOM, "b": 40})  # fmt: skip
+                      legend=LEGEND_ON_TOP, margin={"l": 60, "r": 20, "t": top + LEGEND_ROOM, "b": 40})  # fmt: skip
     return fig
 
 
@@ -206,9 +208,10 @@ def _breakdown_figure(info: BreakdownInfo) -> go.Figure:
                                  mode="lines", line={"color": color, "width": 1, "dash": "dot"}, name=reason,
                                  legendgroup=reason, showlegend=reason not in shown, hoverinfo="skip"))
         shown.add(reason)
-    fig.update_layout(title={"text": info.title, "font": {"size": 13}}, template="plotly_white", height=420 + LEGEND_ROOM, barmode="stack",
+    title, top = wrapped_title(info.title)  # the caller's, or the default
+    fig.update_layout(title={"text": title, "font": {"size": 13}}, template="plotly_white", height=420 + LEGEND_ROOM, barmode="stack",
                       bargap=0, xaxis={"title": {"text": "API call"}}, yaxis={"title": {"text": "prompt tokens"}},
-                      legend=LEGEND_ON_TOP, margin={"l": 60, "r": 20, "t": 50 + LEGEND_ROOM, "b": 40})
+                      legend=LEGEND_ON_TOP, margin={"l": 60, "r": 20, "t": top + LEGEND_ROOM, "b": 40})
     return fig
 
 

@@ -4,6 +4,10 @@ Each plot names the columns it reads (overridable by keyword) and raises a clear
 is missing. Intervals: proportions use the Wilson score interval, means a seeded bootstrap of the
 mean (percentile), both at 95 % by default and both from :mod:`lcm_lab.metrics.stats` (a mean of
 fewer than two values has no interval).
+
+Run names, metric and column names, categories and titles come from the data or the caller, and
+plotly renders tags in every text it shows: the figure steps HTML-escape each of them (titles
+through :func:`~lcm_lab.viz._style.wrapped_title`), as they do hover text.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.metrics.stats import bootstrap_interval, pareto_mask, wilson_interval
-from lcm_lab.viz._style import run_colors
+from lcm_lab.viz._style import run_colors, wrapped_title
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,11 +111,12 @@ def _metric_by_depth_figure(info: MetricByDepthInfo) -> go.Figure:
     for r in dict.fromkeys(g.run for g in info.groups):
         groups = [g for g in info.groups if g.run == r]
         fig.add_trace(
-            go.Box(x=[g.key for g in groups for _ in g.values], y=[v for g in groups for v in g.values], name=r,
+            go.Box(x=[g.key for g in groups for _ in g.values], y=[v for g in groups for v in g.values], name=html.escape(r),
                    boxmean=True, boxpoints="outliers")
         )
-    fig.update_layout(title={"text": f"{info.metric} by summary depth"}, boxmode="group", template="plotly_white",
-                      yaxis={"title": {"text": info.metric}}, xaxis={"title": {"text": "depth"}})
+    title, top = wrapped_title(f"{info.metric} by summary depth")
+    fig.update_layout(title={"text": title}, boxmode="group", template="plotly_white", margin={"t": top},
+                      yaxis={"title": {"text": html.escape(str(info.metric))}}, xaxis={"title": {"text": "depth"}})
     return fig
 
 
@@ -234,17 +239,18 @@ def _rate_bars(info: RateInfo) -> go.Figure:
         rows = [row for row in info.rows if row.run == r]
         fig.add_trace(
             go.Bar(
-                x=[row.key for row in rows], y=[row.rate for row in rows], name=r,
+                x=[html.escape(row.key) for row in rows], y=[row.rate for row in rows], name=html.escape(r),
                 error_y={"type": "data", "symmetric": False,
                          "array": [0 if math.isnan(row.high) else row.high - row.rate for row in rows],
                          "arrayminus": [0 if math.isnan(row.low) else row.rate - row.low for row in rows]},
                 customdata=[row.n for row in rows],
-                hovertemplate="%{x}: %{y:.1%} (n=%{customdata})<extra>" + r + "</extra>",
+                hovertemplate="%{x}: %{y:.1%} (n=%{customdata})<extra>" + html.escape(r) + "</extra>",
             )
         )
-    fig.update_layout(title={"text": info.title}, barmode="group", template="plotly_white",
-                      yaxis={"title": {"text": info.y_title}, "range": [0, 1.05], "tickformat": ".0%"},
-                      xaxis={"title": {"text": info.x_title}, "type": "category"})
+    title, top = wrapped_title(info.title)
+    fig.update_layout(title={"text": title}, barmode="group", template="plotly_white", margin={"t": top},
+                      yaxis={"title": {"text": html.escape(info.y_title)}, "range": [0, 1.05], "tickformat": ".0%"},
+                      xaxis={"title": {"text": html.escape(info.x_title)}, "type": "category"})
     return fig
 
 
@@ -300,29 +306,31 @@ def _comparison_figure(info: ComparisonInfo, title: str | None = None) -> go.Fig
     # Run names go in one legend (not as rotated tick labels that run into the subplot titles).
     cols = 2 if len(info.metrics) > 1 else 1
     rows_n = max(1, math.ceil(len(info.metrics) / cols))
-    fig = make_subplots(rows=rows_n, cols=cols, subplot_titles=list(info.metrics), vertical_spacing=min(0.25, 0.6 / rows_n))
+    fig = make_subplots(rows=rows_n, cols=cols, subplot_titles=[html.escape(m) for m in info.metrics],
+                        vertical_spacing=min(0.25, 0.6 / rows_n))
     palette = run_colors(row.run for row in info.rows)
     shown: set[str] = set()
     for i, m in enumerate(info.metrics):
         for row in (r for r in info.rows if r.key == m):
+            run = html.escape(row.run)
             fig.add_trace(
                 go.Bar(
-                    x=[row.run], y=[row.mean], name=row.run, legendgroup=row.run, showlegend=row.run not in shown,
+                    x=[run], y=[row.mean], name=run, legendgroup=run, showlegend=row.run not in shown,
                     marker_color=palette[row.run],
                     error_y={"type": "data", "symmetric": False,
                              "array": [0 if math.isnan(row.high) else row.high - row.mean],
                              "arrayminus": [0 if math.isnan(row.low) else row.mean - row.low]},
                     customdata=[len(row.values)],
-                    hovertemplate="%{x}: %{y:.4g} (n=%{customdata})<extra>" + m + "</extra>",
+                    hovertemplate="%{x}: %{y:.4g} (n=%{customdata})<extra>" + html.escape(m) + "</extra>",
                 ),
                 row=i // cols + 1, col=i % cols + 1,
             )
             shown.add(row.run)
     fig.update_xaxes(showticklabels=False)
     has_intervals = any(row.high > row.low for row in info.rows)
-    text = title or "Runs compared" + (" (95 % intervals)" if has_intervals else "")
+    text, top = wrapped_title(title or "Runs compared" + (" (95 % intervals)" if has_intervals else ""))
     fig.update_layout(title={"text": text}, template="plotly_white", height=max(320, 240 * rows_n + 80), barmode="group",
-                      legend={"orientation": "h", "y": -0.08, "yanchor": "top"}, margin={"t": 80, "b": 40})
+                      legend={"orientation": "h", "y": -0.08, "yanchor": "top"}, margin={"t": top + 30, "b": 40})
     return fig
 
 
@@ -372,17 +380,19 @@ def _heatmap_figure(info: HeatmapInfo) -> go.Figure:
     import plotly.graph_objects as go
 
     text = [["" if v is None else f"{v:.3g}" for v in row] for row in info.z]
+    x, y, value = (html.escape(str(name)) for name in (info.x, info.y, info.value))
     fig = go.Figure(
         go.Heatmap(
-            x=[str(v) for v in info.x_values], y=[str(v) for v in info.y_values], z=[list(r) for r in info.z],
-            text=text, texttemplate="%{text}", colorscale="Viridis", colorbar={"title": {"text": info.value}},
-            customdata=[list(r) for r in info.counts],
-            hovertemplate=f"{info.x}=%{{x}}<br>{info.y}=%{{y}}<br>{info.value}=%{{z:.4g}} (n=%{{customdata}})<extra></extra>",
+            x=[html.escape(str(v)) for v in info.x_values], y=[html.escape(str(v)) for v in info.y_values],
+            z=[list(r) for r in info.z], text=text, texttemplate="%{text}", colorscale="Viridis",
+            colorbar={"title": {"text": value}}, customdata=[list(r) for r in info.counts],
+            hovertemplate=f"{x}=%{{x}}<br>{y}=%{{y}}<br>{value}=%{{z:.4g}} (n=%{{customdata}})<extra></extra>",
         )
     )
-    fig.update_layout(title={"text": f"{info.value} over {info.x} × {info.y}"}, template="plotly_white",
-                      xaxis={"title": {"text": info.x}, "type": "category"},
-                      yaxis={"title": {"text": info.y}, "type": "category"})
+    title, top = wrapped_title(f"{info.value} over {info.x} × {info.y}")
+    fig.update_layout(title={"text": title}, template="plotly_white", margin={"t": top},
+                      xaxis={"title": {"text": x}, "type": "category"},
+                      yaxis={"title": {"text": y}, "type": "category"})
     return fig
 
 
@@ -428,7 +438,10 @@ def pareto_info(
 def _pareto_figure(info: ParetoInfo) -> go.Figure:
     import plotly.graph_objects as go
 
-    quality, tokens, cost = info.names
+    raw_quality, raw_tokens, raw_cost = info.names
+    title, top = wrapped_title(f"Pareto front: {raw_quality} vs {raw_tokens}" + (f" vs {raw_cost}" if raw_cost else ""))
+    quality, tokens = html.escape(str(raw_quality)), html.escape(str(raw_tokens))
+    cost = None if raw_cost is None else html.escape(str(raw_cost))
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=list(info.front_tokens), y=list(info.front_quality), mode="lines", line_shape="hv",
                              name=f"front ({tokens} vs {quality})", line={"color": "#888", "dash": "dot"}))
@@ -437,14 +450,14 @@ def _pareto_figure(info: ParetoInfo) -> go.Figure:
     if info.cost is not None:
         marker |= {"color": list(info.cost), "colorscale": "Viridis", "showscale": True, "colorbar": {"title": {"text": cost}}}
     hover = [
-        f"{html.escape(lab)}<br>{html.escape(quality)} {qv:.4g}<br>{html.escape(tokens)} {tv:,.0f}"
-        + (f"<br>{html.escape(str(cost))} {info.cost[i]:.4g}" if info.cost is not None else "")
+        f"{html.escape(lab)}<br>{quality} {qv:.4g}<br>{tokens} {tv:,.0f}"
+        + (f"<br>{cost} {info.cost[i]:.4g}" if info.cost is not None else "")
         + ("<br><b>Pareto-optimal</b>" if info.optimal[i] else "")
         for i, (lab, qv, tv) in enumerate(zip(info.labels, info.quality, info.tokens, strict=True))
     ]
     fig.add_trace(go.Scatter(x=list(info.tokens), y=list(info.quality), mode="markers+text", text=[html.escape(x) for x in info.labels],
                              textposition="top center", marker=marker, hovertext=hover, hoverinfo="text", name="runs"))
-    fig.update_layout(title={"text": f"Pareto front: {quality} vs {tokens}" + (f" vs {cost}" if cost else "")},
+    fig.update_layout(title={"text": title}, margin={"t": top},
                       template="plotly_white", xaxis={"title": {"text": tokens}}, yaxis={"title": {"text": quality}},
                       legend={"orientation": "h", "y": -0.2})
     return fig
@@ -501,14 +514,14 @@ def _parallel_figure(info: ParallelInfo) -> go.Figure:
 
     dimensions = []
     for d in info.dimensions:
-        dim: dict[str, Any] = {"label": d.label, "values": list(d.values)}
+        dim: dict[str, Any] = {"label": html.escape(str(d.label)), "values": list(d.values)}
         if d.tickvals is not None:
-            dim |= {"tickvals": list(d.tickvals), "ticktext": list(d.ticktext or ())}
+            dim |= {"tickvals": list(d.tickvals), "ticktext": [html.escape(t) for t in d.ticktext or ()]}
         dimensions.append(dim)
     line: dict[str, Any] = {}
     if info.color is not None:
         line = {"color": list(info.color), "colorscale": "Viridis", "showscale": True,
-                "colorbar": {"title": {"text": info.color_label}}}
+                "colorbar": {"title": {"text": html.escape(str(info.color_label))}}}
     fig = go.Figure(go.Parcoords(dimensions=dimensions, line=line))
     fig.update_layout(title={"text": "Parameters and outcomes"}, template="plotly_white")
     return fig

@@ -12,6 +12,7 @@ the chance control, with tokens per item in the hover.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -55,11 +56,12 @@ def recoverability_info(rows: Sequence[Mapping[str, Any]]) -> RecoverabilityInfo
 def _recoverability_figure(info: RecoverabilityInfo) -> go.Figure:
     import plotly.graph_objects as go
 
+    labels = [html.escape(label) for label in info.labels]  # run labels from the caller or the store
     fig = go.Figure()
-    fig.add_bar(x=info.labels, y=info.recovered, name="recovered (grep → describe → expand)", hovertext=info.hover,
+    fig.add_bar(x=labels, y=info.recovered, name="recovered (grep → describe → expand)", hovertext=info.hover,
                 error_y={"type": "data", "symmetric": False, "array": info.errors_high, "arrayminus": info.errors_low})  # fmt: skip
-    fig.add_scatter(x=info.labels, y=info.ceiling, mode="markers", name="ceiling (in the raw history)", marker_symbol="line-ew-open", marker_size=24)  # fmt: skip
-    fig.add_scatter(x=info.labels, y=info.chance, mode="markers", name="chance (random summaries)", marker_symbol="x")
+    fig.add_scatter(x=labels, y=info.ceiling, mode="markers", name="ceiling (in the raw history)", marker_symbol="line-ew-open", marker_size=24)  # fmt: skip
+    fig.add_scatter(x=labels, y=info.chance, mode="markers", name="chance (random summaries)", marker_symbol="x")
     fig.update_layout(title="Recoverability of lost facts and answers", yaxis_title="share of lost items", yaxis_range=[0, 1.05])
     return fig
 

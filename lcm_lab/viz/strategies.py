@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import html
 from collections import defaultdict
 from typing import Any
 
@@ -17,6 +18,7 @@ import plotly.graph_objects as go
 
 from lcm_lab.metrics.base import age_bucket
 from lcm_lab.metrics.locomo import QA_RECALL
+from lcm_lab.viz._style import wrapped_title
 
 _AGE_ORDER = [age_bucket(a) for a in (0, 1, 4, 16, 64, 256)]
 
@@ -40,8 +42,8 @@ def _quality_info(comparison: Any, metric: str, input_name: str | None) -> list[
 
 def _quality_figure(points: list[dict[str, Any]], metric: str) -> go.Figure:
     fig = go.Figure()
-    for label in dict.fromkeys(p["strategy"] for p in points):
-        mine = [p for p in points if p["strategy"] == label]
+    for raw_label in dict.fromkeys(p["strategy"] for p in points):
+        mine, label = [p for p in points if p["strategy"] == raw_label], html.escape(str(raw_label))
         fig.add_trace(go.Scatter(
             x=[p["tokens"] for p in mine], y=[p["raw"] for p in mine], mode="markers", name=label, marker={"size": 11},
             error_y={"type": "data", "symmetric": False, "array": [(p["ci_high"] or p["raw"]) - p["raw"] for p in mine],
@@ -79,7 +81,7 @@ def _category_info(comparison: Any, budget: int | None) -> dict[str, dict[str, f
 def plot_qa_by_category(comparison: Any, budget: int | None = None) -> go.Figure:
     """LoCoMo answer recall per question category for each strategy (and budget)."""
     info = _category_info(comparison, budget)
-    fig = go.Figure([go.Bar(name=k, x=list(v), y=list(v.values())) for k, v in info.items()])
+    fig = go.Figure([go.Bar(name=html.escape(k), x=[html.escape(str(c)) for c in v], y=list(v.values())) for k, v in info.items()])
     fig.update_layout(
         barmode="group",
         title="LoCoMo answer recall by question category",
@@ -109,7 +111,7 @@ def plot_fact_survival_by_age(
     """Share of facts still shown at the end, by turns since their first mention."""
     info = _age_info(comparison, input_name, budget)
     fig = go.Figure(
-        [go.Scatter(name=k, x=list(v), y=list(v.values()), mode="lines+markers") for k, v in info.items()]
+        [go.Scatter(name=html.escape(k), x=list(v), y=list(v.values()), mode="lines+markers") for k, v in info.items()]
     )
     fig.update_layout(title="fact survival by age", xaxis_title="age (turns since first mention)", yaxis_title="share still shown",
                       yaxis_range=[0, 1.05], template="plotly_white")  # fmt: skip
@@ -129,14 +131,16 @@ def plot_tokens_per_turn(comparison: Any, input_name: str, budget: int) -> go.Fi
     """Context tokens at each turn's next call (lines) and model calls per turn (bars, right axis)."""
     info = _tokens_info(comparison, input_name, budget)
     fig = go.Figure()
-    for label, series in info.items():
+    for raw_label, series in info.items():
+        label = html.escape(str(raw_label))
         fig.add_trace(go.Scatter(x=series["turn"], y=series["tokens"], name=f"{label} tokens", mode="lines"))
         if any(series["calls"]):
             fig.add_trace(
                 go.Bar(x=series["turn"], y=series["calls"], name=f"{label} calls", yaxis="y2", opacity=0.4)
             )
     fig.add_hline(y=budget, line_dash="dot", annotation_text="budget")
-    fig.update_layout(title=f"{input_name}: tokens and model calls per turn (budget {budget:,})", xaxis_title="turn",
+    title, top = wrapped_title(f"{input_name}: tokens and model calls per turn (budget {budget:,})")  # a file name
+    fig.update_layout(title=title, margin={"t": top}, xaxis_title="turn",
                       yaxis_title="context tokens", yaxis2={"title": "model calls", "overlaying": "y", "side": "right"},
                       template="plotly_white")  # fmt: skip
     return fig

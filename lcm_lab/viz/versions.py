@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from lcm_lab.viz._style import run_colors
+from lcm_lab.viz._style import run_colors, wrapped_title
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -65,9 +65,10 @@ def _version_turns_figure(info: VersionTurnsInfo) -> go.Figure:
                 fig.add_scatter(x=list(turns), y=[by_turn[t] for t in turns], mode="markers", name=f"{series.engine}: {what}",
                                 marker={"color": color, "symbol": symbol, "size": 8})  # fmt: skip
     fig.add_hline(y=info.token_budget, line_dash="dash", line_color="#888", annotation_text=f"budget {info.token_budget:,}")
-    fig.update_layout(title=info.title, xaxis_title="turn (shaded: the context differs from the first version's)",
+    title, top = wrapped_title(info.title)  # it names the session
+    fig.update_layout(title=title, xaxis_title="turn (shaded: the context differs from the first version's)",
                       yaxis_title="tokens sent", yaxis_range=[0, info.token_budget * 1.1], legend={"orientation": "h", "y": -0.25},
-                      margin={"t": 60})  # fmt: skip
+                      margin={"t": top + 10})  # fmt: skip
     return fig
 
 
