@@ -9,6 +9,7 @@ baseline :func:`~lcm_lab.sweeps.recommend.recommend` measures against.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -160,16 +161,17 @@ def random_points(spec: SweepSpec) -> list[Point]:
 
 
 def _draw(rng: random.Random, kind: str, values: Sequence[Any] | Range) -> Any:
+    """One random value of a dimension: a list's member, or a range's value (log-uniform for a
+    ``log`` range: an integer one draws ``floor(x)`` for ``x`` log-uniform on ``[low, high + 1)``,
+    so each integer's chance is its share of that log span)."""
     if not isinstance(values, Range):
         return rng.choice(list(values))
-    if kind == "int":
+    if kind == "int" and not values.log:
         step = int(values.step or 1)
         return rng.randrange(int(values.low), int(values.high) + 1, step)
-    if values.log:
-        import math
-
-        return math.exp(rng.uniform(math.log(values.low), math.log(values.high)))
-    return rng.uniform(values.low, values.high)
+    high = values.high + 1 if kind == "int" else values.high
+    drawn = math.exp(rng.uniform(math.log(values.low), math.log(high))) if values.log else rng.uniform(values.low, high)
+    return min(int(values.high), math.floor(drawn)) if kind == "int" else drawn
 
 
 class _Session:

@@ -149,6 +149,8 @@ class Range(_Strict):
             raise ValueError(f"high ({self.high:g}) must be >= low ({self.low:g})")
         if self.log and self.low <= 0:
             raise ValueError("log ranges need low > 0")
+        if self.log and self.step is not None:  # a grid or Optuna would step linearly, or refuse
+            raise ValueError("a log range is drawn log-uniformly and takes no step; list the values for a log-spaced grid")
         return self
 
     def integer_problem(self) -> str | None:
