@@ -14,6 +14,12 @@ agree call for call: a call retried after a 429 or a 5xx is one call in both, an
 pass the engine dropped because the credentials were refused is one refused call in both; only
 the live tally keeps the first error's text.
 
+``lab.replay`` and every strategy's ``run`` apply the rule themselves (:func:`check_run`): the
+error is raised, and the warning is a :class:`ModelCallsWarning`, which a notebook shows under the
+cell. A caller that says it in its own words passes ``check_calls=False`` and calls
+:func:`check_calls`; the CLI's replay collects the warning (:func:`collected_call_warnings`) and
+prints it as its one ``warning:`` line.
+
 >>> check_calls(CallTally(4, {"timeout": 1}, "timed out"), "s1", "the replay was not saved")
 (1, 's1: 1 of 4 model calls failed (timeout ×1; first error: timed out); their summaries are the truncation fallback')
 >>> check_calls(CallTally(2, {"connection": 2}), "s1", "the replay was not saved")
@@ -24,9 +30,13 @@ lcm_lab.summarizers.call_checks.ModelCallsFailedError: s1: 2 of 2 model calls fa
 
 from __future__ import annotations
 
+import inspect
+import os
 import threading
+import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +49,15 @@ CHECK = "check the model (--model, model=), its server (--api-base, api_base=) a
 class ModelCallsFailedError(ModelError):
     """Every model call of a result failed, or the provider refused the credentials: nothing of it
     came from the model, so nothing was saved (the message counts the calls by reason)."""
+
+
+class ModelCallsWarning(UserWarning):
+    """Some model calls of a result failed: their summaries are the truncation fallback, the rest
+    came from the model. The message counts them by reason; ``failed`` is how many failed."""
+
+    def __init__(self, message: str, failed: int) -> None:
+        super().__init__(message)
+        self.failed = failed
 
 
 @dataclass
@@ -139,3 +158,51 @@ def check_calls(tally: CallTally | None, where: str, outcome: str) -> tuple[int,
         raise ModelCallsFailedError(f"{where}: {tally.describe()}; no summary came from the model, so {outcome} ({CHECK})")
     return tally.failed, f"{where}: {tally.describe()}; their summaries are the truncation fallback"
 
+
+def check_run(run: Any, summarizer: object, before: CallTally | None) -> int:
+    """The rule applied to a finished replay or strategy run for a library caller (``lab.replay``,
+    ``Strategy.run``): every call failed, or the credentials were refused, raises
+    :class:`ModelCallsFailedError`; some failed issues one :class:`ModelCallsWarning`, attributed
+    to the line outside the lab that asked for the run (a notebook cell, a script). Returns how
+    many failed.
+
+    The calls are the summarizer's live tally since ``before`` (:func:`calls_so_far`) when it keeps
+    one, else what the run recorded (:func:`run_calls`; a strategy run's LCM replay)."""
+    tally = calls_since(summarizer, before)
+    if tally is None:
+        tally = run_calls(getattr(run, "replay", None) or run, summarizer)
+    failed, message = check_calls(tally, run.conversation.session_id, "the replay was not saved")
+    if message is not None:
+        warnings.warn(ModelCallsWarning(message, failed), stacklevel=_first_level_outside_the_lab())
+    return failed
+
+
+def _first_level_outside_the_lab() -> int:
+    """The ``stacklevel`` (for a ``warnings.warn`` in the caller) of the nearest frame whose code is
+    not in the lcm_lab package: the user's line, whichever public function it called."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return max(level, 1)
+
+
+@contextmanager
+def collected_call_warnings() -> Iterator[list[ModelCallsWarning]]:
+    """Collect the :class:`ModelCallsWarning` s issued inside the block instead of showing them, for
+    a shell that prints them its own way (the CLI's ``warning:`` line after the run's line); every
+    other warning is shown, or raised, as the filters say. Not for threads: the warnings filters
+    are process-wide."""
+    caught: list[ModelCallsWarning] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ModelCallsWarning)  # each one, even a repeat of the last
+        show = warnings.showwarning
+
+        def keep(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if isinstance(message, ModelCallsWarning):
+                caught.append(message)
+            else:
+                show(message, category, *args, **kwargs)
+
+        warnings.showwarning = keep
+        yield caught
