@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     )
     from lcm_lab.strategies.recorded import recorded_params
     from lcm_lab.summarizers import get_summarizer
+    from lcm_lab.summarizers.call_checks import ModelCallsFailedError, ModelCallsWarning
     from lcm_lab.sweeps import list_sweeps, recommend, sweep, sweep_df
     from lcm_lab.upgrade import VersionComparison, compare_versions
 
@@ -90,6 +91,8 @@ _EXPORTS = {
     "Reading": "lcm_lab.report.verdict_text",
     "Difference": "lcm_lab.report.verdict_text",
     "UserError": "lcm_lab.errors",
+    "ModelCallsFailedError": "lcm_lab.summarizers.call_checks",
+    "ModelCallsWarning": "lcm_lab.summarizers.call_checks",
     "get_strategy": "lcm_lab.strategies",
     "run_strategy": "lcm_lab.strategies",
     "load_strategy_run": "lcm_lab.store.replays",
@@ -132,6 +135,8 @@ __all__ = [  # every name above, listed literally so linters and type checkers s
     "LabStore",
     "LcmConfig",
     "Ledger",
+    "ModelCallsFailedError",
+    "ModelCallsWarning",
     "Replay",
     "StrategySpec",
     "UserError",

@@ -242,6 +242,21 @@ def positive_count(text: str) -> int:
     return int(digits)
 
 
+def non_negative_count(text: str) -> int:
+    """argparse type: a count ≥ 0 (``--max-retries``, where 0 means none).
+
+    >>> non_negative_count("0")
+    0
+    >>> non_negative_count("-1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: -1 is not a whole number ≥ 0 (e.g. 3; 0 means none)
+    """
+    digits = text.strip().replace("_", "")
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number ≥ 0 (e.g. 3; 0 means none)")
+    return int(digits)
+
+
 def existing_file(text: str) -> str:
     """argparse type: a path that exists and is a file (not a directory)."""
     path = Path(path_argument(text))

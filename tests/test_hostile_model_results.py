@@ -175,8 +175,9 @@ def test_cost_warns_when_some_calls_failed_and_the_library_says_the_same(tmp_pat
     conversation = lab_.read_transcript(path).conversations[0].conversation
     prices = lab_.load_prices(session_model(lab_.recorded_calls(conversation)))
     calibration = calibrate_conversation(conversation, prices)
+    # lab.replay itself raises on such a run (tests/test_hostile_model_library.py); made without that check, it is not priced either
     dead_run = lab_.replay(conversation, lab_.LcmConfig.from_plugin_config({"freshTailCount": 2}),
-                           model_summarizer(dead(), lab_.LabStore(":memory:")), token_budget=1200)  # type: ignore[arg-type]
+                           model_summarizer(dead(), lab_.LabStore(":memory:")), token_budget=1200, check_calls=False)  # type: ignore[arg-type]
     with pytest.raises(ModelError, match="no summary came from the model, so the replay was not priced"):
         lab_.session_cost(dead_run, prices, calibration)  # type: ignore[arg-type]
 

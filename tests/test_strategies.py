@@ -20,6 +20,7 @@ from lcm_lab.store.ledger import Ledger
 from lcm_lab.strategies import STRATEGY_NAMES, StrategyError, get_strategy, run_strategy
 from lcm_lab.strategies.clawvault import ObserverStrategy
 from lcm_lab.strategies.recorded import recorded_params
+from lcm_lab.summarizers.call_checks import ModelCallsFailedError
 from lcm_lab.summarizers.litellm_summarizer import LiteLLMSummarizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,7 +194,9 @@ def test_recorded_host_compactions_are_replayed_and_scored(before: Any) -> None:
 
 def test_runs_save_and_rebuild_with_strategy_and_params(before: Any) -> None:
     with LabStore(":memory:") as store:
-        for name, params in (("observer_regex", {"observe_threshold": 900}), ("truncate", {}), ("lcm", {"freshTailCount": 4})):
+        cases: tuple[tuple[str, dict[str, Any]], ...] = (("observer_regex", {"observe_threshold": 900}), ("truncate", {}),
+                                                         ("lcm", {"freshTailCount": 4}))  # fmt: skip
+        for name, params in cases:
             run = run_strategy(TALK, name, lab.get_summarizer("offline"), 1200, **params)
             run_id = lab.save_replay(store, run)
             back = lab.load_strategy_run(store, run_id)
@@ -262,7 +265,11 @@ def test_clawvault_model_failure_is_an_error_or_a_recorded_fallback(server: Fake
         with pytest.raises(StrategyError, match="no observation line"):
             run_strategy(chat(["we chose Redis " * 80, "ok"]), "clawvault", model, 2000, observe_threshold=100)
         server.enqueue(Reply(status=500))
-        run = run_strategy(chat(["we chose Kafka " * 80, "ok"]), "clawvault", model, 2000, observe_threshold=100, on_model_failure="fallback")
+        kafka = chat(["we chose Kafka " * 80, "ok"])
+        with pytest.raises(ModelCallsFailedError, match="1 of 1 model calls failed"):  # the lab's rule: nothing came from the model
+            run_strategy(kafka, "clawvault", model, 2000, observe_threshold=100, on_model_failure="fallback")
+        server.enqueue(Reply(status=500))
+        run = run_strategy(kafka, "clawvault", model, 2000, observe_threshold=100, on_model_failure="fallback", check_calls=False)
         assert run.calls()[0].failed and any("deterministic fallback" in e for t in run.turns for e in t.events)
         assert any(r["error_class"] for r in Ledger(store).calls())
 

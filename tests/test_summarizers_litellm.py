@@ -208,7 +208,7 @@ def test_401_aborts_the_pass_and_writes_nothing(fake: FakeOpenAIServer, store: L
         InputEntry(2, "message", {"role": "user", "content": "please summarise " * 300, "timestamp": 0}),
         InputEntry(3, "message", {"role": "user", "content": "next", "timestamp": 1000}),
     ))
-    result = replay(chat, LcmConfig(fresh_tail_count=1), summarizer, token_budget=500)
+    result = replay(chat, LcmConfig(fresh_tail_count=1), summarizer, token_budget=500, check_calls=False)  # (by default: ModelCallsFailedError)
     assert result.summaries == ()  # the engine aborted the pass: nothing was written
     assert any(sweep.auth_failure for turn in result.turns for sweep in turn.sweeps)
     assert rows(store)[-1]["error_class"] == "auth"

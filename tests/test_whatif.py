@@ -21,7 +21,7 @@ from lcm_lab.store.ledger import Ledger
 from lcm_lab.store.replays import load_replay
 from lcm_lab.summarizers.offline import OFFLINE_MODEL
 from lcm_lab.summarizers.stub import StubV1Summarizer
-from lcm_lab.testing import FakeOpenAIServer
+from lcm_lab.testing import FakeOpenAIServer, Reply
 from lcm_lab.whatif import EditError
 
 INLINE = LcmConfig.from_plugin_config({
@@ -207,3 +207,31 @@ def test_cli_user_errors_exit_2_with_one_line(run: Replay, tmp_path: Path, capsy
     assert main([a.replace("{run}", run_id) for a in argv] + ["--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lcm-lab whatif: ") and message in err
+
+
+@pytest.mark.parametrize("value", ["-1", "abc", "1.5"])
+def test_cli_rewrite_refuses_a_bad_max_retries_in_one_line(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["whatif", "rewrite", "run_x", "--depth", "0", "--model", "openai/fake-model", "--max-retries", value])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and f"--max-retries: {value} is not a whole number ≥ 0" in err, err
+
+
+def test_cli_rewrite_takes_the_summarizer_options_of_replay(run: Replay, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Before: ``--max-retries`` (and the rest of replay's summarizer options) was an unrecognized
+    argument, and a model rewrite always retried three times."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    db = tmp_path / "lab.duckdb"
+    with LabStore(db) as store:
+        run_id = lab.save_replay(store, run)
+    leaf = next(s.summary_id for s in run.summaries if s.kind == "leaf")  # one summary (an escalation may add a call)
+    argv = ["whatif", "rewrite", run_id, "--summary-id", leaf, "--model", "openai/fake-model", "--cache", "off", "--db", str(db),
+            "--no-scores"]  # fmt: skip
+    for retries, failed in ((1, 1), (2, 0)):  # the first call meets two 500s: with one retry it fails, with two it is answered
+        # every request beyond one per call is a retry
+        with FakeOpenAIServer() as server:
+            server.enqueue(Reply(status=500), Reply(status=500))
+            assert main([*argv, "--api-base", server.base_url, "--max-retries", str(retries), "--json"]) == 0
+            out = json.loads(capsys.readouterr().out)
+            assert out["failed_calls"] == failed and len(server.completion_requests) - out["summarizer_calls"] == retries, out

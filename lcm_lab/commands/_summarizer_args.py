@@ -1,13 +1,14 @@
-"""Summarizer options shared by ``lcm-lab replay`` and ``lcm-lab cost`` (the CLI's side of
-:mod:`lcm_lab.summarizers`): ``--summarizer``, ``--model``, ``--api-base``, the ledger cache mode,
-prompts, timeouts, retries, sampling and the spend guard."""
+"""Summarizer options shared by every command that has summaries written (``replay``, ``cost``,
+``compare-versions``, ``whatif rewrite``; the CLI's side of :mod:`lcm_lab.summarizers`):
+``--summarizer``, ``--model``, ``--api-base``, the ledger cache mode, prompts, timeouts, retries,
+sampling and the spend guard."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
-from lcm_lab.cli import path_argument, positive_count
+from lcm_lab.cli import non_negative_count, path_argument, positive_count
 from lcm_lab.summarizers import DEFAULT_SUMMARIZER, SUMMARIZER_NAMES, SummarizerConfigError, get_summarizer
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
                        help="ledger cache mode for model calls (default readwrite)")
     group.add_argument("--prompts", default=None, type=path_argument, metavar="DIR", help="prompt template directory (lcm-tui export layout)")
     group.add_argument("--summary-timeout-ms", type=int, default=60_000, metavar="MS", help="per-call timeout (default 60000)")
-    group.add_argument("--max-retries", type=int, default=3, metavar="N", help="retries on 429/5xx (default 3)")
+    group.add_argument("--max-retries", type=non_negative_count, default=3, metavar="N", help="retries on 429/5xx (default 3; 0: none)")
     group.add_argument("--temperature", type=float, default=None)
     group.add_argument("--seed", type=int, default=None)
     group.add_argument("--reasoning-effort", default=None, choices=("minimal", "low", "medium", "high"))

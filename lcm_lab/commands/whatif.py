@@ -1,14 +1,16 @@
 """``lcm-lab whatif``: edit a saved run in the lab (never the user's lcm.db); each edit is a new derived run.
 
     lcm-lab whatif dissolve RUN_ID SUMMARY_ID [--json]
-    lcm-lab whatif rewrite RUN_ID (--depth N | --summary-id ID ...) [--model M [--api-base URL] [--prompts DIR]] [--json]
+    lcm-lab whatif rewrite RUN_ID (--depth N | --summary-id ID ...) [--model M [--api-base URL] [--prompts DIR] [--max-retries N] ...] [--json]
     lcm-lab whatif reassemble RUN_ID [--token-budget N] [--json]
     lcm-lab whatif list [--parent RUN_ID] [--json]
 
 ``dissolve`` puts a summary's inputs back into the final context; ``rewrite`` writes summaries
 again with another summarizer, model or prompt set (model calls go through the ledger and its
-cache); both print the derived run's id and the original and derived run side by side (what the
-model receives after the run, stored tokens, fact retention; ``--no-scores`` skips the scores).
+cache; the summarizer options are those of ``replay``, and ``--model`` alone means
+``--summarizer litellm``); both print the derived run's id and the original and derived run side
+by side (what the model receives after the run, stored tokens, fact retention; ``--no-scores``
+skips the scores).
 ``reassemble`` shows what the model receives from a run's final context at a budget.
 """
 
@@ -23,14 +25,13 @@ from lcm_lab.cli import (
     add_db_argument,
     add_json_argument,
     add_list_arguments,
-    path_argument,
     positive_int,
     print_json,
     print_rows,
 )
-from lcm_lab.commands._summarizer_args import api_base_url
+from lcm_lab.commands._summarizer_args import add_summarizer_arguments, summarizer_from_args
 from lcm_lab.errors import OptionError
-from lcm_lab.summarizers import SUMMARIZER_NAMES
+from lcm_lab.summarizers import DEFAULT_SUMMARIZER
 
 
 def register(subparsers: Any) -> None:
@@ -49,11 +50,8 @@ def register(subparsers: Any) -> None:
     which = rewrite.add_mutually_exclusive_group(required=True)
     which.add_argument("--depth", type=int, metavar="N", help="every summary of this depth (0 = leaves)")
     which.add_argument("--summary-id", action="append", metavar="ID", help="one summary (repeat for several)")
-    rewrite.add_argument("--summarizer", choices=[n for n in SUMMARIZER_NAMES if n != "litellm"], default=None,
-                         help="a model-free summarizer (default: offline; --model chooses a model instead)")
-    rewrite.add_argument("--model", default=None, help="any litellm model, e.g. openai/gpt-4o-mini (calls go through the ledger)")
-    rewrite.add_argument("--api-base", default=None, metavar="URL", type=api_base_url, help="OpenAI-compatible endpoint for --model")
-    rewrite.add_argument("--prompts", default=None, type=path_argument, metavar="DIR", help="prompt template directory (lcm-tui layout) for --model")
+    add_summarizer_arguments(rewrite)  # the options every model command takes (--max-retries, --cache, ...)
+    rewrite.set_defaults(summarizer=None)  # none given: --model chooses litellm, else offline (_rewrite)
     _common(rewrite)
     rewrite.set_defaults(func=_rewrite)
 
@@ -91,15 +89,14 @@ def _rewrite(args: argparse.Namespace) -> int:
     from lcm_lab import whatif
     from lcm_lab.store import open_store
 
-    if args.model and args.summarizer:
+    if args.model and args.summarizer not in (None, "litellm"):
         raise OptionError(f"--summarizer {args.summarizer} and --model {args.model}: choose one")
     if not args.model and (args.api_base or args.prompts):
         raise OptionError("--api-base and --prompts apply to --model")
+    args.summarizer = args.summarizer or ("litellm" if args.model else DEFAULT_SUMMARIZER)
     with open_store(args.db) as store:
-        result = whatif.rewrite(
-            args.run_id, args.summary_id, depth=args.depth, summarizer=args.summarizer, model=args.model,
-            prompt_set=args.prompts, api_base=args.api_base, store=store, label=args.label,
-        )  # fmt: skip
+        writer = summarizer_from_args(args, store=store)  # the ledger of its model calls is this store's
+        result = whatif.rewrite(args.run_id, args.summary_id, depth=args.depth, summarizer=writer, store=store, label=args.label)
         return _report(result, args)
 
 

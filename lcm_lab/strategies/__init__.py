@@ -82,10 +82,13 @@ def run_strategy(
     token_budget: int | None = None,
     *,
     on_turn: Callable[[StrategyTurn], None] | None = None,
+    check_calls: bool = True,
     **params: Any,
 ) -> StrategyRun:
     """Run ``strategy`` (a name plus ``params``, or a strategy object) over ``conversation``
-    within ``token_budget`` (default: the replay's, 128,000 tokens)."""
+    within ``token_budget`` (default: the replay's, 128,000 tokens). Failed model calls follow the
+    lab's one rule (:meth:`StrategyBase.run <lcm_lab.strategies.base.StrategyBase.run>`) unless
+    ``check_calls=False``."""
     from lcm_lab.engine.replay.driver import DEFAULT_TOKEN_BUDGET
     from lcm_lab.strategies.base import StrategyError
 
@@ -94,7 +97,7 @@ def run_strategy(
         strategy = get_strategy(strategy, **params)
     elif params:
         raise StrategyError("pass parameters to get_strategy, not with a strategy object")
-    return strategy.run(conversation, summarizer, token_budget, on_turn=on_turn)
+    return strategy.run(conversation, summarizer, token_budget, on_turn=on_turn, check_calls=check_calls)
 
 
 __all__ = [

@@ -26,6 +26,7 @@ from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET, check_token_budget, estimate_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext, StoredMessage
 from lcm_lab.errors import SpecError
+from lcm_lab.summarizers.call_checks import calls_so_far, check_run
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.question import Question
@@ -177,6 +178,7 @@ class Strategy(Protocol):
         token_budget: int,
         *,
         on_turn: Callable[[StrategyTurn], None] | None = None,
+        check_calls: bool = True,
     ) -> StrategyRun: ...
 
     def sent(self, run: StrategyRun, turn: int | None, budget: int) -> SentContext: ...
@@ -187,8 +189,9 @@ class Strategy(Protocol):
 
 
 class StrategyBase:
-    """What every strategy does around its own replay: fill each turn's ``context_tokens`` from
-    ``sent`` and report the turns (``on_turn``). Subclasses implement ``replay_turns`` and ``sent``."""
+    """What every strategy does around its own replay: apply the rule for failed model calls, fill
+    each turn's ``context_tokens`` from ``sent`` and report the turns (``on_turn``). Subclasses
+    implement ``replay_turns`` and ``sent``."""
 
     name: str
     params: Mapping[str, Any]
@@ -211,8 +214,15 @@ class StrategyBase:
         """Whether :meth:`ask` depends on the question's text (then every question is its own branch)."""
         return False
 
-    def run(self, conversation: Conversation, summarizer: Any, token_budget: int, *, on_turn: Callable[[StrategyTurn], None] | None = None) -> StrategyRun:  # fmt: skip
+    def run(self, conversation: Conversation, summarizer: Any, token_budget: int, *, on_turn: Callable[[StrategyTurn], None] | None = None,
+            check_calls: bool = True) -> StrategyRun:  # fmt: skip
+        """Run the strategy over ``conversation``. Failed model calls follow the lab's one rule, as
+        in :func:`~lcm_lab.engine.replay.driver.replay` (every call failed: ``ModelCallsFailedError``;
+        some failed: one ``ModelCallsWarning``), unless ``check_calls=False``."""
+        before = calls_so_far(summarizer)
         run = self.replay_turns(conversation, summarizer, check_token_budget(token_budget))
+        if check_calls:
+            check_run(run, summarizer, before)
         if run.replay is None:
             run = with_context_tokens(self, run)
         for turn in run.turns if on_turn is not None else ():

@@ -9,9 +9,17 @@ comparison, a priced replay, a sweep's runs):
 * **some calls failed**: the result stands, with a warning that counts them by reason.
 
 The calls are counted either by a model summarizer's live tally (:func:`calls_so_far` before,
-:func:`calls_since` after) or from the calls a result recorded (:func:`recorded_calls`).
+:func:`calls_since` after) or from the calls a result recorded (:func:`recorded_calls`). The two
+agree call for call: a call retried after a 429 or a 5xx is one call in both, and a compaction
+pass the engine dropped because the credentials were refused is one refused call in both; only
+the live tally keeps the first error's text.
 
->>> from lcm_lab.summarizers.litellm_summarizer import CallTally
+``lab.replay`` and every strategy's ``run`` apply the rule themselves (:func:`check_run`): the
+error is raised, and the warning is a :class:`ModelCallsWarning`, which a notebook shows under the
+cell. A caller that says it in its own words passes ``check_calls=False`` and calls
+:func:`check_calls`; the CLI's replay collects the warning (:func:`collected_call_warnings`) and
+prints it as its one ``warning:`` line.
+
 >>> check_calls(CallTally(4, {"timeout": 1}, "timed out"), "s1", "the replay was not saved")
 (1, 's1: 1 of 4 model calls failed (timeout ×1; first error: timed out); their summaries are the truncation fallback')
 >>> check_calls(CallTally(2, {"connection": 2}), "s1", "the replay was not saved")
@@ -22,14 +30,18 @@ lcm_lab.summarizers.call_checks.ModelCallsFailedError: s1: 2 of 2 model calls fa
 
 from __future__ import annotations
 
+import inspect
+import os
+import threading
+import warnings
 from collections import Counter
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
 from lcm_lab.errors import ModelError
-
-if TYPE_CHECKING:
-    from lcm_lab.summarizers.litellm_summarizer import CallTally
+from lcm_lab.io.redaction import redact
 
 CHECK = "check the model (--model, model=), its server (--api-base, api_base=) and that the server is up"
 
@@ -37,6 +49,65 @@ CHECK = "check the model (--model, model=), its server (--api-base, api_base=) a
 class ModelCallsFailedError(ModelError):
     """Every model call of a result failed, or the provider refused the credentials: nothing of it
     came from the model, so nothing was saved (the message counts the calls by reason)."""
+
+
+class ModelCallsWarning(UserWarning):
+    """Some model calls of a result failed: their summaries are the truncation fallback, the rest
+    came from the model. The message counts them by reason; ``failed`` is how many failed."""
+
+    def __init__(self, message: str, failed: int) -> None:
+        super().__init__(message)
+        self.failed = failed
+
+
+@dataclass
+class CallTally:
+    """How a model summarizer's logical calls ended (its ``tally``), or the calls a result
+    recorded: how many, how many fell back after failing, by reason (``connection``,
+    ``server_error``, ``timeout``, ``empty_response``, ...), and the first error seen (secrets
+    redacted), so a shell can say a run's summaries did not come from the model."""
+
+    calls: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    first_error: str | None = None
+    auth_error: str | None = None  # the provider refused the credentials: what to fix (the engine drops the pass)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def record(self, failure: str | None = None, error: str | None = None) -> None:
+        """Count one call; ``failure`` is its reason when it fell back."""
+        with self._lock:
+            self.calls += 1
+            if failure is not None:
+                self.failures[failure] = self.failures.get(failure, 0) + 1
+                if self.first_error is None:
+                    self.first_error = redact(error or failure)[:300]
+
+    def record_auth(self, message: str) -> None:
+        """Count one call the provider refused for its credentials (``message`` says which to fix)."""
+        self.record("auth", message)
+        with self._lock:
+            self.auth_error = self.auth_error or redact(message)[:300]
+
+    def copy(self) -> CallTally:
+        with self._lock:
+            return CallTally(self.calls, dict(self.failures), self.first_error, self.auth_error)
+
+    def since(self, earlier: CallTally) -> CallTally:
+        """The calls made after ``earlier`` was copied."""
+        now = self.copy()
+        reasons = {k: n - earlier.failures.get(k, 0) for k, n in now.failures.items() if n > earlier.failures.get(k, 0)}
+        return CallTally(now.calls - earlier.calls, reasons, now.first_error if reasons else None,
+                         now.auth_error if "auth" in reasons else None)  # fmt: skip
+
+    def describe(self) -> str:
+        """``84 of 84 model calls failed (connection ×84: APIConnectionError: …)``."""
+        reasons = ", ".join(f"{kind} ×{n}" for kind, n in sorted(self.failures.items(), key=lambda kv: -kv[1]))
+        first = f"; first error: {self.first_error}" if self.first_error else ""
+        return f"{self.failed} of {self.calls} model calls failed ({reasons}{first})"
 
 
 def calls_so_far(summarizer: object) -> CallTally | None:
@@ -55,8 +126,6 @@ def recorded_calls(calls: Iterable[Any], refused_passes: int = 0, credential: st
     """A tally of the summarizer calls a result recorded (``SummarizerCall.failure`` says which
     fell back, and why); ``refused_passes`` counts compaction passes the engine dropped because the
     provider refused the credentials (``credential`` names what to fix)."""
-    from lcm_lab.summarizers.litellm_summarizer import CallTally
-
     calls = list(calls)
     failures = Counter(str(call.failure) for call in calls if getattr(call, "failure", None))
     auth = None
@@ -88,3 +157,52 @@ def check_calls(tally: CallTally | None, where: str, outcome: str) -> tuple[int,
     if tally.failed >= tally.calls:
         raise ModelCallsFailedError(f"{where}: {tally.describe()}; no summary came from the model, so {outcome} ({CHECK})")
     return tally.failed, f"{where}: {tally.describe()}; their summaries are the truncation fallback"
+
+
+def check_run(run: Any, summarizer: object, before: CallTally | None) -> int:
+    """The rule applied to a finished replay or strategy run for a library caller (``lab.replay``,
+    ``Strategy.run``): every call failed, or the credentials were refused, raises
+    :class:`ModelCallsFailedError`; some failed issues one :class:`ModelCallsWarning`, attributed
+    to the line outside the lab that asked for the run (a notebook cell, a script). Returns how
+    many failed.
+
+    The calls are the summarizer's live tally since ``before`` (:func:`calls_so_far`) when it keeps
+    one, else what the run recorded (:func:`run_calls`; a strategy run's LCM replay)."""
+    tally = calls_since(summarizer, before)
+    if tally is None:
+        tally = run_calls(getattr(run, "replay", None) or run, summarizer)
+    failed, message = check_calls(tally, run.conversation.session_id, "the replay was not saved")
+    if message is not None:
+        warnings.warn(ModelCallsWarning(message, failed), stacklevel=_first_level_outside_the_lab())
+    return failed
+
+
+def _first_level_outside_the_lab() -> int:
+    """The ``stacklevel`` (for a ``warnings.warn`` in the caller) of the nearest frame whose code is
+    not in the lcm_lab package: the user's line, whichever public function it called."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return max(level, 1)
+
+
+@contextmanager
+def collected_call_warnings() -> Iterator[list[ModelCallsWarning]]:
+    """Collect the :class:`ModelCallsWarning` s issued inside the block instead of showing them, for
+    a shell that prints them its own way (the CLI's ``warning:`` line after the run's line); every
+    other warning is shown, or raised, as the filters say. Not for threads: the warnings filters
+    are process-wide."""
+    caught: list[ModelCallsWarning] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ModelCallsWarning)  # each one, even a repeat of the last
+        show = warnings.showwarning
+
+        def keep(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if isinstance(message, ModelCallsWarning):
+                caught.append(message)
+            else:
+                show(message, category, *args, **kwargs)
+
+        warnings.showwarning = keep
+        yield caught

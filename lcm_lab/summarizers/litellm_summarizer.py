@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from lcm_lab.errors import MissingCredentialsError
 from lcm_lab.io.redaction import redact, register_secret
 from lcm_lab.prompts import PromptSet, RenderedPrompt, render_request, resolve_prompt_set
 from lcm_lab.store.ledger import Ledger, LedgerEntry, cache_key
+from lcm_lab.summarizers.call_checks import CallTally
 from lcm_lab.summarizers.pool import CallPool
 from lcm_lab.summarizers.provider import (
     RETRYABLE,
@@ -51,56 +51,6 @@ from lcm_lab.summarizers.spend import SpendGuard
 
 class MissingApiKeyError(SummarizerError, MissingCredentialsError):
     """The summary model's provider key is not set (the message names the variable)."""
-
-
-@dataclass
-class CallTally:
-    """How this summarizer's logical calls ended: how many, how many fell back after failing,
-    by reason (``connection``, ``server_error``, ``timeout``, ``empty_response``, ...), and the
-    first error seen (secrets redacted), so a shell can say a run's summaries did not come from
-    the model."""
-
-    calls: int = 0
-    failures: dict[str, int] = field(default_factory=dict)
-    first_error: str | None = None
-    auth_error: str | None = None  # the provider refused the credentials: what to fix (the engine drops the pass)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    @property
-    def failed(self) -> int:
-        return sum(self.failures.values())
-
-    def record(self, failure: str | None = None, error: str | None = None) -> None:
-        """Count one call; ``failure`` is its reason when it fell back."""
-        with self._lock:
-            self.calls += 1
-            if failure is not None:
-                self.failures[failure] = self.failures.get(failure, 0) + 1
-                if self.first_error is None:
-                    self.first_error = redact(error or failure)[:300]
-
-    def record_auth(self, message: str) -> None:
-        """Count one call the provider refused for its credentials (``message`` says which to fix)."""
-        self.record("auth", message)
-        with self._lock:
-            self.auth_error = self.auth_error or redact(message)[:300]
-
-    def copy(self) -> CallTally:
-        with self._lock:
-            return CallTally(self.calls, dict(self.failures), self.first_error, self.auth_error)
-
-    def since(self, earlier: CallTally) -> CallTally:
-        """The calls made after ``earlier`` was copied."""
-        now = self.copy()
-        reasons = {k: n - earlier.failures.get(k, 0) for k, n in now.failures.items() if n > earlier.failures.get(k, 0)}
-        return CallTally(now.calls - earlier.calls, reasons, now.first_error if reasons else None,
-                         now.auth_error if "auth" in reasons else None)  # fmt: skip
-
-    def describe(self) -> str:
-        """``84 of 84 model calls failed (connection ×84: APIConnectionError: …)``."""
-        reasons = ", ".join(f"{kind} ×{n}" for kind, n in sorted(self.failures.items(), key=lambda kv: -kv[1]))
-        first = f"; first error: {self.first_error}" if self.first_error else ""
-        return f"{self.failed} of {self.calls} model calls failed ({reasons}{first})"
 
 
 @dataclass

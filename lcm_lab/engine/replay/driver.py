@@ -56,6 +56,7 @@ from lcm_lab.engine.types import (
 )
 from lcm_lab.engine.versions import DEFAULT_ENGINE, EngineVersion
 from lcm_lab.errors import OptionError
+from lcm_lab.summarizers.call_checks import calls_so_far, check_run
 
 DEFAULT_TOKEN_BUDGET = 128_000  # what the plugin assumes when the host reports no window
 
@@ -393,6 +394,7 @@ def replay(
     model: str | None = None,
     new_session_before: Collection[int] = (),
     engine: EngineVersion = DEFAULT_ENGINE,
+    check_calls: bool = True,
 ) -> Replay:
     """Replay ``conversation`` turn by turn under ``config`` with ``summarizer``.
 
@@ -404,6 +406,13 @@ def replay(
     lcm.db's summaries and context; ``fidelity="fixed"`` corrects the plugin's quirks
     (:mod:`lcm_lab.engine.quirks`); ``new_session_before`` lists turns preceded by ``/new``;
     ``model`` is matched by ``contextThresholdOverrides`` rules.
+
+    Failed model calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): when
+    every call failed (a dead server, a wrong model) or the provider refused the credentials,
+    nothing of the run came from the model and :class:`~lcm_lab.summarizers.call_checks.ModelCallsFailedError`
+    is raised; when some failed, one :class:`~lcm_lab.summarizers.call_checks.ModelCallsWarning`
+    counts them (their summaries are the truncation fallback). ``check_calls=False`` is for a
+    caller that applies the rule itself, in its own words.
 
     >>> from lcm_lab.summarizers.stub import StubV1Summarizer
     >>> from lcm_lab.engine.types import Conversation, InputEntry
@@ -440,6 +449,7 @@ def replay(
         state = EngineState()
         turn_inputs = _stored_turns(conversation.stored_messages, single_turn)
 
+    before = calls_so_far(summarizer)
     compactor = Compactor(
         state, config, summarizer, session_id=conversation.session_id, fidelity=fidelity, clock=SimulatedClock()
     )
@@ -472,7 +482,7 @@ def replay(
         if on_turn is not None:
             on_turn(record)
 
-    return Replay(
+    result = Replay(
         conversation=conversation,
         config=config,
         token_budget=token_budget,
@@ -487,6 +497,9 @@ def replay(
         meta={"single_turn": single_turn, "from_recorded": from_recorded, **overrides},
         compaction_summarizer=summarizer,
     )
+    if check_calls:
+        check_run(result, summarizer, before)
+    return result
 
 
 def _ingest(compactor: Compactor, turn_input: _TurnInput, intercept: bool) -> tuple[list[int], int]:
