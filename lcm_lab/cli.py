@@ -243,18 +243,51 @@ def positive_count(text: str) -> int:
 
 
 def non_negative_count(text: str) -> int:
-    """argparse type: a count ≥ 0 (``--max-retries``, where 0 means none).
+    """argparse type: a count ≥ 0 (``--max-retries``, a summary depth).
 
     >>> non_negative_count("0")
     0
     >>> non_negative_count("-1")
     Traceback (most recent call last):
-    argparse.ArgumentTypeError: -1 is not a whole number ≥ 0 (e.g. 3; 0 means none)
+    argparse.ArgumentTypeError: -1 is not a whole number ≥ 0 (e.g. 0 or 3)
     """
     digits = text.strip().replace("_", "")
     if not digits.isdigit():
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number ≥ 0 (e.g. 3; 0 means none)")
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number ≥ 0 (e.g. 0 or 3)")
     return int(digits)
+
+
+def _finite_number(text: str, *, at_least: float, strictly: bool, example: str) -> float:
+    try:
+        value = float(text.strip().replace("_", ""))
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < at_least or (strictly and value == at_least):
+        bound = f"> {at_least:g}" if strictly else f"≥ {at_least:g}"
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number {bound} (e.g. {example})")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """argparse type: a finite number > 0 (seconds, dollars).
+
+    >>> positive_number("0.5")
+    0.5
+    >>> positive_number("nan")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: nan is not a finite number > 0 (e.g. 600)
+    """
+    return _finite_number(text, at_least=0.0, strictly=True, example="600")
+
+
+def non_negative_number(text: str) -> float:
+    """argparse type: a finite number ≥ 0 (a sampling temperature).
+
+    >>> non_negative_number("-0.1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: -0.1 is not a finite number ≥ 0 (e.g. 0.2)
+    """
+    return _finite_number(text, at_least=0.0, strictly=False, example="0.2")
 
 
 def existing_file(text: str) -> str:

@@ -199,3 +199,39 @@ def test_demo_columns_are_all_explained() -> None:
     assert "-" in table.splitlines()[1]  # a run without summaries shows no depth, not -1
     assert len(explain_columns().splitlines()) == len(COLUMNS) + 1  # one line a column, then where every term is defined
     assert "docs/glossary.md" in explain_columns().splitlines()[-1]
+
+
+@pytest.mark.parametrize(("argv", "option", "value"), [
+    # each was accepted: a negative answer cap, a zero read budget, a negative target or depth, a
+    # negative timeout, an infinite window, a negative spend cap, NaN as a temperature, and
+    # validate-metrics --conversations -1 ran on all but the last conversation ([:-1])
+    (("expand", "--prompt", "q", "--query", "x"), "--max-tokens", "-5"),
+    (("expand", "--prompt", "q", "--query", "x"), "--max-expand-tokens", "0"),
+    (("prompts", "render", "leaf", "--source", str(SESSION)), "--target-tokens", "-1"),
+    (("prompts", "render", "condensed-d1", "--source", str(SESSION)), "--depth", "-1"),
+    (("whatif", "rewrite", "r1", "--prompts", "."), "--depth", "-2"),
+    (("validate-metrics",), "--conversations", "-1"),
+    (("sweep", "spec.yaml"), "--workers", "0"),
+    (("replay", str(SESSION)), "--summary-timeout-ms", "0"),
+    (("replay", str(SESSION)), "--max-calls-per-window", "-3"),
+    (("replay", str(SESSION)), "--window-seconds", "inf"),
+    (("replay", str(SESSION)), "--max-cost-usd", "-1"),
+    (("replay", str(SESSION)), "--temperature", "nan"),
+    (("whatif", "rewrite", "r1", "--depth", "0", "--summarizer", "offline"), "--max-retries", "-1"),
+])  # fmt: skip
+def test_numbers_out_of_their_range_are_one_line(
+    capsys: pytest.CaptureFixture[str], db: str, argv: tuple[str, ...], option: str, value: str
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--db", db, option, value] if argv[0] not in ("prompts",) else [*argv, option, value])
+    assert_user_error(int(str(info.value.code)), capsys.readouterr().err, option, value)
+
+
+def test_a_garbage_expand_budget_in_the_environment_is_one_line(
+    capsys: pytest.CaptureFixture[str], db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the parser read it with int() when any command was parsed: `ledger` ended in a ValueError traceback
+    monkeypatch.setenv("LCM_MAX_EXPAND_TOKENS", "abc")
+    assert run_cli(capsys, "prompts", "list")[0] == 0
+    code, _out, err = run_cli(capsys, "expand", "--db", db, "--prompt", "q", "--query", "x")
+    assert_user_error(code, err, "LCM_MAX_EXPAND_TOKENS='abc'")

@@ -8,7 +8,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from lcm_lab.cli import non_negative_count, path_argument, positive_count
+from lcm_lab.cli import (
+    non_negative_count,
+    non_negative_number,
+    path_argument,
+    positive_count,
+    positive_number,
+)
 from lcm_lab.summarizers import DEFAULT_SUMMARIZER, SUMMARIZER_NAMES, SummarizerConfigError, get_summarizer
 
 if TYPE_CHECKING:
@@ -27,14 +33,14 @@ def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
                        help="ledger cache mode for model calls (default readwrite)")
     group.add_argument("--prompts", default=None, type=path_argument, metavar="DIR", help="prompt template directory (lcm-tui export layout)")
-    group.add_argument("--summary-timeout-ms", type=int, default=60_000, metavar="MS", help="per-call timeout (default 60000)")
+    group.add_argument("--summary-timeout-ms", type=positive_count, default=60_000, metavar="MS", help="per-call timeout (default 60000)")
     group.add_argument("--max-retries", type=non_negative_count, default=3, metavar="N", help="retries on 429/5xx (default 3; 0: none)")
-    group.add_argument("--temperature", type=float, default=None)
+    group.add_argument("--temperature", type=non_negative_number, default=None)
     group.add_argument("--seed", type=int, default=None)
     group.add_argument("--reasoning-effort", default=None, choices=("minimal", "low", "medium", "high"))
-    group.add_argument("--max-calls-per-window", type=int, default=None, metavar="N", help="spend guard: model calls per window")
-    group.add_argument("--window-seconds", type=float, default=600.0, metavar="S", help="spend guard window (default 600)")
-    group.add_argument("--max-cost-usd", type=float, default=None, metavar="USD", help="spend guard: dollars per run")
+    group.add_argument("--max-calls-per-window", type=positive_count, default=None, metavar="N", help="spend guard: model calls per window")
+    group.add_argument("--window-seconds", type=positive_number, default=600.0, metavar="S", help="spend guard window (default 600)")
+    group.add_argument("--max-cost-usd", type=positive_number, default=None, metavar="USD", help="spend guard: dollars per run")
 
 
 _LITELLM_ONLY = ("model", "api_base", "prompts", "temperature", "seed", "reasoning_effort", "max_calls_per_window", "max_cost_usd")

@@ -14,8 +14,11 @@ import json
 import os
 from typing import Any
 
+from lcm_lab.cli import positive_count
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
 from lcm_lab.commands._summarizer_args import api_base_url
+from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET
+from lcm_lab.io import env
 
 
 def register(subparsers: Any) -> None:
@@ -28,8 +31,8 @@ def register(subparsers: Any) -> None:
     what.add_argument("--query", default=None, help="full-text query that finds the summaries to expand")
     what.add_argument("--summary-id", action="append", default=None, metavar="ID", help="summary to expand (repeatable)")
     add_scope_arguments(parser)
-    parser.add_argument("--max-tokens", type=int, default=2000, help="answer cap (default 2000)")
-    parser.add_argument("--max-expand-tokens", type=int, default=int(os.environ.get("LCM_MAX_EXPAND_TOKENS", 4000)),
+    parser.add_argument("--max-tokens", type=positive_count, default=2000, help="answer cap (default 2000)")
+    parser.add_argument("--max-expand-tokens", type=positive_count, default=None,
                         help="source tokens read (default $LCM_MAX_EXPAND_TOKENS or 4000)")  # fmt: skip
     parser.add_argument("--model", default=os.environ.get("LCM_EXPANSION_MODEL"),
                         help="litellm model that answers (default $LCM_EXPANSION_MODEL; none: offline quoting)")  # fmt: skip
@@ -38,6 +41,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    max_expand_tokens = _expand_tokens(args)  # checked before the store is opened
+
     def body(rec: Any, scope: dict[str, Any]) -> int:
         answerer: Any = None
         if args.model:
@@ -46,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
             answerer = ModelAnswerer(args.model, ledger=Ledger(rec.store), api_base=args.api_base)
         result = rec.expand_query(args.prompt, query=args.query, summary_ids=args.summary_id, max_tokens=args.max_tokens,
-                                  max_expand_tokens=args.max_expand_tokens, answerer=answerer, **scope)  # fmt: skip
+                                  max_expand_tokens=max_expand_tokens, answerer=answerer, **scope)  # fmt: skip
         if args.json:
             print(json.dumps(result.json(), ensure_ascii=False))
             return 0
@@ -56,3 +61,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     return run_recall_command(args, body)
+
+
+def _expand_tokens(args: argparse.Namespace) -> int:
+    """``--max-expand-tokens``, else ``$LCM_MAX_EXPAND_TOKENS`` (checked: one line naming it), else 4000."""
+    from lcm_lab.recall_tools.api import DEFAULT_EXPAND_TOKENS
+
+    if args.max_expand_tokens is not None:
+        return int(args.max_expand_tokens)
+    return env.count("LCM_MAX_EXPAND_TOKENS", DEFAULT_EXPAND_TOKENS, maximum=MAX_TOKEN_BUDGET)

@@ -26,7 +26,9 @@ from typing import Any, Literal
 from lcm_lab.cli import (
     add_json_argument,
     add_list_arguments,
+    non_negative_count,
     path_argument,
+    positive_count,
     print_json,
     print_json_lines,
     print_rows,
@@ -64,10 +66,10 @@ def register(subparsers: Any) -> None:
     render.add_argument("--source", type=path_argument, metavar="FILE", required=True, help="source text file ('-' for stdin)")
     render.add_argument("--prompts", type=path_argument, metavar="DIR", default=None)
     render.add_argument("--previous", type=path_argument, metavar="FILE", default=None, help="previous summary text file")
-    render.add_argument("--target-tokens", type=int, default=None,
+    render.add_argument("--target-tokens", type=positive_count, default=None,
                         help="target tokens (default: the plugin's rule at default settings, src/summarize.ts resolveTargetTokens)")
     render.add_argument("--custom-instructions", default="", help="operator instructions (customInstructions)")
-    render.add_argument("--depth", type=int, default=None, help="output depth for condensed templates")
+    render.add_argument("--depth", type=non_negative_count, default=None, help="output depth for condensed templates")
     add_json_argument(render, "one object: the chat messages and hashes")
     render.set_defaults(func=run_render)
 

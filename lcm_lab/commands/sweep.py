@@ -14,7 +14,7 @@ import sys
 from importlib import resources
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument
+from lcm_lab.cli import add_db_argument, add_json_argument, positive_count
 from lcm_lab.errors import DataError, OptionError
 
 
@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("spec", nargs="?", help="sweep spec (YAML; see --example and docs/sweeps.md)")
     parser.add_argument("--example", action="store_true", help="print a commented example spec and exit")
     parser.add_argument("--executor", default=None, help="auto, serial, threads, processes, ray or ray://HOST:PORT (overrides the spec)")
-    parser.add_argument("--workers", type=int, default=None, metavar="N", help="parallel workers (overrides the spec)")
+    parser.add_argument("--workers", type=positive_count, default=None, metavar="N", help="parallel workers (overrides the spec)")
     parser.add_argument("--retry-failed", action="store_true",
                         help="run again the runs that failed in an earlier session (e.g. after fixing the model server)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -15,7 +15,14 @@ import json
 import math
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_deprecated_alias, add_json_argument, path_argument, positive_int
+from lcm_lab.cli import (
+    add_db_argument,
+    add_deprecated_alias,
+    add_json_argument,
+    path_argument,
+    positive_count,
+    positive_int,
+)
 from lcm_lab.errors import OptionError
 from lcm_lab.io.atomic import check_output_path, write_text_atomic
 
@@ -32,7 +39,7 @@ def register(subparsers: Any) -> None:
     add_db_argument(parser)
     parser.add_argument("-o", "--output", default="reports/metric-validity.md", help="Markdown report (default: %(default)s)")
     parser.add_argument("--locomo", default=None, type=path_argument, metavar="FILE", help="LoCoMo JSON (default: the bundled locomo10.json)")
-    parser.add_argument("--conversations", type=int, default=None, metavar="N", help="only the first N LoCoMo conversations")
+    parser.add_argument("--conversations", type=positive_count, default=None, metavar="N", help="only the first N LoCoMo conversations")
     parser.add_argument("--token-budget", type=positive_int, action="append", default=None, metavar="N",
                         help="model context budget (repeatable; default 6000 and 32000)")
     add_deprecated_alias(parser, "--budget", "--token-budget")

@@ -25,6 +25,7 @@ from lcm_lab.cli import (
     add_db_argument,
     add_json_argument,
     add_list_arguments,
+    non_negative_count,
     positive_int,
     print_json,
     print_rows,
@@ -48,7 +49,7 @@ def register(subparsers: Any) -> None:
     rewrite = sub.add_parser("rewrite", help="write summaries again with another summarizer, model or prompt set")
     rewrite.add_argument("run_id", metavar="RUN_ID")
     which = rewrite.add_mutually_exclusive_group(required=True)
-    which.add_argument("--depth", type=int, metavar="N", help="every summary of this depth (0 = leaves)")
+    which.add_argument("--depth", type=non_negative_count, metavar="N", help="every summary of this depth (0 = leaves)")
     which.add_argument("--summary-id", action="append", metavar="ID", help="one summary (repeat for several)")
     add_summarizer_arguments(rewrite)  # the options every model command takes (--max-retries, --cache, ...)
     rewrite.set_defaults(summarizer=None)  # none given: --model chooses litellm, else offline (_rewrite)
