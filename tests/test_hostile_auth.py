@@ -65,3 +65,18 @@ def test_a_live_expand_answer_is_redacted_like_the_ledger_copy(tmp_path: Path) -
             assert b"(key [redacted])" in result.stdout
         answer = ModelAnswerer("openai/zq", api_base=server.base_url, api_key=key).answer("q?", [], 200)  # the library too
     assert key not in answer.text and "(key [redacted])" in answer.text
+
+
+def test_the_spend_guard_reached_is_one_line_and_saves_nothing(tmp_path: Path) -> None:
+    # was a 60-line SummarizerError traceback, exit 1
+    session(tmp_path / "s.jsonl")
+    (tmp_path / "config.json").write_text(json.dumps({"freshTailCount": 2}))
+    with FakeOpenAIServer() as server:
+        result = lab("replay", "--db", "lab.duckdb", "--config", "config.json", "--token-budget", "1200", "--summarizer", "litellm",
+                     "--model", "openai/zq", "--api-base", server.base_url, "--cache", "off", "--max-calls-per-window", "1",
+                     "s.jsonl", cwd=tmp_path)  # fmt: skip
+        assert len(server.completion_requests) == 1  # the guard let one call through, then stopped the run
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr.decode()
+    assert lines[0].startswith("lcm-lab replay: spend guard:") and "max_calls_per_window=1 reached" in lines[0]
+    assert saved_runs(str(tmp_path / "lab.duckdb")) == 0

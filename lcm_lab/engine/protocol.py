@@ -61,5 +61,7 @@ class SummarizerAuthError(ModelError):
     """Provider authentication failed: the plugin aborts the pass and writes nothing."""
 
 
-class SummarizerError(RuntimeError):
-    """A summarizer failed in a way the engine cannot recover from (e.g. spend guard tripped)."""
+class SummarizerError(ModelError):
+    """A summarizer stopped in a way the engine cannot recover from: the spend guard's limit was
+    reached, litellm cannot use the model, a rewrite got nothing back. The user's to fix (a limit,
+    a model name), so one line in the CLI (a :class:`~lcm_lab.errors.ModelError`)."""
