@@ -16,7 +16,9 @@ the conversation), otherwise they get no interval. A metric present
 at two item scopes (``fact_retention`` per summary and per turn mean different things) must be
 given ``scope=``: compare refuses to choose.
 
->>> from lcm_lab.metrics.base import Score
+>>> from lcm_lab.errors import OptionError
+from lcm_lab.errors import OptionError
+from lcm_lab.metrics.base import Score
 >>> a = [Score("a", "qa", f"q{i}", "qa_answer_f1", v) for i, v in enumerate([0.2, 0.4, 0.6, 0.8])]
 >>> b = [Score("b", "qa", f"q{i}", "qa_answer_f1", v + 0.1) for i, v in enumerate([0.2, 0.4, 0.6, 0.8])]
 >>> table = compare([a, b], ["qa_answer_f1"])
@@ -31,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.errors import OptionError
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.stats import bootstrap_difference, bootstrap_interval, cluster_bootstrap_difference
 
@@ -66,9 +69,20 @@ def _as_runs(runs: Mapping[str, Iterable[Score]] | Sequence[Iterable[Score]] | A
         items = list(scores)
         ids = {s.run_id for s in items}
         if len(ids) != 1:
-            raise ValueError(f"each run must hold scores of one run_id, got {sorted(ids)}; pass a mapping label -> scores instead")
+            raise OptionError(f"each run must hold scores of one run_id, got {sorted(ids)}; pass a mapping label -> scores instead")
         out[ids.pop()] = items
     return out
+
+
+def _unknown_metric(metric: str, by_run: Mapping[str, Sequence[Score]]) -> OptionError:
+    """No run has a value of ``metric``: name the closest metric they score, and how many they do."""
+    import difflib
+
+    known = sorted({s.metric for scores in by_run.values() for s in scores})
+    close = difflib.get_close_matches(metric, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return OptionError(f"metric {metric!r} was not found in any run{hint} (the runs score {len(known)} metrics: "
+                       f"{', '.join(known[:12])}{', ...' if len(known) > 12 else ''})")
 
 
 def compare(
@@ -87,12 +101,14 @@ def compare(
     import pandas as pd
 
     by_run = _as_runs(runs)
+    if isinstance(metrics, str):  # one metric's name, not a sequence of one-letter names
+        metrics = [metrics]
     if not by_run:
-        raise ValueError("compare needs at least one run")
+        raise OptionError("compare needs at least one run")
     labels = list(by_run)
     base = baseline or labels[0]
     if base not in by_run:
-        raise ValueError(f"baseline {base!r} is not among the runs {labels}")
+        raise OptionError(f"baseline {base!r} is not among the runs {labels}")
     rows: list[dict[str, Any]] = []
     for metric in metrics:
         values: dict[str, dict[str, dict[str, float]]] = {label: defaultdict(dict) for label in labels}
@@ -108,14 +124,14 @@ def compare(
                         clusters[key] = s.details["cluster"]
         missing = [label for label in labels if not values[label]]
         if len(missing) == len(labels):
-            raise ValueError(f"metric {metric!r} was not found in any run")
+            raise _unknown_metric(metric, by_run)
         present = [label for label in labels if label not in missing]
         item_scopes = sorted({sc for label in present for sc in values[label] if sc in (*ITEM_SCOPES, "turn")})
         if scope is None and len(item_scopes) > 1:
-            raise ValueError(f"metric {metric!r} is scored at several item scopes {item_scopes}; they mean different things, pass scope=")
+            raise OptionError(f"metric {metric!r} is scored at several item scopes {item_scopes}; they mean different things, pass scope=")
         chosen = scope or next((sc for sc in (*ITEM_SCOPES, *NO_INTERVAL_SCOPES) if all(values[label].get(sc) for label in present)), None)
         if chosen is None:
-            raise ValueError(f"metric {metric!r} has no scope shared by all runs; pass scope=")
+            raise OptionError(f"metric {metric!r} has no scope shared by all runs; pass scope=")
         resample = chosen in ITEM_SCOPES or (chosen == "run" and all(len(values[label].get("run", {})) >= 2 for label in present))
         base_items = values[base].get(chosen, {})
         for label in labels:

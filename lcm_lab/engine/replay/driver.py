@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property, partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from lcm_lab.engine.assembly.bare import ResolveCache
 from lcm_lab.engine.assembly.bare import assemble as assemble_context
@@ -379,6 +379,26 @@ def _stored_turns(messages: Sequence[StoredMessage], single_turn: bool) -> list[
     return [_TurnInput(i, None, stored=tuple(g)) for i, g in enumerate(groups)]
 
 
+def _check_arguments(conversation: object, config: object, summarizer: object) -> Summarizer:
+    """What a notebook passes by mistake, said as an :class:`OptionError` before the engine reaches
+    it as an ``AttributeError``: a read result for a conversation, a mapping of plugin keys for a
+    config, a summarizer's name or nothing for a summarizer."""
+    if not isinstance(conversation, Conversation):
+        inner = getattr(conversation, "conversation", None)
+        hint = " (this holds one: pass its .conversation)" if isinstance(inner, Conversation) else ""
+        raise OptionError(f"replay needs a Conversation, got {type(conversation).__name__}{hint}")
+    if config is not None and not isinstance(config, LcmConfig):
+        hint = (" (plugin keys: LcmConfig.from_plugin_config({...}); openclaw.json: LcmConfig.from_openclaw_json(...))"
+                if isinstance(config, Mapping) else "")
+        raise OptionError(f"replay's config must be an LcmConfig, got {type(config).__name__}{hint}")
+    if summarizer is None or isinstance(summarizer, str) or not callable(getattr(summarizer, "summarize", None)):
+        named = f" (for {summarizer!r}: lcm_lab.get_summarizer({summarizer!r}))" if isinstance(summarizer, str) else ""
+        got = "none" if summarizer is None else type(summarizer).__name__
+        raise OptionError(f"replay needs a summarizer with a summarize method, got {got}{named} "
+                          "(e.g. lcm_lab.get_summarizer('offline'))")
+    return cast("Summarizer", summarizer)
+
+
 def replay(
     conversation: Conversation,
     config: LcmConfig | None = None,
@@ -424,8 +444,7 @@ def replay(
     >>> [t.compacted for t in result.turns], [s.kind for s in result.summaries]
     ([False, True], ['leaf'])
     """
-    if summarizer is None:
-        raise OptionError("replay needs a summarizer (e.g. lcm_lab.summarizers.get_summarizer('offline'))")
+    summarizer = _check_arguments(conversation, config, summarizer)
     token_budget = check_token_budget(token_budget)
     check_stored_depth(conversation.stored_messages, conversation.session_id)  # transcripts are checked as read
     config = config or LcmConfig()
