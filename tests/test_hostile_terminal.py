@@ -34,6 +34,9 @@ def test_the_escapes() -> None:
     assert terminal_text("bar\r", keep="\n\t\r") == "bar\r"
     assert cell("two\nlines\x1b") == "two\\nlines\\x1b"
     assert cell("emoji 👩\u200d💻 and é stay") == "emoji 👩\u200d💻 and é stay"
+    # invisible characters that make two names look alike were printed raw (hostile round 4)
+    assert terminal_text("ses\u200bsion\u2060.jsonl\ufeff") == "ses\\u200bsion\\u2060.jsonl\\ufeff"
+    assert json.loads(json_text(json.dumps("a\u200bb", ensure_ascii=False))) == "a\u200bb"
     encoded = json_text(json.dumps({"t": PAYLOAD}, ensure_ascii=False))
     assert_no_raw_controls(encoded)
     assert json.loads(encoded) == {"t": PAYLOAD}

@@ -10,6 +10,9 @@ holds. Everything ``lcm-lab`` prints passes through :class:`TerminalStreams` (in
 * C1 controls U+0080-U+009F (U+009B is a one-character CSI on many terminals, U+009D an OSC);
 * bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C)
   and the line/paragraph separators U+2028/U+2029;
+* invisible characters that make two different names look the same: the zero-width space
+  U+200B, the word joiner and invisible operators U+2060-U+2064, and U+FEFF (zero-width joiners
+  U+200C/U+200D are kept: scripts and emoji sequences need them);
 * lone surrogates U+D800-U+DFFF (a lone ``\ud800`` from a JSON file; a file name's undecodable
   byte 0x9b arrives as U+DC9B): raw, UTF-8 cannot encode them, or the byte is an 8-bit CSI.
 
@@ -39,12 +42,13 @@ from typing import Any, TextIO
 from lcm_lab.io.redaction import redact
 
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+_INVISIBLE = "\u200b\u2060-\u2064\ufeff"
 
 
 def _pattern(keep: str) -> re.Pattern[str]:
     c0 = "".join(chr(c) for c in range(0x20) if chr(c) not in keep)
     # Surrogate code points (a lone "\\ud800" in a transcript) cannot be written as UTF-8 at all.
-    return re.compile(f"[{re.escape(c0)}\x7f-\x9f{_BIDI}\ud800-\udfff]")
+    return re.compile(f"[{re.escape(c0)}\x7f-\x9f{_BIDI}{_INVISIBLE}\ud800-\udfff]")
 
 
 _HUMAN = _pattern("\n\t")
