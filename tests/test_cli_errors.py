@@ -235,3 +235,17 @@ def test_a_garbage_expand_budget_in_the_environment_is_one_line(
     assert run_cli(capsys, "prompts", "list")[0] == 0
     code, _out, err = run_cli(capsys, "expand", "--db", db, "--prompt", "q", "--query", "x")
     assert_user_error(code, err, "LCM_MAX_EXPAND_TOKENS='abc'")
+
+
+@pytest.mark.parametrize("argv", [
+    ("grep", "x", "--run", ""),  # searched the whole store
+    ("ledger", "--run", ""),  # listed every call
+    ("whatif", "list", "--parent", ""),
+    ("expand", "--prompt", "q", "--query", ""),
+    ("describe", ""),
+    ("replay", str(SESSION), "--conversation", ""),
+])  # fmt: skip
+def test_an_empty_id_or_filter_is_one_line(capsys: pytest.CaptureFixture[str], db: str, argv: tuple[str, ...]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--db", db])
+    assert_user_error(int(str(info.value.code)), capsys.readouterr().err, "an empty value")

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.cli import add_db_argument, add_list_arguments
+from lcm_lab.cli import add_db_argument, add_list_arguments, nonempty
 from lcm_lab.errors import NotFoundError, UserError
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ def add_scope_arguments(parser: argparse.ArgumentParser, listing: str | None = N
     list of ``listing``: ``--json | --table | --csv``)."""
     add_db_argument(parser)
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--run", metavar="RUN_ID", default=None, help="search this replay (default: everything in the store)")
+    where.add_argument("--run", type=nonempty, metavar="RUN_ID", default=None, help="search this replay (default: everything in the store)")
     where.add_argument("--conversation", metavar="ID", type=int, default=None, help="search this loaded conversation (lab id)")
     if listing is None:
         parser.add_argument("--json", action="store_true", help="print only JSON: one object")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from lcm_lab.cli import (
     non_negative_count,
     non_negative_number,
+    nonempty,
     path_argument,
     positive_count,
     positive_number,
@@ -27,7 +28,7 @@ def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("summarizer")
     group.add_argument("--summarizer", choices=SUMMARIZER_NAMES, default=DEFAULT_SUMMARIZER,
                        help=f"who writes the summaries (default: {DEFAULT_SUMMARIZER})")
-    group.add_argument("--model", default=None, help="litellm model, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3")
+    group.add_argument("--model", type=nonempty, default=None, help="litellm model, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3")
     group.add_argument("--api-base", default=None, metavar="URL", type=api_base_url, help="OpenAI-compatible endpoint (litellm api_base)")
     group.add_argument("--concurrency", type=positive_count, default=16, metavar="N", help="model calls in flight at once (default 16)")
     group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",

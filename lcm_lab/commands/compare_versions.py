@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import existing_file, path_argument, positive_int, print_json
+from lcm_lab.cli import existing_file, nonempty, path_argument, positive_int, print_json
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--token-budget", type=positive_int, default=128_000, metavar="N", help="model context budget (default 128000)")
     parser.add_argument("--versions", nargs="+", default=list(ENGINE_VERSIONS), metavar="V",
                         help=f"engine versions, the first is the baseline (default: {' '.join(ENGINE_VERSIONS)})")
-    parser.add_argument("--conversation", default=None, metavar="ID",
+    parser.add_argument("--conversation", type=nonempty, default=None, metavar="ID",
                         help="which conversation: index in a multi-conversation file, or lcm.db conversation_id")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--json", action="store_true", help="print only JSON: one object (versions, totals, headlines, turns)")

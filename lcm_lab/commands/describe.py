@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from lcm_lab.cli import nonempty
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
 
 
@@ -19,7 +20,7 @@ def register(subparsers: Any) -> None:
         "describe", help="show a summary or large file by id (lcm_describe)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("id", help="sum_… or file_…")
+    parser.add_argument("id", type=nonempty, help="sum_… or file_…")
     add_scope_arguments(parser)
     parser.set_defaults(func=run)
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lcm_lab.cli import add_db_argument, add_list_arguments, print_rows
+from lcm_lab.cli import add_db_argument, add_list_arguments, nonempty, print_rows
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("drift", help="flag headlines that fell outside the previous run's interval", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--previous", required=True, metavar="RUN_ID", help="the reference run")
-    parser.add_argument("--run", required=True, metavar="RUN_ID", help="the new run")
-    parser.add_argument("--metric", action="append", default=None, help="headline(s) to check (default: every one with an interval)")
+    parser.add_argument("--previous", type=nonempty, required=True, metavar="RUN_ID", help="the reference run")
+    parser.add_argument("--run", type=nonempty, required=True, metavar="RUN_ID", help="the new run")
+    parser.add_argument("--metric", type=nonempty, action="append", default=None, help="headline(s) to check (default: every one with an interval)")
     add_list_arguments(parser, "one object per headline")
     add_db_argument(parser)
     parser.set_defaults(func=run)

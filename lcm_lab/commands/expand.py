@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
-from lcm_lab.cli import positive_count
+from lcm_lab.cli import nonempty, positive_count
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
 from lcm_lab.commands._summarizer_args import api_base_url
 from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET
@@ -26,15 +25,15 @@ def register(subparsers: Any) -> None:
         "expand", help="answer a question from the sources under matching summaries (lcm_expand_query)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--prompt", required=True, help="the question")
+    parser.add_argument("--prompt", type=nonempty, required=True, help="the question")
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--query", default=None, help="full-text query that finds the summaries to expand")
-    what.add_argument("--summary-id", action="append", default=None, metavar="ID", help="summary to expand (repeatable)")
+    what.add_argument("--query", type=nonempty, default=None, help="full-text query that finds the summaries to expand")
+    what.add_argument("--summary-id", type=nonempty, action="append", default=None, metavar="ID", help="summary to expand (repeatable)")
     add_scope_arguments(parser)
     parser.add_argument("--max-tokens", type=positive_count, default=2000, help="answer cap (default 2000)")
     parser.add_argument("--max-expand-tokens", type=positive_count, default=None,
                         help="source tokens read (default $LCM_MAX_EXPAND_TOKENS or 4000)")  # fmt: skip
-    parser.add_argument("--model", default=os.environ.get("LCM_EXPANSION_MODEL"),
+    parser.add_argument("--model", type=nonempty, default=env.text("LCM_EXPANSION_MODEL"),
                         help="litellm model that answers (default $LCM_EXPANSION_MODEL; none: offline quoting)")  # fmt: skip
     parser.add_argument("--api-base", default=None, metavar="URL", type=api_base_url, help="OpenAI-compatible endpoint (litellm api_base)")
     parser.set_defaults(func=run)

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, path_argument
+from lcm_lab.cli import add_db_argument, add_json_argument, nonempty, path_argument
 from lcm_lab.errors import UserError
 
 
@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
         "export", help="write a saved replay as an lcm.db (the schema of the lossless-claw version it ran)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument("run_id", type=nonempty, metavar="RUN_ID")
     parser.add_argument("-o", "--output", required=True, type=path_argument, metavar="FILE.db", help="new file to write (must not exist)")
     add_db_argument(parser)
     add_json_argument(parser, "one object: path and row counts")

@@ -11,15 +11,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, print_json
+from lcm_lab.cli import add_db_argument, add_json_argument, nonempty, print_json
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("export-study", help="write a sweep as an Optuna study (for optuna-dashboard and load_study)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("sweep_id", metavar="SWEEP_ID", help="a sweep id (lcm-lab sweeps lists them)")
+    parser.add_argument("sweep_id", type=nonempty, metavar="SWEEP_ID", help="a sweep id (lcm-lab sweeps lists them)")
     parser.add_argument("--storage", default="sqlite:///optuna.db", metavar="URL", help="Optuna storage URL (default: %(default)s)")
-    parser.add_argument("--study-name", default=None, metavar="NAME", help="study name (default: the sweep id)")
+    parser.add_argument("--study-name", type=nonempty, default=None, metavar="NAME", help="study name (default: the sweep id)")
     parser.add_argument("--replace", action="store_true", help="replace a study of that name in the storage")
     add_db_argument(parser)
     add_json_argument(parser, "one object: storage, study_name, trials, best_trials (config ids)")

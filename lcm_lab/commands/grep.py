@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lcm_lab.cli import print_rows
+from lcm_lab.cli import nonempty, print_rows
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
 
 
@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
         "grep", help="search messages, summaries and large files (lcm_grep)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("pattern")
+    parser.add_argument("pattern", type=nonempty)
     add_scope_arguments(parser, listing="match, with the plugin's result fields")
     parser.add_argument("--mode", choices=("regex", "full_text"), default="regex")
     parser.add_argument("--scope", choices=("both", "messages", "summaries", "files"), default="both")

@@ -10,7 +10,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_list_arguments, positive_count, print_json_lines, print_rows
+from lcm_lab.cli import (
+    add_db_argument,
+    add_list_arguments,
+    nonempty,
+    positive_count,
+    print_json_lines,
+    print_rows,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -19,7 +26,7 @@ def register(subparsers: Any) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_db_argument(parser)
-    parser.add_argument("--run", default=None, metavar="RUN_ID", help="only calls of this run id")
+    parser.add_argument("--run", type=nonempty, default=None, metavar="RUN_ID", help="only calls of this run id")
     parser.add_argument("--last", type=positive_count, default=None, metavar="N", help="only the N most recent calls")
     add_list_arguments(parser, "one object per call")
     parser.set_defaults(func=run)

@@ -27,6 +27,7 @@ from lcm_lab.cli import (
     add_json_argument,
     add_list_arguments,
     non_negative_count,
+    nonempty,
     path_argument,
     positive_count,
     print_json,
@@ -57,7 +58,7 @@ def register(subparsers: Any) -> None:
 
     diff = sub.add_parser("diff", help="diff a template directory against the lab defaults")
     diff.add_argument("directory", type=path_argument, metavar="DIR")
-    diff.add_argument("--name", default=None, help="only this template")
+    diff.add_argument("--name", type=nonempty, default=None, help="only this template")
     add_json_argument(diff, "one object per template (JSON Lines): name, changed, old_hash, new_hash, diff")
     diff.set_defaults(func=run_diff)
 

@@ -15,7 +15,7 @@ import argparse
 import json
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument
+from lcm_lab.cli import add_db_argument, add_json_argument, nonempty
 from lcm_lab.errors import OptionError
 
 
@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_db_argument(parser)
-    parser.add_argument("sweep_id", help="a sweep id (lcm-lab sweeps lists them)")
+    parser.add_argument("sweep_id", type=nonempty, help="a sweep id (lcm-lab sweeps lists them)")
     parser.add_argument("--engine", default=None, metavar="VERSION",
                         help="the lossless-claw version to recommend for (needed when the sweep varies engine)")
     parser.add_argument("--folds", type=int, default=5, metavar="K",

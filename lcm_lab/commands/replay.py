@@ -18,6 +18,7 @@ from lcm_lab.cli import (
     add_db_argument,
     add_json_argument,
     existing_file,
+    nonempty,
     path_argument,
     positive_int,
     print_json,
@@ -49,7 +50,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--token-budget", type=positive_int, default=128_000, metavar="N", help="model context budget (default 128000)")
     parser.add_argument("--tight-budget", type=positive_int, default=None, metavar="M", help="second assembly budget in the trace (default N/4)")
     parser.add_argument("--single-turn", action="store_true", help="replay the whole transcript as one turn")
-    parser.add_argument("--conversation", default=None, metavar="ID",
+    parser.add_argument("--conversation", type=nonempty, default=None, metavar="ID",
                         help="which conversation: index in a multi-conversation file, or lcm.db conversation_id")
     parser.add_argument("--from-recorded", action="store_true",
                         help="lcm.db: start from the recorded summaries and context instead of the raw messages")

@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--run", dest="runs", action="append", metavar="RUN_ID",
+    parser.add_argument("--run", type=nonempty, dest="runs", action="append", metavar="RUN_ID",
                         help="run id to include (repeat to compare runs; default: the most recent replay)")
     parser.add_argument("-o", "--output", type=path_argument, metavar="FILE.html", default=None,
                         help="where to write the page (default: reports/<run id>.html)")

@@ -26,6 +26,7 @@ from lcm_lab.cli import (
     add_json_argument,
     add_list_arguments,
     non_negative_count,
+    nonempty,
     positive_int,
     print_json,
     print_rows,
@@ -41,30 +42,30 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="whatif_command", required=True)
 
     dissolve = sub.add_parser("dissolve", help="replace a summary in the final context by its inputs")
-    dissolve.add_argument("run_id", metavar="RUN_ID")
-    dissolve.add_argument("summary_id", metavar="SUMMARY_ID")
+    dissolve.add_argument("run_id", type=nonempty, metavar="RUN_ID")
+    dissolve.add_argument("summary_id", type=nonempty, metavar="SUMMARY_ID")
     _common(dissolve)
     dissolve.set_defaults(func=_dissolve)
 
     rewrite = sub.add_parser("rewrite", help="write summaries again with another summarizer, model or prompt set")
-    rewrite.add_argument("run_id", metavar="RUN_ID")
+    rewrite.add_argument("run_id", type=nonempty, metavar="RUN_ID")
     which = rewrite.add_mutually_exclusive_group(required=True)
     which.add_argument("--depth", type=non_negative_count, metavar="N", help="every summary of this depth (0 = leaves)")
-    which.add_argument("--summary-id", action="append", metavar="ID", help="one summary (repeat for several)")
+    which.add_argument("--summary-id", type=nonempty, action="append", metavar="ID", help="one summary (repeat for several)")
     add_summarizer_arguments(rewrite)  # the options every model command takes (--max-retries, --cache, ...)
     rewrite.set_defaults(summarizer=None)  # none given: --model chooses litellm, else offline (_rewrite)
     _common(rewrite)
     rewrite.set_defaults(func=_rewrite)
 
     reassemble = sub.add_parser("reassemble", help="what the model receives from a run's final context")
-    reassemble.add_argument("run_id", metavar="RUN_ID")
+    reassemble.add_argument("run_id", type=nonempty, metavar="RUN_ID")
     reassemble.add_argument("--token-budget", type=positive_int, default=None, metavar="N", help="default: the run's budget")
     add_db_argument(reassemble)
     add_list_arguments(reassemble, "one object per item the model receives")
     reassemble.set_defaults(func=_reassemble)
 
     listing = sub.add_parser("list", help="derived runs in the store with their parent and edit")
-    listing.add_argument("--parent", default=None, metavar="RUN_ID", help="only runs derived from this run")
+    listing.add_argument("--parent", type=nonempty, default=None, metavar="RUN_ID", help="only runs derived from this run")
     add_db_argument(listing)
     add_list_arguments(listing, "one object per derived run")
     listing.set_defaults(func=_list)
