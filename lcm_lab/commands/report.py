@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, nonempty, path_argument, positive_int, print_json
+from lcm_lab.cli import (
+    add_db_argument,
+    add_json_argument,
+    nonempty,
+    path_argument,
+    positive_count,
+    print_json,
+)
 from lcm_lab.errors import NotFoundError, UnknownNameError
 
 
@@ -29,7 +36,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--title", default=None, help="page title")
     parser.add_argument("--sweep", type=nonempty, default=None, metavar="SWEEP_ID",
                         help="add a sweep section (table, Pareto plot, recommendation); default run: the recommended one")
-    parser.add_argument("--max-summaries", type=positive_int, default=300, metavar="N",
+    parser.add_argument("--max-summaries", type=positive_count, default=300, metavar="N",
                         help="rows of the summary table per run (default 300)")
     add_db_argument(parser)
     add_json_argument(parser, "one object: path, runs")
