@@ -21,6 +21,7 @@ import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.errors import OptionError
@@ -73,7 +74,7 @@ def sweep_study(sweep_id: str, store: LabStore | None = None, *, storage: str | 
     spec = parse_spec(sweep_row(store, sweep_id)["spec"])
     name = study_name or sweep_id
     if storage is not None:
-        _refuse_foreign_sqlite(storage)
+        _sqlite_file(storage)  # the file an sqlite:/// URL names follows the lab's output rules
     with _storage_faults(storage):  # a storage that cannot be opened or written: one line, not SQLAlchemy's traceback
         if storage is not None and name in optuna.get_all_study_names(storage):
             if not replace:
@@ -128,31 +129,43 @@ def _storage_faults(storage: str | None) -> Iterator[None]:
         cause = f" ({exc.__cause__})" if exc.__cause__ else ""
         raise DependencyError(f"the Optuna storage {display_url(storage or '')} needs a database driver that is not installed{cause}") from exc
     except Exception as exc:
-        # SQLAlchemy's own errors, known by their module: the lab reaches SQLAlchemy only through
-        # Optuna, so it is not one of the lab's declared dependencies to import.
+        # SQLAlchemy's own errors, known by their module (Optuna's storage raises them from every
+        # layer of SQLAlchemy and the database driver).
         if not type(exc).__module__.startswith("sqlalchemy."):
             raise
         reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
         raise OutputError(f"the Optuna storage {display_url(storage or '')} cannot be used: {reason}") from exc
 
 
-def _refuse_foreign_sqlite(storage: str) -> None:
-    """An ``sqlite:///`` storage that names an existing file must be an Optuna storage already:
-    Optuna would add its tables to any SQLite file, an lcm.db included, and the lab never writes
-    into a file that is not its own or the tool's."""
-    from pathlib import Path
+def _sqlite_file(storage: str) -> Path | None:
+    """The file an SQLite storage URL names, checked as every output of the lab is
+    (:func:`~lcm_lab.io.atomic.check_output_path`: no symbolic link, dangling or not, no store,
+    no data file of another kind), or ``None`` for any other storage (PostgreSQL, MySQL, ...:
+    passed to Optuna as given) and an in-memory SQLite. An existing file must already be an Optuna
+    storage (or empty): Optuna would add its tables to any SQLite file, an lcm.db included, and the
+    lab never writes into a file that is not its own or the tool's. The URL is read by SQLAlchemy's
+    own parser, which Optuna uses, so the file checked is the file SQLite opens
+    (``sqlite:///link%2Edb`` is ``link.db``)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
     from lcm_lab.errors import OutputError
-    from lcm_lab.io.file_kind import special_file_reason
+    from lcm_lab.io.atomic import check_output_path
     from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_table_names
+    from lcm_lab.summarizers.provider import display_url
 
-    if not storage.startswith("sqlite:///"):
-        return
-    path = Path(storage.removeprefix("sqlite:///").split("?", 1)[0])
-    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
-        return
-    if (special := special_file_reason(path)) is not None or path.is_dir():
-        raise OutputError(f"{path}: {special or 'a directory'}; not an Optuna storage")
+    try:
+        url = make_url(storage)
+    except ArgumentError:
+        return None  # not a URL SQLAlchemy reads: Optuna says so (one line, _storage_faults)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    if str(url.query.get("uri", "")).lower() in ("true", "1"):
+        raise OptionError(f"the Optuna storage {display_url(storage)}: an SQLite URI filename (uri=true) is not taken; "
+                          "name the file as sqlite:///PATH")  # fmt: skip
+    path = check_output_path(url.database, sqlite_output=True)
+    if not path.exists() or path.stat().st_size == 0:
+        return path
     try:
         tables = sqlite_table_names(path)
     except (SqliteReadError, OSError):
@@ -161,3 +174,4 @@ def _refuse_foreign_sqlite(storage: str) -> None:
         held = f"tables {', '.join(sorted(tables)[:3])}…" if tables else "not an SQLite database"
         raise OutputError(f"{path}: not an Optuna storage ({held}); the lab will not write into it. "
                           "Pass --storage sqlite:///NEW-FILE.db or an existing Optuna storage")
+    return path
