@@ -95,3 +95,29 @@ def test_a_storage_path_follows_the_output_rules(tmp_path: Path, capsys: pytest.
     assert list((tmp_path / "elsewhere").iterdir()) == [] and (tmp_path / "real.db").read_bytes() == real
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.db", "elsewhere", "lab.duckdb", "linked.db", "real.db"]
 
+
+def test_an_export_that_fails_part_way_leaves_no_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure (or Ctrl-C) while the trials are written: a new storage file never appears, and
+    in an existing storage the study begun is deleted, so the same export then runs."""
+    import optuna
+
+    store = LabStore(tmp_path / "lab.duckdb")
+    sweep_id = sweep(small_spec(), store=store, progress=False).sweep_id
+    existing = f"sqlite:///{tmp_path / 'existing.db'}"
+    sweep_study(sweep_id, store, storage=existing, study_name="kept")
+    real_add = optuna.Study.add_trial
+
+    def interrupted(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        if study.get_trials(deepcopy=False):  # one trial written, then Ctrl-C
+            raise KeyboardInterrupt
+        real_add(study, trial)
+
+    monkeypatch.setattr(optuna.Study, "add_trial", interrupted)
+    for storage in (f"sqlite:///{tmp_path / 'new.db'}", existing):
+        with pytest.raises(KeyboardInterrupt):
+            sweep_study(sweep_id, store, storage=storage)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["existing.db", "lab.duckdb"]
+    assert optuna.get_all_study_names(existing) == ["kept"]
+    monkeypatch.undo()
+    for storage in (f"sqlite:///{tmp_path / 'new.db'}", existing):
+        assert len(sweep_study(sweep_id, store, storage=storage).get_trials()) == 3
