@@ -69,3 +69,55 @@ def test_an_existing_file_that_is_not_an_optuna_storage_is_refused_untouched(tmp
             sweep_study(result.sweep_id, store, storage=f"sqlite:///{victim}")
         assert hashlib.sha256(victim.read_bytes()).hexdigest() == before
         assert not Path(f"{victim}-journal").exists()
+
+
+def test_a_storage_path_follows_the_output_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--storage sqlite:///LINK`` created the storage at a dangling link's target (exit 0), where
+    ``export`` refuses every link: the file an SQLite URL names, however the URL spells it, is
+    checked as every output is; a new one appears whole (nothing else is left beside it)."""
+    from lcm_lab.cli import main
+
+    db = tmp_path / "lab.duckdb"
+    store = LabStore(db)
+    sweep_id = sweep(small_spec(), store=store, progress=False).sweep_id
+    store.close()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "dangling.db").symlink_to(tmp_path / "elsewhere" / "victim.db")
+    assert main(["export-study", sweep_id, "--db", str(db), "--storage", f"sqlite:///{tmp_path / 'real.db'}"]) == 0
+    (tmp_path / "linked.db").symlink_to(tmp_path / "real.db")
+    real = (tmp_path / "real.db").read_bytes()
+    capsys.readouterr()
+    for url in (f"sqlite:///{tmp_path / 'dangling.db'}", f"sqlite:///{tmp_path / 'dangling%2Edb'}",
+                f"sqlite+pysqlite:///{tmp_path / 'linked.db'}"):
+        assert main(["export-study", sweep_id, "--db", str(db), "--storage", url, "--study-name", "other"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "a symbolic link; the lab neither writes through links" in err, err
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and (tmp_path / "real.db").read_bytes() == real
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.db", "elsewhere", "lab.duckdb", "linked.db", "real.db"]
+
+
+def test_an_export_that_fails_part_way_leaves_no_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure (or Ctrl-C) while the trials are written: a new storage file never appears, and
+    in an existing storage the study begun is deleted, so the same export then runs."""
+    import optuna
+
+    store = LabStore(tmp_path / "lab.duckdb")
+    sweep_id = sweep(small_spec(), store=store, progress=False).sweep_id
+    existing = f"sqlite:///{tmp_path / 'existing.db'}"
+    sweep_study(sweep_id, store, storage=existing, study_name="kept")
+    real_add = optuna.Study.add_trial
+
+    def interrupted(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        if study.get_trials(deepcopy=False):  # one trial written, then Ctrl-C
+            raise KeyboardInterrupt
+        real_add(study, trial)
+
+    monkeypatch.setattr(optuna.Study, "add_trial", interrupted)
+    for storage in (f"sqlite:///{tmp_path / 'new.db'}", existing):
+        with pytest.raises(KeyboardInterrupt):
+            sweep_study(sweep_id, store, storage=storage)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["existing.db", "lab.duckdb"]
+    assert optuna.get_all_study_names(existing) == ["kept"]
+    monkeypatch.undo()
+    for storage in (f"sqlite:///{tmp_path / 'new.db'}", existing):
+        assert len(sweep_study(sweep_id, store, storage=storage).get_trials()) == 3

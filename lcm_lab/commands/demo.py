@@ -44,10 +44,14 @@ def datasets_directory(option: str | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lcm_lab.bundled.demo import comparison_rows, run_demo
+    from lcm_lab.bundled.demo import CONVERSATIONS, comparison_rows, run_demo
+    from lcm_lab.io.atomic import check_output_path
     from lcm_lab.store import open_store
 
     datasets = datasets_directory(args.datasets)
+    # Before anything is loaded: the report never replaces a conversation the demo replays; every
+    # other file it loads there is an lcm.db, a transcript or a .gz, which the check knows by content.
+    check_output_path(args.output, [datasets / relative for _name, relative, _index in CONVERSATIONS])
     store = open_store(args.db)
     say = (lambda _text: None) if args.json else print
     try:

@@ -185,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.engine.replay.trace import compare_traces, reference_trace
     from lcm_lab.engine.replay.trace_v1 import v1_trace, without_harness
+    from lcm_lab.prompts.promptset import template_files
     from lcm_lab.store import open_store, scratch_store
     from lcm_lab.store.replays import save_replay
     from lcm_lab.summarizers.call_checks import collected_call_warnings
@@ -194,10 +195,12 @@ def run(args: argparse.Namespace) -> int:
             f"--tight-budget {args.tight_budget} is larger than --token-budget {args.token_budget}; "
             "the tight budget is the smaller of the two assemblies"
         )
+    # what this replay reads, never to be replaced by its trace
+    inputs = (args.input, args.config, args.check, args.strategy_config, *(template_files(args.prompts) if args.prompts else ()))
     if args.trace_out:
         from lcm_lab.io.atomic import check_output_path
 
-        check_output_path(args.trace_out)  # before the replay, not after it
+        check_output_path(args.trace_out, inputs)  # before the replay, not after it
     expected = read_check_trace(args.check) if args.check else None  # before the replay, not after it
     config, plugin_config = read_config(args.config)
     from lcm_lab.engine.config.surface import check_engine_config, check_plugin_keys
@@ -277,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
                 from lcm_lab.io.atomic import write_text_atomic
                 from lcm_lab.io.redaction import redact
 
-                write_text_atomic(args.trace_out, redact(json.dumps(trace, ensure_ascii=False, indent=1)))
+                write_text_atomic(args.trace_out, redact(json.dumps(trace, ensure_ascii=False, indent=1)), inputs=inputs)
                 say(f"trace written to {args.trace_out}")
             if args.check:
                 assert expected is not None

@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.store.replays import latest_run_id, load_replay
     from lcm_lab.store.scores import scores_df
 
+    if args.output:  # before the replays are read, not after (the page reads no file but the store)
+        from lcm_lab.io.atomic import check_output_path
+
+        check_output_path(args.output)
     with open_store(args.db, reads_only=True) as store:
         runs = list(args.runs or [])
         sweep = None

@@ -52,7 +52,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_path(args.output)  # before the replays, not after them
+    from lcm_lab.bundled import datasets_path
+
+    locomo_file = args.locomo or datasets_path(LOCOMO)
+    coding_files = [] if args.no_coding else [datasets_path(path) for path in CODING]
+    inputs = (locomo_file, *coding_files)  # never replaced by the page
+    check_output_path(args.output, inputs)  # before the replays, not after them
     from tqdm.auto import tqdm
 
     from lcm_lab.engine.config.lcm_config import ConfigError, LcmConfig
@@ -87,10 +92,8 @@ def run(args: argparse.Namespace) -> int:
         defaults = LcmConfig()
         config = dataclasses.replace(DEFAULT_CONFIG, **{f.name: getattr(changed, f.name) for f in dataclasses.fields(LcmConfig)
                                                         if getattr(changed, f.name) != getattr(defaults, f.name)})
-    from lcm_lab.bundled import datasets_path
-
-    locomo = list(read_transcript(args.locomo or datasets_path(LOCOMO)).conversations)[: args.conversations]
-    coding = [] if args.no_coding else [c for path in CODING for c in read_transcript(datasets_path(path)).conversations]
+    locomo = list(read_transcript(locomo_file).conversations)[: args.conversations]
+    coding = [c for path in coding_files for c in read_transcript(path).conversations]
     sink = None
     if args.db:
         from lcm_lab.store import open_store
@@ -121,6 +124,6 @@ def run(args: argparse.Namespace) -> int:
             "checks": [{"name": c.name, "passed": c.passed, "evidence": c.evidence} for c in checks],
         })
     text = "\n".join(sections)
-    out = write_text_atomic(args.output, text)
+    out = write_text_atomic(args.output, text, inputs=inputs)
     print(json.dumps(payload) if args.json else text + f"\nwritten to {out}")
     return 1 if failed else 0

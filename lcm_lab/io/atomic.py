@@ -5,7 +5,8 @@ Markdown page): a temporary file beside the target, flushed to disk, then rename
 target may be absent or a regular file, which is replaced with the same permissions. Anything
 else is refused before a byte is written: a symbolic link (the lab neither writes through one
 nor replaces it), a directory, a FIFO, a device or a socket (renaming over ``/dev/null`` would
-replace the device node with a file).
+replace the device node with a file). A regular file is refused too when it is one of the
+command's inputs, or a data file of the user's (:func:`check_output_path` says which).
 
 Every temporary file is named ``.<target>.writing-<pid>-<random>.tmp`` (:func:`temporary_beside`):
 a process killed mid-write (``kill -9``, a power cut) leaves one behind, and the next write
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from lcm_lab.errors import OutputError
@@ -26,28 +28,79 @@ from lcm_lab.io.processes import process_alive
 from lcm_lab.io.store_files import lab_store_for
 
 
-def check_output_path(path: str | os.PathLike[str]) -> Path:
+def check_output_path(path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None] = (), *,
+                      sqlite_output: bool = False) -> Path:
     """``path`` as a target :func:`write_text_atomic` may replace, or an :class:`OutputError`
     saying what is there instead. A lab store (any DuckDB database) and the files beside a store
     that are the lab's (``<store>.wal``, ``<store>.pre-migration``, ...) are refused too, even when
-    they do not exist yet: the next open of the store would read or delete them."""
+    they do not exist yet: the next open of the store would read or delete them.
+
+    An existing regular file is replaced only if it is neither of these:
+
+    * one of ``inputs``, the files the command reads (``None``: an option not given): the same
+      file by device and inode, so another spelling of the path or a hard link counts too;
+    * a data file of the user's, told by its content: an SQLite database (an lcm.db, OpenClaw's
+      transcript store), a gzip file, or a transcript the lab reads (pi/OpenClaw JSONL, Claude
+      Code JSONL, LoCoMo JSON: :func:`~lcm_lab.io.transcripts.detect_format`). The rule: the lab
+      writes none of these kinds as an output of another kind (its reports are HTML, its traces
+      lcref-trace JSON, its pages Markdown), so a file of them at an output path is the user's,
+      never an earlier output, which is replaced as before. ``sqlite_output``: the output is an
+      SQLite database itself, whose caller judges an existing SQLite file (``export`` refuses
+      every existing file, ``export-study`` adds to an Optuna storage only).
+    """
     target = Path(path)
     if (store := lab_store_for(target)) is not None:
         what = "a DuckDB database (a lab store?)" if store == target else f"a file of the lab store {store}"
         raise OutputError(f"{target}: {what}; the lab never writes its outputs over a store's files "
                           "— choose another path")  # fmt: skip
     try:
-        mode = os.lstat(target).st_mode
+        st = os.lstat(target)
     except FileNotFoundError:
         return target
     except NotADirectoryError:
         raise OutputError(f"{target}: a part of the path is a file, not a directory; nothing written") from None
-    if stat.S_ISLNK(mode):
+    if stat.S_ISLNK(st.st_mode):
         raise OutputError(f"{target}: a symbolic link; the lab neither writes through links nor replaces them "
                           "(give the file's own path)")  # fmt: skip
-    if not stat.S_ISREG(mode):
-        raise OutputError(f"{target}: {kind_name(mode)}, not a file; nothing written")
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{target}: {kind_name(st.st_mode)}, not a file; nothing written")
+    for source in inputs:
+        if source is not None and _same_file(st, source):
+            raise OutputError(f"{target}: the same file as the input {os.fspath(source)}; the lab never writes an "
+                              "output over a file it reads — choose another path")  # fmt: skip
+    if (data := _data_file_kind(target, sqlite_output)) is not None:
+        raise OutputError(f"{target}: {data}, a data file of yours; the lab never replaces one with an output "
+                          "— choose another path")  # fmt: skip
     return target
+
+
+def _same_file(st: os.stat_result, source: str | os.PathLike[str]) -> bool:
+    """Whether ``source`` (followed through links) is the file ``st`` describes."""
+    try:
+        other = os.stat(source)
+    except (OSError, ValueError):  # missing, ``-`` for stdin, a NUL byte: not a file this one could be
+        return False
+    return (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino)
+
+
+def _data_file_kind(target: Path, sqlite_output: bool) -> str | None:
+    """``"an SQLite database"``, ``"a gzip file"``, ``"a pi-jsonl transcript"`` ... for a regular
+    file that holds data the lab reads (see :func:`check_output_path`), else ``None``."""
+    from lcm_lab.io.sqlite_read import GZIP_MAGIC, SQLITE_MAGIC, file_head
+
+    try:
+        head = file_head(target, len(SQLITE_MAGIC))
+        if head.startswith(GZIP_MAGIC):
+            return "a gzip file"
+        if head == SQLITE_MAGIC:
+            return None if sqlite_output else "an SQLite database (an lcm.db?)"
+        from lcm_lab.io.transcripts import TRANSCRIPT_KINDS, detect_format
+
+        kind = detect_format(target)
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot be read to tell whether it is a data file of yours "
+                          f"({exc.strerror or exc}); nothing written") from None  # fmt: skip
+    return f"a {kind} transcript" if kind in TRANSCRIPT_KINDS else None
 
 
 WRITING = ".writing-"  # ``.<target>.writing-<pid>-<random>.tmp``: a temporary file of process <pid>
@@ -92,18 +145,19 @@ def _new_file_mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+def write_text_atomic(path: str | os.PathLike[str], text: str, encoding: str = "utf-8", *,
+                      inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Path:
     """Write ``text`` to a temporary file beside ``path``, flush it to disk, then rename it over
-    ``path`` (see the module docstring for what ``path`` may be). A full disk or a crash leaves
-    ``path`` as it was (and no temporary file behind; one a killed process left is removed by
-    the next write beside ``path``).
+    ``path`` (what ``path`` may be, given the command's ``inputs``: :func:`check_output_path`). A
+    full disk or a crash leaves ``path`` as it was (and no temporary file behind; one a killed
+    process left is removed by the next write beside ``path``).
 
     >>> import tempfile, pathlib
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "page.html"
     >>> write_text_atomic(target, "<p>hi</p>").read_text()
     '<p>hi</p>'
     """
-    target = check_output_path(path)
+    target = check_output_path(path, inputs)
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = _new_file_mode(target)
     handle, name = temporary_beside(target)

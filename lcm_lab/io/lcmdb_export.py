@@ -211,7 +211,8 @@ def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
     target = Path(path).expanduser()
     if target.is_symlink():
         raise ExportExistsError(f"{target} is a symbolic link; the lab never writes through links — choose another -o path")
-    check_output_path(target)  # a store's files, a path through a file, a directory, a FIFO ...
+    check_output_path(target, sqlite_output=True)  # a store's files, a path through a file, a FIFO ...; an
+    # existing file, an earlier export included, is refused below
     if target.exists():
         raise ExportExistsError(f"{target} exists; the lab never overwrites files — choose another -o path or remove it yourself")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -150,6 +150,12 @@ def _default_prompt_set() -> PromptSet:
     return PromptSet("lcm_lab-default", templates)
 
 
+def template_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """The ``*.tmpl`` files of a prompt directory, in the order :func:`load_prompt_set` reads them
+    (none when it is not a directory)."""
+    return sorted(Path(directory).expanduser().glob("*.tmpl"))
+
+
 def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
     """Load a template directory (lcm-tui export layout) over the lab defaults.
 
@@ -162,7 +168,7 @@ def load_prompt_set(directory: str | os.PathLike[str]) -> PromptSet:
     if not path.is_dir():
         raise MissingFileError(f"prompt directory not found: {path}")
     found: dict[str, PromptTemplate] = {}
-    for file in sorted(path.glob("*.tmpl")):
+    for file in template_files(path):
         try:
             name = normalize_template_name(file.name)
         except KeyError as exc:

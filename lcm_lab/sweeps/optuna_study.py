@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.errors import OptionError
@@ -62,51 +64,119 @@ def sweep_study(sweep_id: str, store: LabStore | None = None, *, storage: str | 
                 study_name: str | None = None, replace: bool = False) -> optuna.Study:
     """The sweep as an Optuna study in ``storage`` (an Optuna storage URL; ``None``: in memory),
     named ``study_name`` (default: the sweep id). An existing study of that name is an error
-    unless ``replace``."""
+    unless ``replace``.
+
+    The study is written whole or not at all. A new SQLite file (``sqlite:///NEW.db``) is built
+    in a temporary file beside it and linked into place once complete, so a kill at any point (a
+    SIGKILL too) leaves no file there, and at most a temporary that the next write beside it
+    removes. In an existing storage, an export stopped part-way (an error, Ctrl-C, SIGTERM)
+    deletes the study it had begun before the error goes on, so running it again is not refused.
+    The file an ``sqlite:///`` URL names follows the lab's output rules (:func:`_sqlite_file`)."""
     import optuna
 
-    from lcm_lab.store.sweeps import sweep_configs_df, sweep_row
-    from lcm_lab.sweeps.results import _store, config_table, sweep_df
+    from lcm_lab.store.sweeps import sweep_row
+    from lcm_lab.sweeps.results import _store
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     store = _store(store)
     spec = parse_spec(sweep_row(store, sweep_id)["spec"])
     name = study_name or sweep_id
-    if storage is not None:
-        _refuse_foreign_sqlite(storage)
+    file = _sqlite_file(storage) if storage is not None else None  # checked before any work
+    trials = _trials(spec, sweep_id, store)  # before the storage is touched, which is then written in one go
     with _storage_faults(storage):  # a storage that cannot be opened or written: one line, not SQLAlchemy's traceback
+        if storage is not None and file is not None and not file.exists():
+            _build_beside(file, storage, lambda built: _write_study(built, name, spec, sweep_id, trials))
+            return optuna.load_study(study_name=name, storage=storage)
         if storage is not None and name in optuna.get_all_study_names(storage):
             if not replace:
                 raise OptionError(f"the Optuna storage {storage} already holds a study {name!r}; pass replace=True (--replace) "
                                   "to write it again, or choose another study name")
             optuna.delete_study(study_name=name, storage=storage)
-        objectives = [o.metric for o in spec.objectives]
-        metrics = list(dict.fromkeys([*objectives, *(c.metric for c in spec.constraints)]))
-        frame = sweep_df(sweep_id, store)
-        table = {row["config_id"]: row for row in config_table(frame, metrics).to_dict("records")}
-        conversations = frame.conversation.nunique()
-        distributions = _distributions(spec)
+        return _write_study(storage, name, spec, sweep_id, trials, undo=storage is not None)
+
+
+def _trials(spec: SweepSpec, sweep_id: str, store: LabStore) -> list[optuna.trial.FrozenTrial]:
+    """One Optuna trial per configuration of the sweep (see the module docstring)."""
+    import optuna
+
+    from lcm_lab.store.sweeps import sweep_configs_df
+    from lcm_lab.sweeps.results import config_table, sweep_df
+
+    objectives = [o.metric for o in spec.objectives]
+    metrics = list(dict.fromkeys([*objectives, *(c.metric for c in spec.constraints)]))
+    frame = sweep_df(sweep_id, store)
+    table = {row["config_id"]: row for row in config_table(frame, metrics).to_dict("records")}
+    conversations = frame.conversation.nunique()
+    distributions = _distributions(spec)
+    trials = []
+    for config in sweep_configs_df(store, sweep_id).to_dict("records"):
+        row = table.get(config["config_id"], {})
+        params = optuna_params(json.loads(config["params"]))
+        means = {m: _number(row.get(m)) for m in metrics}
+        values = [means[m] for m in objectives]
+        complete = row.get("conversations") == conversations and row.get("failed") == 0 and None not in values
+        user_attrs = {"config_id": config["config_id"], "baseline": bool(config["baseline"]),
+                      "conversations": int(row.get("conversations") or 0), **{f"mean_{m}": v for m, v in means.items()}}
+        trials.append(optuna.trial.create_trial(
+            state=optuna.trial.TrialState.COMPLETE if complete else optuna.trial.TrialState.FAIL,
+            values=values if complete else None, params=params,
+            distributions={k: distributions[k] for k in params}, user_attrs=user_attrs,
+            constraints=constraint_values(spec, means) or None,
+        ))  # fmt: skip
+    return trials
+
+
+def _write_study(storage: str | optuna.storages.BaseStorage | None, name: str, spec: SweepSpec, sweep_id: str,
+                 trials: list[optuna.trial.FrozenTrial], *, undo: bool = False) -> optuna.Study:
+    """Create the study ``name`` in ``storage`` (which holds none of that name) and add ``trials``;
+    with ``undo``, a failure or an interruption part-way deletes the study again before it goes on
+    (also when it came inside ``create_study``, after the storage had recorded the study)."""
+    import optuna
+
+    try:
         study = optuna.create_study(storage=storage, study_name=name, directions=[o.direction for o in spec.objectives])
         study.set_user_attr("sweep_id", sweep_id)
         study.set_user_attr("sweep_name", spec.name)
-        study.set_user_attr("objectives", objectives)
-        trials = []
-        for config in sweep_configs_df(store, sweep_id).to_dict("records"):
-            row = table.get(config["config_id"], {})
-            params = optuna_params(json.loads(config["params"]))
-            means = {m: _number(row.get(m)) for m in metrics}
-            values = [means[m] for m in objectives]
-            complete = row.get("conversations") == conversations and row.get("failed") == 0 and None not in values
-            user_attrs = {"config_id": config["config_id"], "baseline": bool(config["baseline"]),
-                          "conversations": int(row.get("conversations") or 0), **{f"mean_{m}": v for m, v in means.items()}}
-            trials.append(optuna.trial.create_trial(
-                state=optuna.trial.TrialState.COMPLETE if complete else optuna.trial.TrialState.FAIL,
-                values=values if complete else None, params=params,
-                distributions={k: distributions[k] for k in params}, user_attrs=user_attrs,
-                constraints=constraint_values(spec, means) or None,
-            ))  # fmt: skip
+        study.set_user_attr("objectives", [o.metric for o in spec.objectives])
         study.add_trials(trials)
-        return study
+    except BaseException:
+        if undo and name in optuna.get_all_study_names(storage):
+            optuna.delete_study(study_name=name, storage=storage)
+        raise
+    return study
+
+
+def _build_beside(target: Path, storage: str, write: Callable[[optuna.storages.BaseStorage], object]) -> None:
+    """Run ``write`` on a new Optuna storage in a temporary file beside ``target`` (the file the
+    SQLite URL ``storage`` names), then link the finished file into place; the temporary (and
+    SQLite's journal beside it) is removed whatever happens. A file that appeared at ``target``
+    meanwhile is never replaced."""
+    from optuna.storages import RDBStorage
+    from sqlalchemy.engine import make_url
+
+    from lcm_lab.errors import OutputError
+    from lcm_lab.io.atomic import temporary_beside
+    from lcm_lab.summarizers.provider import display_url
+
+    if not target.parent.is_dir():  # as SQLite, which creates no directory
+        raise OutputError(f"the Optuna storage {display_url(storage)} cannot be used: no directory {target.parent}")
+    handle, temporary = temporary_beside(target)  # named for this process: a kill -9 leaves what the next write removes
+    os.close(handle)
+    try:
+        temporary.unlink()  # SQLite creates the file, with the permissions any new file gets (not mkstemp's 0600)
+        built = RDBStorage(make_url(storage).set(database=str(temporary)).render_as_string(hide_password=False))
+        try:
+            write(built)
+        finally:
+            built.remove_session()
+            built.engine.dispose()  # every connection closed: the file is complete, no journal beside it
+        try:
+            os.link(temporary, target)
+        except FileExistsError:
+            raise OutputError(f"{target} appeared while the study was written; the lab never overwrites files") from None
+    finally:
+        temporary.unlink(missing_ok=True)
+        Path(f"{temporary}-journal").unlink(missing_ok=True)
 
 
 # Tables an Optuna RDB storage holds (optuna/storages/_rdb/models.py); one is enough to know it.
@@ -128,31 +198,43 @@ def _storage_faults(storage: str | None) -> Iterator[None]:
         cause = f" ({exc.__cause__})" if exc.__cause__ else ""
         raise DependencyError(f"the Optuna storage {display_url(storage or '')} needs a database driver that is not installed{cause}") from exc
     except Exception as exc:
-        # SQLAlchemy's own errors, known by their module: the lab reaches SQLAlchemy only through
-        # Optuna, so it is not one of the lab's declared dependencies to import.
+        # SQLAlchemy's own errors, known by their module (Optuna's storage raises them from every
+        # layer of SQLAlchemy and the database driver).
         if not type(exc).__module__.startswith("sqlalchemy."):
             raise
         reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
         raise OutputError(f"the Optuna storage {display_url(storage or '')} cannot be used: {reason}") from exc
 
 
-def _refuse_foreign_sqlite(storage: str) -> None:
-    """An ``sqlite:///`` storage that names an existing file must be an Optuna storage already:
-    Optuna would add its tables to any SQLite file, an lcm.db included, and the lab never writes
-    into a file that is not its own or the tool's."""
-    from pathlib import Path
+def _sqlite_file(storage: str) -> Path | None:
+    """The file an SQLite storage URL names, checked as every output of the lab is
+    (:func:`~lcm_lab.io.atomic.check_output_path`: no symbolic link, dangling or not, no store,
+    no data file of another kind), or ``None`` for any other storage (PostgreSQL, MySQL, ...:
+    passed to Optuna as given) and an in-memory SQLite. An existing file must already be an Optuna
+    storage (or empty): Optuna would add its tables to any SQLite file, an lcm.db included, and the
+    lab never writes into a file that is not its own or the tool's. The URL is read by SQLAlchemy's
+    own parser, which Optuna uses, so the file checked is the file SQLite opens
+    (``sqlite:///link%2Edb`` is ``link.db``)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
     from lcm_lab.errors import OutputError
-    from lcm_lab.io.file_kind import special_file_reason
+    from lcm_lab.io.atomic import check_output_path
     from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_table_names
+    from lcm_lab.summarizers.provider import display_url
 
-    if not storage.startswith("sqlite:///"):
-        return
-    path = Path(storage.removeprefix("sqlite:///").split("?", 1)[0])
-    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
-        return
-    if (special := special_file_reason(path)) is not None or path.is_dir():
-        raise OutputError(f"{path}: {special or 'a directory'}; not an Optuna storage")
+    try:
+        url = make_url(storage)
+    except ArgumentError:
+        return None  # not a URL SQLAlchemy reads: Optuna says so (one line, _storage_faults)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    if str(url.query.get("uri", "")).lower() in ("true", "1"):
+        raise OptionError(f"the Optuna storage {display_url(storage)}: an SQLite URI filename (uri=true) is not taken; "
+                          "name the file as sqlite:///PATH")  # fmt: skip
+    path = check_output_path(url.database, sqlite_output=True)
+    if not path.exists() or path.stat().st_size == 0:
+        return path
     try:
         tables = sqlite_table_names(path)
     except (SqliteReadError, OSError):
@@ -161,3 +243,4 @@ def _refuse_foreign_sqlite(storage: str) -> None:
         held = f"tables {', '.join(sorted(tables)[:3])}…" if tables else "not an SQLite database"
         raise OutputError(f"{path}: not an Optuna storage ({held}); the lab will not write into it. "
                           "Pass --storage sqlite:///NEW-FILE.db or an existing Optuna storage")
+    return path
