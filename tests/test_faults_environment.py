@@ -64,6 +64,18 @@ def test_a_store_on_a_read_only_mount_serves_the_reading_commands(tmp_path: Path
 
 
 @MOUNTS
+def test_an_output_in_a_read_only_directory_is_refused_before_the_work(tmp_path: Path) -> None:
+    # validate-metrics -o into a read-only directory did all its replays (minutes) and only then failed
+    out = tmp_path / "ro"
+    out.mkdir()
+    ro = f"mount --bind {out} {out} && mount -o remount,bind,ro {out}"
+    result = in_mount_namespace(ro, lab_command("validate-metrics", "--db", str(tmp_path / "v.duckdb"),
+                                                "-o", str(out / "sub" / "validity.md")))  # fmt: skip
+    assert_one_line_error(result, "does not take new files")
+    assert not (tmp_path / "v.duckdb").exists()  # refused before any replay: nothing was stored
+
+
+@MOUNTS
 def test_a_new_store_on_a_read_only_mount(tmp_path: Path) -> None:
     (tmp_path / "ro").mkdir()
     ro = f"mount --bind {tmp_path / 'ro'} {tmp_path / 'ro'} && mount -o remount,bind,ro {tmp_path / 'ro'}"

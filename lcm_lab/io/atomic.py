@@ -56,7 +56,7 @@ def check_output_path(path: str | os.PathLike[str], inputs: Iterable[str | os.Pa
     try:
         st = os.lstat(target)
     except FileNotFoundError:
-        return target
+        return _writable_directory(target)
     except NotADirectoryError:
         raise OutputError(f"{target}: a part of the path is a file, not a directory; nothing written") from None
     if stat.S_ISLNK(st.st_mode):
@@ -71,6 +71,19 @@ def check_output_path(path: str | os.PathLike[str], inputs: Iterable[str | os.Pa
     if (data := _data_file_kind(target, sqlite_output)) is not None:
         raise OutputError(f"{target}: {data}, a data file of yours; the lab never replaces one with an output "
                           "— choose another path")  # fmt: skip
+    return _writable_directory(target)
+
+
+def _writable_directory(target: Path) -> Path:
+    """``target`` if the directory it is written in (or the nearest one that exists, the rest
+    being made) takes new files: a command checks its output before its work, not after it (a
+    read-only directory failed ``validate-metrics -o`` only once its replays were done)."""
+    directory = target.parent
+    while not directory.exists() and directory != directory.parent:
+        directory = directory.parent
+    if directory.is_dir() and not os.access(directory, os.W_OK | os.X_OK):
+        raise OutputError(f"{target}: the directory {directory} does not take new files (read-only or not yours); "
+                          "nothing written — choose another path")  # fmt: skip
     return target
 
 
