@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print(result.answer)
         print(f"\n[{result.answerer}] cited {len(result.cited_ids)} messages from {result.expanded_summary_count} summaries, "
-              f"{result.total_source_tokens} source tokens read{' (truncated)' if result.truncated else ''}")  # fmt: skip
+              f"{result.total_source_tokens} source tokens read{' (truncated)' if result.truncated else ''}"
+              + (f"; {result.diagnostics['note']}" if "note" in result.diagnostics else ""))  # fmt: skip
         return 0
 
     return run_recall_command(args, body)

@@ -2,7 +2,9 @@
 
 The file has the schema (tables, indexes, FTS5 tables, migration state) of the lossless-claw version
 the run replayed — 0.15.3 or 1.0 (whose pending-summary and receipt tables are then empty) — and
-opens in ``lcm-tui`` and the ``lcm`` CLI. An existing FILE is never overwritten.
+opens in ``lcm-tui`` and the ``lcm`` CLI. An existing FILE is never overwritten. A run of another
+context strategy (``replay --strategy truncate``, ClawVault, ...) keeps no summaries and no stored
+context, which is what an lcm.db holds: it is refused in one line.
 """
 
 from __future__ import annotations

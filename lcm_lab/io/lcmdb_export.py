@@ -46,6 +46,7 @@ from lcm_lab.io.redaction import redact, secret_values
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import Replay
+    from lcm_lab.strategies.base import StrategyRun
 
 CONVERSATION_ID = 1
 NO_PAYLOAD_URI = "lcm-lab:no-payload/{file_id}"
@@ -204,9 +205,14 @@ def _json_list(values: tuple[str, ...]) -> str:
     return json.dumps(list(values), separators=(",", ":"))
 
 
-def export_lcm_db(run: Replay, path: str | os.PathLike[str]) -> ExportResult:
+def export_lcm_db(run: Replay | StrategyRun, path: str | os.PathLike[str]) -> ExportResult:
     """Write ``run`` as a new lcm.db at ``path`` with the schema of ``run.engine`` (an error if
-    ``path`` exists; see module docstring)."""
+    ``path`` exists; see module docstring). Only an LCM replay has what an lcm.db holds (summaries,
+    their DAG, the stored context): a run of another strategy is a
+    :class:`~lcm_lab.strategies.base.NotAnLcmRunError`."""
+    from lcm_lab.strategies.base import lcm_replay
+
+    run = lcm_replay(run, "an lcm.db export")
     schema = schema_for(run.engine)
     target = Path(path).expanduser()
     if target.is_symlink():

@@ -32,6 +32,7 @@ from lcm_lab.recall_tools.answer import Answerer, Passage, get_answerer
 from lcm_lab.recall_tools.query import parse_full_text, terms_of
 from lcm_lab.store import recall_index as ix
 from lcm_lab.store.core import LabStore
+from lcm_lab.strategies.base import StrategyRun
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -164,6 +165,10 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
+def _parenthesized(note: str) -> str:
+    return f" ({note})" if note else ""
+
+
 def _snippet(content: str, pos: int) -> str:
     start = max(0, pos - 60)
     text = content[start : start + SNIPPET_CHARS].replace("\n", " ").strip()
@@ -220,6 +225,14 @@ class Recall:
         if all_conversations:
             return ix.all_targets(self.store)
         return list(self._family)
+
+    def _no_summaries(self, targets: Sequence[str]) -> str:
+        """Why ``targets`` hold no summary when every one is a run of another strategy (truncate,
+        ClawVault, ...: no summary DAG): "run:… was made by the truncate strategy, which keeps no summaries"; else empty."""
+        runs = ix.strategy_runs(self.store, targets)
+        if not targets or len(runs) < len(targets):
+            return ""
+        return "; ".join(f"{target} was made by the {strategy} strategy" for target, strategy in runs.items()) + ", which keeps no summaries"
 
     # -- lcm_grep -------------------------------------------------------------------------------
 
@@ -311,7 +324,8 @@ class Recall:
             for file_id, uri, problem in ix.refused_payloads(self.store, targets, include_missing=True):
                 if file_id == id:
                     raise UnknownNameError(f"{id}: not read, its storage_uri {uri!r} is {problem}")
-            raise UnknownNameError(f"{id!r} is not a summary or file id in {', '.join(targets)}; grep for it first")
+            raise UnknownNameError(f"{id!r} is not a summary or file id in {', '.join(targets)}"
+                                   f"{_parenthesized(self._no_summaries(targets))}; grep for it first")
         row = found.iloc[0].to_dict()
         meta = json.loads(row["meta"]) if row.get("meta") else {}
         if row["doc_type"] == "file":
@@ -367,12 +381,15 @@ class Recall:
                                  all_conversations=all_conversations, sort="relevance", limit=seeds, any_term=True)  # fmt: skip
                 diagnostics["search"] = "any-term"
             seed_refs = [(m.target, m.id) for m in hits.matches]
+            note = "" if seed_refs else self._no_summaries(targets)
+            if note:
+                diagnostics["note"] = note
         else:
             seed_refs = []
             for sid in summary_ids:
                 found = ix.documents(self.store, targets, sid, ("summary",))
                 if found.empty:
-                    raise UnknownNameError(f"summary {sid!r} not found in {', '.join(targets)}")
+                    raise UnknownNameError(f"summary {sid!r} not found in {', '.join(targets)}{_parenthesized(self._no_summaries(targets))}")
                 seed_refs.append((str(found.iloc[0]["target"]), sid))
         passages, expanded = self._walk(seed_refs)
         wanted = set(terms_of(prompt)) | set(terms_of(query or ""))
@@ -433,18 +450,25 @@ def _select(passages: Sequence[Passage], wanted: set[str], cap: int) -> tuple[li
     return [passages[i] for i in sorted(chosen)], used, truncated
 
 
-def _replay_target(replay: Replay) -> str:
+def _replay_target(replay: Replay | StrategyRun) -> str:
     if replay.run_id:
         return f"run:{replay.run_id}"
+    setting = (replay.strategy, sorted(replay.strategy_params.items())) if isinstance(replay, StrategyRun) else replay.config
     digest = hashlib.sha256(
-        repr((replay.conversation.session_id, replay.token_budget, replay.config, len(replay.messages),
+        repr((replay.conversation.session_id, replay.token_budget, setting, len(replay.messages),
               [s.summary_id for s in replay.summaries])).encode()
     ).hexdigest()[:12]  # fmt: skip
     return f"replay:{digest}"
 
 
-def index_replay(store: LabStore, replay: Replay, *, refresh: bool = False) -> str:
-    """Index a replay's messages, summaries and edges for recall (target ``run:<id>`` when saved)."""
+def index_replay(store: LabStore, replay: Replay | StrategyRun, *, refresh: bool = False) -> str:
+    """Index a run's messages, summaries and edges for recall (target ``run:<id>`` when saved).
+
+    A run of another strategy (truncate, full, ClawVault, ...) has no summary DAG and no large
+    files: its messages are indexed, so ``grep`` finds them, and ``describe`` and ``expand_query``
+    find no summary in it (their errors say which strategy it is)."""
+    if isinstance(replay, StrategyRun) and replay.replay is not None:
+        replay = replay.replay  # an LCM run of the strategy bench: its replay
     target = _replay_target(replay)
     if ix.is_indexed(store, target) and not refresh:
         return target
@@ -466,12 +490,13 @@ def index_replay(store: LabStore, replay: Replay, *, refresh: bool = False) -> s
     return ix.index_documents(
         store, target, kind="run", family=target, docs=docs, edges=edges, run_id=replay.run_id,
         conversation_id=conversation_id, label=replay.conversation.session_id,
-        files_without_payload=len(replay.large_files),
+        files_without_payload=0 if isinstance(replay, StrategyRun) else len(replay.large_files),
     )  # fmt: skip
 
 
-def recall(source: Replay | str | int, store: LabStore | None = None, *, refresh: bool = False) -> Recall:
-    """Recall tools over ``source``: a :class:`Replay`, a saved run id, or a loaded conversation id.
+def recall(source: Replay | StrategyRun | str | int, store: LabStore | None = None, *, refresh: bool = False) -> Recall:
+    """Recall tools over ``source``: a :class:`Replay` (or any strategy's run), a saved run id, or a
+    loaded conversation id.
 
     A replay without a store is indexed into a private in-memory store.
     """

@@ -491,6 +491,20 @@ def target_info(store: LabStore, target: str) -> dict[str, Any]:
     return rows.iloc[0].to_dict()
 
 
+def strategy_runs(store: LabStore, targets: Sequence[str]) -> dict[str, str]:
+    """The saved runs among ``targets`` made by a strategy other than LCM (truncate, ClawVault, ...),
+    which keep no summaries, with the strategy's name."""
+    if not targets:
+        return {}
+    marks = ", ".join("?" for _ in targets)
+    rows = store.fetch_all(
+        f"SELECT t.target, r.strategy FROM recall_targets t JOIN replays r ON r.run_id = t.run_id"
+        f" WHERE t.target IN ({marks}) AND coalesce(r.strategy, 'lcm') <> 'lcm' ORDER BY t.target",
+        list(targets),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
 def files_without_payload(store: LabStore, targets: Sequence[str]) -> int:
     """Large files of ``targets`` whose payload was not on disk when they were indexed."""
     if not targets:

@@ -25,7 +25,7 @@ from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET, check_token_budget, estimate_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext, StoredMessage
-from lcm_lab.errors import SpecError
+from lcm_lab.errors import OptionError, SpecError
 from lcm_lab.summarizers.call_checks import calls_so_far, check_run
 
 if TYPE_CHECKING:
@@ -36,6 +36,12 @@ UNBOUNDED = MAX_TOKEN_BUDGET  # a budget no conversation reaches: ingest without
 
 class StrategyError(SpecError):
     """A strategy was asked for with unknown parameters, or cannot run as configured."""
+
+
+class NotAnLcmRunError(OptionError):
+    """A run of another context strategy (truncate, full, ClawVault, ...) was given where only an
+    LCM replay will do: something that reads its summary DAG or stored context (an lcm.db export,
+    a what-if edit, the budget timeline)."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +169,24 @@ class StrategyRun:
 
     def calls(self) -> list[ModelCall]:
         return [c for t in self.turns for c in t.calls]
+
+
+def lcm_replay(run: Replay | StrategyRun, needs: str) -> Replay:
+    """The LCM replay ``run`` is or carries; a :class:`NotAnLcmRunError` when it is a run of
+    another strategy, which has no summary DAG and no stored context (``needs`` names, in words,
+    what requires them: "an lcm.db export").
+
+    >>> from lcm_lab.engine.types import Conversation
+    >>> lcm_replay(StrategyRun("truncate", {}, Conversation("s"), 8000, "none", (), (), run_id="run_1"), "an lcm.db export")
+    Traceback (most recent call last):
+    lcm_lab.strategies.base.NotAnLcmRunError: run run_1 was made by the truncate strategy, which keeps no summary DAG or stored context: an lcm.db export needs an LCM replay
+    """
+    replay = run.replay if isinstance(run, StrategyRun) else run
+    if replay is None:
+        which = f"run {run.run_id}" if run.run_id else "this run"
+        raise NotAnLcmRunError(f"{which} was made by the {run.strategy} strategy, which keeps no summary DAG or stored context: "
+                               f"{needs} needs an LCM replay")  # fmt: skip
+    return replay
 
 
 class Strategy(Protocol):

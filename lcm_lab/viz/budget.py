@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.types import ContextItem, StoredMessage, Summary, TurnRecord
+from lcm_lab.strategies.base import lcm_replay
 from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color, run_colors, wrapped_title
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from lcm_lab.engine.replay.driver import Replay
+    from lcm_lab.strategies.base import StrategyRun
 
 
 class ContextSplit(NamedTuple):
@@ -91,7 +93,10 @@ def split_context(
 
 
 def budget_info(replay: Any, marker_turn: int | None = None, title: str | None = None) -> BudgetInfo:
-    """Per-turn token split of a replay's context (after each turn's compaction)."""
+    """Per-turn token split of a replay's context (after each turn's compaction); a run of another
+    strategy, which has no stored context, is a :class:`~lcm_lab.strategies.base.NotAnLcmRunError`
+    (its tokens per turn: :func:`lcm_lab.viz.plot_tokens_per_turn`)."""
+    replay = lcm_replay(replay, "the budget timeline")
     turns: tuple[TurnRecord, ...] = replay.turns
     if not turns:
         raise ValueError("the replay has no turns to plot")
@@ -250,8 +255,8 @@ class BudgetComparisonInfo(NamedTuple):
 
 
 def budget_comparison_info(replays: Any, labels: Any = None) -> BudgetComparisonInfo:
-    """Stored context tokens after each turn for several replays, with their budgets and thresholds."""
-    replays = list(replays)
+    """Stored context tokens after each turn for several LCM replays, with their budgets and thresholds."""
+    replays = [lcm_replay(r, "the budget comparison") for r in replays]
     names = list(labels) if labels is not None else [
         getattr(r, "run_id", None) or f"run {i + 1}" for i, r in enumerate(replays)
     ]
@@ -286,12 +291,12 @@ def _budget_comparison_figure(info: BudgetComparisonInfo) -> go.Figure:
     return fig
 
 
-def plot_budget_comparison(replays: Sequence[Replay], labels: Sequence[str] | None = None) -> go.Figure:
+def plot_budget_comparison(replays: Sequence[Replay | StrategyRun], labels: Sequence[str] | None = None) -> go.Figure:
     """Context tokens per turn of several replays on one chart."""
     return _budget_comparison_figure(budget_comparison_info(replays, labels))
 
 
-def plot_budget_timeline(replay: Replay, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
+def plot_budget_timeline(replay: Replay | StrategyRun, marker_turn: int | None = None, title: str | None = None) -> go.Figure:
     """What the model receives per turn against the budget, over the stacked stored context.
 
     Clamped, degraded and compaction turns are marked.

@@ -101,12 +101,18 @@ def context_info(
     The default ``source="sent"`` is what the model receives (``Replay.sent``): at the start of
     turn ``turn``, with the host's appended user message as the last row. ``"bare"`` is the bare
     assembler after the turn (diagnostic; ``prompt`` feeds its prompt-aware eviction) and
-    ``"stored"`` the stored context items after the turn.
+    ``"stored"`` the stored context items after the turn: both need an LCM replay (a run of
+    another strategy has only what it sends, a
+    :class:`~lcm_lab.strategies.base.NotAnLcmRunError` otherwise).
     """
-    if not replay.turns:
-        raise ValueError("the replay has no turns")
     if source not in _SOURCES:
         raise ValueError(f"unknown source {source!r}; use one of {', '.join(_SOURCES)}")
+    if source != "sent":
+        from lcm_lab.strategies.base import lcm_replay
+
+        replay = lcm_replay(replay, f"the {source} context")
+    if not replay.turns:
+        raise ValueError("the replay has no turns")
     turn_index = None if turn is None else replay.turns[turn].turn
     summaries = {s.summary_id: s for s in replay.summaries}
     messages = {m.seq: m for m in replay.messages}

@@ -30,7 +30,8 @@ class ReplayStats(NamedTuple):
 
 
 def replay_stats(replay: Any) -> ReplayStats:
-    """Counts and token totals of a ``Replay``.
+    """Counts and token totals of a ``Replay`` (a run of another strategy, which has no summaries
+    or stored context, is a :class:`~lcm_lab.strategies.base.NotAnLcmRunError`).
 
     >>> from lcm_lab.engine.replay.driver import Replay
     >>> from lcm_lab.engine.config.lcm_config import LcmConfig
@@ -38,6 +39,9 @@ def replay_stats(replay: Any) -> ReplayStats:
     >>> replay_stats(Replay(Conversation("x"), LcmConfig(), 1000, "offline", (), (), ())).summaries
     0
     """
+    from lcm_lab.strategies.base import lcm_replay
+
+    replay = lcm_replay(replay, "replay_stats")
     depths = Counter(s.depth for s in replay.summaries)
     message_tokens = sum(m.token_count for m in replay.messages)
     final = replay.turns[-1].final_tokens if replay.turns else 0

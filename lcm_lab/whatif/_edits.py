@@ -35,6 +35,7 @@ from lcm_lab.engine.replay.edits import EditError
 from lcm_lab.engine.tokens import check_token_budget
 from lcm_lab.engine.types import SentContext, SummarizerCall
 from lcm_lab.store.core import LabStore
+from lcm_lab.strategies.base import StrategyRun, lcm_replay
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,7 +108,7 @@ class WhatIf:
 # -- the edits ---------------------------------------------------------------------------------
 
 
-def dissolve(run: Replay | str, summary_id: str, *, store: LabStore | None = None, label: str | None = None) -> WhatIf:
+def dissolve(run: Replay | StrategyRun | str, summary_id: str, *, store: LabStore | None = None, label: str | None = None) -> WhatIf:
     """A derived run whose final context has ``summary_id`` replaced by its inputs, in order.
 
     ``run`` is a saved run's id or a :class:`Replay` (saved first when it has no id). The
@@ -123,7 +124,7 @@ def dissolve(run: Replay | str, summary_id: str, *, store: LabStore | None = Non
 
 
 def rewrite(
-    run: Replay | str,
+    run: Replay | StrategyRun | str,
     summary_ids: Collection[str] | None = None,
     *,
     depth: int | None = None,
@@ -170,10 +171,10 @@ def rewrite(
     return replace(made, warnings=(warning,)) if warning else made
 
 
-def reassemble(run: Replay | str, token_budget: int | None = None, *, store: LabStore | None = None) -> SentContext:
+def reassemble(run: Replay | StrategyRun | str, token_budget: int | None = None, *, store: LabStore | None = None) -> SentContext:
     """What the model receives from ``run``'s final context: the engine-level assembly at the run's
     budget (or ``token_budget``) — fresh tail, eviction of the oldest items, the serialized clamp."""
-    replay = run if isinstance(run, Replay) else _load(_store(store), run)
+    replay = _load(_store(store), run) if isinstance(run, str) else lcm_replay(run, "a what-if edit")
     if token_budget is not None:
         check_token_budget(token_budget)
     return replay.sent(budget=token_budget)
@@ -183,7 +184,7 @@ def reassemble(run: Replay | str, token_budget: int | None = None, *, store: Lab
 
 
 def compare(
-    *runs: Replay | str,
+    *runs: Replay | StrategyRun | str,
     qa_items: Sequence[QAItem] | None = None,
     labels: Sequence[str] | None = None,
     store: LabStore | None = None,
@@ -199,7 +200,7 @@ def compare(
     from lcm_lab.metrics.facts import Fact, facts_from_texts
     from lcm_lab.metrics.locomo import qa_retention_scores
 
-    replays = [r if isinstance(r, Replay) else _load(_store(store), r) for r in runs]
+    replays = [_load(_store(store), r) if isinstance(r, str) else lcm_replay(r, "a what-if comparison") for r in runs]
     if labels is not None and len(labels) != len(replays):
         raise EditError(f"{len(labels)} labels for {len(replays)} runs")
     rows = []
@@ -278,15 +279,13 @@ def _load(store: LabStore, run_id: str) -> Replay:
         loaded = load_replay(store, run_id)
     except KeyError as exc:
         raise EditError(str(exc.args[0]) if exc.args else f"no run {run_id!r}") from None
-    replay = getattr(loaded, "replay", loaded) if not isinstance(loaded, Replay) else loaded
-    if not isinstance(replay, Replay):
-        raise EditError(f"run {run_id!r} is a {getattr(loaded, 'strategy', 'non-LCM')} run: what-if edits apply to LCM runs (a summary DAG)")
-    return replay
+    return lcm_replay(loaded, "a what-if edit")
 
 
-def _parent(run: Replay | str, store: LabStore) -> Replay:
+def _parent(run: Replay | StrategyRun | str, store: LabStore) -> Replay:
     if isinstance(run, str):
         return _load(store, run)
+    run = lcm_replay(run, "a what-if edit")
     from lcm_lab.store.replays import has_replay, save_replay
 
     if run.run_id and has_replay(store, run.run_id):

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import ipywidgets as widgets
 
+from lcm_lab.strategies.base import lcm_replay
 from lcm_lab.viz.budget import plot_budget_timeline
 from lcm_lab.viz.context import plot_context_at, turn_caption
 from lcm_lab.viz.dag import plot_dag
@@ -13,6 +14,7 @@ from lcm_lab.widgets._figure import figure_widget, full_width, replace_figure
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import Replay
+    from lcm_lab.strategies.base import StrategyRun
 
 
 class ReplayScrubber(widgets.VBox):
@@ -23,8 +25,9 @@ class ReplayScrubber(widgets.VBox):
     """
 
     def __init__(
-        self, replay: Replay, interval_ms: int = 400, context_source: Literal["sent", "bare", "stored"] = "sent"
+        self, replay: Replay | StrategyRun, interval_ms: int = 400, context_source: Literal["sent", "bare", "stored"] = "sent"
     ) -> None:
+        replay = lcm_replay(replay, "the replay scrubber")
         if not replay.turns:
             raise ValueError("the replay has no turns to scrub through")
         self.replay = replay
