@@ -48,6 +48,7 @@ def _v1_counts(rows: LcmDbRows) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lcm_lab.io.lcmdb import unreadable_time_warnings
     from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
     from lcm_lab.metrics.doctor import CHECKS, SEVERITY_RANK, diagnose
 
@@ -57,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.path:
         raise OptionError("give the path of an lcm.db (or --list-checks)")
     rows = read_lcmdb_rows(args.path)
+    for warning in unreadable_time_warnings(list(rows.unreadable_times)):
+        print(f"warning: {args.path}: {warning}", file=sys.stderr)
     findings = diagnose(rows)
     if findings or args.json:
         print_rows(args, [f.as_dict() for f in findings])

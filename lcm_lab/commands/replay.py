@@ -147,6 +147,8 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
         result = load_lcm_db(path, store)
         if not result.ok:
             raise InputError(result.error or f"{path}: not loaded")  # the load's error names the file
+        for warning in result.warnings:  # e.g. a time the plugin cannot read, replayed as missing
+            print(f"warning: {warning}", file=sys.stderr)
         from lcm_lab.store.sources import source_conversations
 
         rows = every = source_conversations(store, result.source_id)

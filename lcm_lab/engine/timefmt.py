@@ -37,6 +37,22 @@ def parse_utc(value: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
+def readable_time(value: object) -> bool:
+    """Whether ``value`` is a stored timestamp :func:`parse_utc` reads (text in a date shape, years
+    1 to 9999 in UTC); ``'yesterday'``, ``''``, a number or a year 99999 is not.
+
+    >>> [readable_time(v) for v in ("2026-01-01 10:00:00", "2026-01-01T10:00:00.000Z", "yesterday", "", -5, "99999-01-01 00:00:00")]
+    [True, True, False, False, False, False]
+    """
+    if not isinstance(value, str):
+        return False
+    try:
+        parse_utc(value)
+    except (ValueError, OverflowError):  # OverflowError: a zone offset moves year 1 or 9999 out of range
+        return False
+    return True
+
+
 def _has_offset(text: str) -> bool:
     tail = text[-6:]
     return len(tail) == 6 and tail[0] in "+-" and tail[3] == ":"

@@ -125,6 +125,92 @@ DERIVED_WHEN_MISSING = {
     ("summaries", "source_message_token_count"),
 }
 _ARROW_TYPES = {"INTEGER": pa.int64(), "TEXT": pa.string(), "REAL": pa.float64()}
+# The columns holding a time, per table: every ``*_at`` column and 1.0's ``next_attempt_after``.
+TIME_COLUMNS: Mapping[str, tuple[str, ...]] = {
+    table: names
+    for table, columns in CANONICAL.items()
+    if (names := tuple(c.name for c in columns if c.name.endswith("_at") or c.name == "next_attempt_after"))
+}
+# What names a row of each of those tables in a warning (its primary key in the plugin's schema).
+ROW_KEYS: Mapping[str, tuple[str, ...]] = {
+    "conversations": ("conversation_id",), "messages": ("message_id",), "summaries": ("summary_id",),
+    "context_items": ("conversation_id", "ordinal"), "large_files": ("file_id",),
+    "pending_compaction_batches": ("batch_id",), "pending_summary_nodes": ("node_id",),
+    "turn_advancements": ("advancement_key",), "message_transcript_anchor_trust": ("message_id",),
+    "conversation_transcript_epochs": ("conversation_id",),
+}  # fmt: skip
+
+
+def row_key_sql(table: str) -> str:
+    """The key of a row of ``table`` as one text value (``5``, ``1:3`` for context items), the same
+    in SQLite and DuckDB: what :class:`UnreadableTime` records and the loader matches on."""
+    return " || ':' || ".join(f'CAST("{key}" AS VARCHAR)' for key in ROW_KEYS[table])
+
+
+# A fast path, not a second parser: text in the plugin's own two shapes (SQLite's datetime('now'),
+# Date.toISOString()) whose fields are plainly in range is readable; every other value is decided
+# by lcm_lab.engine.timefmt.readable_time.
+def plain_time_sql(column: str) -> str:
+    """SQLite: whether ``column`` holds a time in one of the plugin's two shapes with every field
+    plainly in range (days past the 28th, hour 24, month 0 or 13 and year 0 are left to the parser)."""
+    d2, d4 = "[0-9][0-9]", "[0-9][0-9][0-9][0-9]"
+    return (f"(typeof({column}) = 'text' AND ({column} GLOB '{d4}-{d2}-{d2} {d2}:[0-5][0-9]:[0-5][0-9]'"
+            f" OR {column} GLOB '{d4}-{d2}-{d2}T{d2}:[0-5][0-9]:[0-5][0-9].[0-9][0-9][0-9]Z')"
+            f" AND substr({column}, 1, 4) <> '0000' AND substr({column}, 6, 2) BETWEEN '01' AND '12'"
+            f" AND substr({column}, 9, 2) BETWEEN '01' AND '28' AND substr({column}, 12, 2) < '24')")  # fmt: skip
+
+
+class UnreadableTime(NamedTuple):
+    """A value in a time column that lossless-claw's parser cannot read (``'yesterday'``, ``''``,
+    a number, a year 99999): the row (:func:`row_key_sql`), the column and the value as stored."""
+
+    table: str
+    column: str
+    key: str
+    value: object
+
+
+def unreadable_times(conn: sqlite3.Connection, schema: LcmDbSchema) -> list[UnreadableTime]:
+    """Every value of a time column (:data:`TIME_COLUMNS`) of the file that is not a time the
+    plugin reads (:func:`~lcm_lab.engine.timefmt.readable_time`); NULL is missing, not unreadable.
+    The loader reads these as NULL and says so (:func:`unreadable_time_warnings`)."""
+    from lcm_lab.engine.timefmt import readable_time
+
+    found: list[UnreadableTime] = []
+    for table, columns in TIME_COLUMNS.items():
+        for column in (c for c in columns if table in schema.tables and schema.has(table, c)):
+            quoted = f'"{column}"'
+            sql = f'SELECT {row_key_sql(table)}, {quoted} FROM "{table}" WHERE {quoted} IS NOT NULL AND NOT {plain_time_sql(quoted)}'
+            try:  # streamed: most rows are in a plain shape and never leave SQLite
+                found += [UnreadableTime(table, column, str(key), value) for key, value in conn.execute(sql) if not readable_time(value)]
+            except sqlite3.DatabaseError as exc:
+                raise SqliteReadError(f"{schema.path}: corrupt or unreadable table {table} ({exc})") from exc
+    return found
+
+
+def unreadable_time_warnings(found: list[UnreadableTime], shown: int = 3) -> list[str]:
+    """One warning per table and column, naming the rows (the first ``shown``) and their values.
+
+    >>> unreadable_time_warnings([UnreadableTime("messages", "created_at", "5", "yesterday")])
+    ["messages.created_at of message_id 5 is 'yesterday', not a time lossless-claw can read: treated as missing (NULL)"]
+    """
+    by_column: dict[tuple[str, str], list[UnreadableTime]] = {}
+    for item in found:
+        by_column.setdefault((item.table, item.column), []).append(item)
+    out = []
+    for (table, column), items in by_column.items():
+        key = "/".join(ROW_KEYS[table])
+        rows = ", ".join(f"{key} {i.key} is {_shown_value(i.value)}" for i in items[:shown])
+        more = f" and {len(items) - shown} more rows" if len(items) > shown else ""
+        out.append(f"{table}.{column} of {rows}{more}, not a time lossless-claw can read: treated as missing (NULL)")
+    return out
+
+
+def _shown_value(value: object) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return f"a blob of {len(value)} bytes"
+    text = repr(value)
+    return text if len(text) <= 42 else text[:40] + "…"
 
 
 class NotAnLcmDb(SqliteReadError):

@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lcm_lab.errors import DataError
-from lcm_lab.io.lcmdb import read_lcmdb_schema
+from lcm_lab.io.lcmdb import UnreadableTime, read_lcmdb_schema, unreadable_times
 from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_snapshot
 
 
@@ -119,6 +119,8 @@ class LcmDbRows:
     pending_node_messages: tuple[EdgeRow, ...] = ()  # summary_id = the node, target = message_id
     pending_node_children: tuple[PendingChildRow, ...] = ()
     receipts: tuple[ReceiptRow, ...] = ()
+    # values of time columns the plugin cannot read (the doctor warns; its checks read no time)
+    unreadable_times: tuple[UnreadableTime, ...] = ()
 
 
 _REQUIRED = ("conversations", "messages", "summaries", "summary_messages", "summary_parents", "context_items")
@@ -176,19 +178,21 @@ def _select(conn: sqlite3.Connection, where: list[str], table: str, wanted: tupl
 
 def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
     """All doctor-relevant rows from an open lcm.db connection (:class:`DataError` naming the table
-    when a column holds a value of the wrong type, e.g. text in ``summaries.token_count``)."""
-    read_lcmdb_schema(conn, path)  # NotAnLcmDb: its key tables or columns are not lossless-claw's
+    when a column holds a value of the wrong type, e.g. text in ``summaries.token_count``), with the
+    values of time columns the plugin cannot read (``unreadable_times``)."""
+    schema = read_lcmdb_schema(conn, path)  # NotAnLcmDb: its key tables or columns are not lossless-claw's
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     missing = [t for t in _REQUIRED if t not in tables]
     if missing:
         raise SqliteReadError(f"{path}: not an lcm.db (missing tables: {', '.join(missing)})")
     where: list[str] = []
     try:
-        return _read_rows(conn, path, tables, where)
+        rows = _read_rows(conn, path, tables, where)
     except ValueError as exc:  # from the converters: a bug elsewhere is a TypeError and keeps its traceback
         table = where[-1] if where else "?"
         raise DataError(f"{path}: table {table} holds a value of the wrong type ({exc}); "
                         f"lossless-claw does not write such rows, so the file was changed by something else") from None
+    return replace(rows, unreadable_times=tuple(unreadable_times(conn, schema)))
 
 
 def _read_rows(conn: sqlite3.Connection, path: str, tables: set[str], where: list[str]) -> LcmDbRows:

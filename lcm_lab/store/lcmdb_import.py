@@ -27,7 +27,16 @@ import duckdb
 import pyarrow as pa
 
 from lcm_lab.errors import DataError
-from lcm_lab.io.lcmdb import CANONICAL, LCM_TABLES, LcmDbSchema, iter_table_batches
+from lcm_lab.io.lcmdb import (
+    CANONICAL,
+    LCM_TABLES,
+    LcmDbSchema,
+    UnreadableTime,
+    iter_table_batches,
+    row_key_sql,
+    unreadable_time_warnings,
+    unreadable_times,
+)
 from lcm_lab.store.lcmdb_backends import BACKENDS
 from lcm_lab.store.sql_tokens import fill_token_estimates_sql
 
@@ -274,22 +283,40 @@ _VALUE_FAULTS = (duckdb.ConversionException, duckdb.ConstraintException, duckdb.
 
 def _import_table(
     store: LabStore, conn: sqlite3.Connection, schema: LcmDbSchema, table: str, scanner_alias: str | None,
-    params: dict[str, int],
+    params: dict[str, int], unreadable: list[UnreadableTime],
 ) -> int:
     """Rows of one table inserted (none where the file has no such table)."""
     if table not in schema.tables:
         return 0
     if scanner_alias:
-        sql = _TRANSFORMS[table](f"({schema.select_sql(table, f'{scanner_alias}.{table}')})", params)
+        sql = _TRANSFORMS[table](_times_read(f"({schema.select_sql(table, f'{scanner_alias}.{table}')})", table, unreadable), params)
         return _count(store.execute(sql).fetchone())
     inserted = 0
     for batch in iter_table_batches(conn, schema, table):
         store.con.register(_BATCH, pa.Table.from_batches([batch]))
         try:
-            inserted += _count(store.execute(_TRANSFORMS[table](_BATCH, params)).fetchone())
+            inserted += _count(store.execute(_TRANSFORMS[table](_times_read(_BATCH, table, unreadable), params)).fetchone())
         finally:
             store.con.unregister(_BATCH)
     return inserted
+
+
+_UNREADABLE = "_lcm_unreadable_times"
+_UNREADABLE_SCHEMA = pa.schema([("tbl", pa.string()), ("col", pa.string()), ("key", pa.string())])
+
+
+def _times_read(rel: str, table: str, unreadable: list[UnreadableTime]) -> str:
+    """``rel`` with the time values the plugin cannot read (listed in ``_lcm_unreadable_times``) as
+    NULL, each matched by its row key; ``rel`` itself when the table has none."""
+    columns = sorted({u.column for u in unreadable if u.table == table})
+    if not columns:
+        return rel
+    nulled = ", ".join(
+        f"CASE WHEN {row_key_sql(table)} IN (SELECT key FROM {_UNREADABLE} WHERE tbl = '{table}' AND col = '{column}')"
+        f' THEN NULL ELSE "{column}" END AS "{column}"'
+        for column in columns
+    )
+    return f"(SELECT * REPLACE ({nulled}) FROM {rel})"
 
 
 def _import(
@@ -297,15 +324,22 @@ def _import(
 ) -> LcmDbImport:
     params = {"source_id": source_id, "base": store.next_id("conversations", "conversation_id") - 1}
     result = LcmDbImport(backend="scanner" if scanner_alias else "sqlite3")
-    for table in LCM_TABLES:
-        try:
-            inserted = _import_table(store, conn, schema, table, scanner_alias, params)
-        except _VALUE_FAULTS as exc:
-            raise DataError(f"{schema.path}: table {table} holds a value the lab cannot store "
-                            f"({str(exc).splitlines()[0]}); lossless-claw does not write such rows, "
-                            "so the file was changed by something else") from exc  # fmt: skip
-        result.counts[_LAB_TABLE.get(table, table)] = inserted
-        _after(store, table, params)
+    unreadable = unreadable_times(conn, schema)  # read as NULL, one warning per column
+    result.warnings += unreadable_time_warnings(unreadable)
+    store.con.register(_UNREADABLE, pa.table({"tbl": [u.table for u in unreadable], "col": [u.column for u in unreadable],
+                                              "key": [u.key for u in unreadable]}, schema=_UNREADABLE_SCHEMA))  # fmt: skip
+    try:
+        for table in LCM_TABLES:
+            try:
+                inserted = _import_table(store, conn, schema, table, scanner_alias, params, unreadable)
+            except _VALUE_FAULTS as exc:
+                raise DataError(f"{schema.path}: table {table} holds a value the lab cannot store "
+                                f"({str(exc).splitlines()[0]}); lossless-claw does not write such rows, "
+                                "so the file was changed by something else") from exc  # fmt: skip
+            result.counts[_LAB_TABLE.get(table, table)] = inserted
+            _after(store, table, params)
+    finally:
+        store.con.unregister(_UNREADABLE)
     # (after a failure the caller's rollback drops these temporary tables: dropping them here
     # in the failed transaction raised its own error over the first)
     store.execute("DROP TABLE IF EXISTS _lcm_message_keys")
