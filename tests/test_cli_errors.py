@@ -155,11 +155,11 @@ def test_transcripts_with_a_byte_order_mark_are_decoded(
 
 def test_every_command_accepts_json() -> None:
     parser = build_parser()
-    subparsers = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction) and a.dest == "command").choices
     missing = []
     for sub in subparsers.values():
         nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]  # prompts, whatif
-        leaves = list(nested[0].choices.values()) if nested else [sub]  # type: ignore[union-attr]
+        leaves = list(nested[0].choices.values()) if nested else [sub]
         for leaf in leaves:
             if not any("--json" in a.option_strings for a in leaf._actions):
                 missing.append(leaf.prog)
@@ -178,6 +178,39 @@ def test_json_output_is_only_json(capsys: pytest.CaptureFixture[str], db: str, t
     assert code == 0 and json.loads(out)["name"] == "leaf"
     code, out, _err = run_cli(capsys, "doctor", "--list-checks", "--json")
     assert code == 0 and all("check" in json.loads(line) for line in out.splitlines())
+
+
+def _two_locomo_conversations(tmp_path: Path) -> str:
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(json.loads((REPO / "datasets" / "locomo" / "locomo10.json").read_text())[:2]))
+    return str(path)
+
+
+CLAUDE_SESSION = REPO / "datasets" / "claude-code" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+TWO_CONVERSATIONS_DB = FIXTURES / "lcm-db-versions" / "lcm-v0.15.3.db.gz"
+
+
+@pytest.mark.parametrize(("argv", "lines"), [
+    # replay --strategy printed one indented object (several conversations: {"strategy", "runs"}), no line parsed
+    (("replay", "{two}", "--strategy", "truncate", "--token-budget", "8000"), 2),
+    (("replay", str(TWO_CONVERSATIONS_DB), "--strategy", "observer_regex", "--token-budget", "8000"), 2),
+    (("replay", str(TWO_CONVERSATIONS_DB), "--token-budget", "8000"), 2),
+    (("replay", str(SESSION), "--strategy", "full", "--no-save"), 1),
+    # prompts render and cost printed indented objects
+    (("prompts", "render", "leaf", "--source", "{text}"), 1),
+    (("cost", str(CLAUDE_SESSION), "--strategy", "recorded"), 1),
+], ids=["strategy-two-conversations", "strategy-lcm-db", "lcm-two-conversations", "strategy-one", "prompts-render", "cost"])
+def test_json_output_is_one_json_value_per_line(
+    argv: tuple[str, ...], lines: int, capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path
+) -> None:
+    (tmp_path / "source.txt").write_text("We deploy db01 tonight; the rollback plan is in docs/deploy.md.\n" * 20)
+    given = {"{two}": _two_locomo_conversations(tmp_path), "{text}": str(tmp_path / "source.txt")}
+    argv = tuple(given.get(a, a) for a in argv)
+    code, out, _err = run_cli(capsys, *argv, "--json", *(("--db", db) if argv[0] == "replay" else ()))
+    assert code == 0 and len(out.splitlines()) == lines
+    records = [json.loads(line) for line in out.splitlines()]
+    if argv[0] == "replay":
+        assert len({r["session_id"] for r in records}) == lines and all("scores" in r for r in records)
 
 
 def test_demo_says_where_its_data_must_come_from(

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.cli import add_db_argument, add_list_arguments, nonempty
+from lcm_lab.cli import add_db_argument, add_list_arguments, nonempty, print_json
 from lcm_lab.errors import NotFoundError, UserError
 
 if TYPE_CHECKING:
@@ -56,5 +55,5 @@ def run_recall_command(args: argparse.Namespace, body: Callable[[Recall, dict[st
             return body(rec, scope)
     except UserError as exc:
         if getattr(args, "json", False):
-            print(json.dumps({"error": str(exc)}))
+            print_json({"error": str(exc)})
         raise

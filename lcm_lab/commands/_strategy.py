@@ -3,18 +3,18 @@ over :mod:`lcm_lab.strategies`; ``replay.py`` dispatches here for everything but
 
 Strategy parameters come from ``--strategy-config FILE.json`` (a JSON object: plugin config keys
 for ``lcm``, the observer's knobs for ``clawvault`` / ``observer_regex``). With ``--json`` the
-command prints only one JSON object: ``run_id``, ``strategy`` and the headline scores (several
-conversations: ``{"strategy", "runs": [...]}``).
+command prints only JSON Lines: one object per replayed conversation, with ``run_id``,
+``strategy`` and the headline scores.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lcm_lab.cli import print_json
 from lcm_lab.errors import SpecError
 
 if TYPE_CHECKING:
@@ -87,7 +87,6 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
         if args.strategy == "recorded" or Path(args.input).suffix == ".json"
         else {}
     )
-    results = []
     for conversation, conversation_id in conversations:
         loaded = extras.get(conversation.session_id)
         run_params = dict(params)
@@ -111,22 +110,17 @@ def run_strategies(args: argparse.Namespace, store: Any, conversations: list[tup
         summary = {"run_id": run_id, "strategy": run.strategy, "strategy_params": _public(run.strategy_params),
                    "session_id": conversation.session_id, "turns": len(run.turns), "token_budget": run.token_budget,
                    "scores": headline_summary(scores), "failed_calls": sum(w.failed for w in call_warnings)}  # fmt: skip
-        results.append(summary)
         for warning in call_warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        if not args.json:
+        if args.json:
+            print_json(summary)
+        else:
             heads = ", ".join(
                 f"{k} {v['value']:.3f}" for k, v in summary["scores"].items() if v.get("value") is not None
             )
             print(
                 f"{run_id or '(not saved)'}  {conversation.session_id}: {args.strategy}, {len(run.turns)} turns, {heads}"
             )
-    if args.json:
-        print(
-            json.dumps(
-                results[0] if len(results) == 1 else {"strategy": args.strategy, "runs": results}, indent=1
-            )
-        )
     return 0
 
 

@@ -14,12 +14,11 @@ validation tables of the bundled real sessions (or of the INPUTs given), as in `
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from lcm_lab.cli import add_json_argument, path_argument, positive_int
+from lcm_lab.cli import add_json_argument, path_argument, positive_int, print_json
 from lcm_lab.errors import InputError, OptionError
 
 STRATEGIES = ("lcm", "recorded")
@@ -141,13 +140,13 @@ def run(args: argparse.Namespace) -> int:
     if args.validate or args.strategy == "recorded":
         records = [recorded_record(p, args.main_model) for p in paths]
         if args.json:
-            print(json.dumps(records[0] if len(records) == 1 and not args.validate else records, indent=1))
+            print_json(records[0] if len(records) == 1 and not args.validate else records)
         else:
             print(validation_markdown(records))
         return 0
     records = [lcm_record(p, args) for p in paths]
     if args.json:
-        print(json.dumps(records[0] if len(records) == 1 else records, indent=1))
+        print_json(records[0] if len(records) == 1 else records)
     else:
         for r in records:
             print(_lcm_line(r), file=sys.stdout)

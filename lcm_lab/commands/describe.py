@@ -8,10 +8,9 @@ on disk), name, MIME type, size and exploration summary.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from lcm_lab.cli import nonempty
+from lcm_lab.cli import nonempty, print_json
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
 
 
@@ -29,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     def body(rec: Any, scope: dict[str, Any]) -> int:
         info = rec.describe(args.id, **scope)
         if args.json:
-            print(json.dumps(info, ensure_ascii=False, default=str))
+            print_json(info)
             return 0
         for key, value in info.items():
             if key != "content":

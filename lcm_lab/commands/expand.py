@@ -10,10 +10,9 @@ deterministic answerer quotes the best source passages (its answers say so).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from lcm_lab.cli import nonempty, positive_count
+from lcm_lab.cli import nonempty, positive_count, print_json
 from lcm_lab.commands._recall_args import add_scope_arguments, run_recall_command
 from lcm_lab.commands._summarizer_args import api_base_url
 from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         result = rec.expand_query(args.prompt, query=args.query, summary_ids=args.summary_id, max_tokens=args.max_tokens,
                                   max_expand_tokens=max_expand_tokens, answerer=answerer, **scope)  # fmt: skip
         if args.json:
-            print(json.dumps(result.json(), ensure_ascii=False))
+            print_json(result.json())
             return 0
         print(result.answer)
         print(f"\n[{result.answerer}] cited {len(result.cited_ids)} messages from {result.expanded_summary_count} summaries, "

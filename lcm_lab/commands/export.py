@@ -10,10 +10,9 @@ context, which is what an lcm.db holds: it is refused in one line.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, nonempty, path_argument
+from lcm_lab.cli import add_db_argument, add_json_argument, nonempty, path_argument, print_json
 from lcm_lab.errors import UserError
 
 
@@ -40,11 +39,11 @@ def run(args: argparse.Namespace) -> int:
         result = export_lcm_db(replay, args.output)
     except UserError as exc:  # --json callers get the error as JSON on stdout too; the CLI prints its line
         if args.json:
-            print(json.dumps({"error": str(exc)}))
+            print_json({"error": str(exc)})
         raise
     counts = {k: v for k, v in result._asdict().items() if k not in ("path", "schema")}
     if args.json:
-        print(json.dumps({"path": str(result.path), "schema": result.schema, **counts}))
+        print_json({"path": str(result.path), "schema": result.schema, **counts})
     else:
         print(f"wrote {result.path} (lossless-claw {result.schema} schema): "
               + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if k != "fts")

@@ -11,12 +11,11 @@ could (each failure is one line on stderr naming the file).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lcm_lab.cli import add_db_argument, add_list_arguments, path_argument
+from lcm_lab.cli import add_db_argument, add_list_arguments, path_argument, print_json
 from lcm_lab.store.lcmdb_backends import BACKENDS, DEFAULT_BACKEND
 
 if TYPE_CHECKING:
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     if args.json:
         for result in results:
-            print(json.dumps(result.as_json(), ensure_ascii=False))
+            print_json(result.as_json())
     else:
         print(format_table(results, args.table_format), end="" if args.table_format == "csv" else "\n")
         for result in results:

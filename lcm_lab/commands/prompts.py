@@ -18,7 +18,6 @@ and Go template syntax (``{{.TargetTokens}}``, ``{{if .PreviousContext}}…{{end
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -167,11 +166,11 @@ def run_render(args: argparse.Namespace) -> int:
     request = SummaryRequest(source, kind, depth, aggressive, previous, target, max_tokens, args.custom_instructions)
     rendered = render_request(prompts, request)  # TemplateError (a UserError) names template and line
     if args.json:
-        print(json.dumps({
+        print_json({
             "template": rendered.template_name, "template_hash": rendered.template_hash,
             "system_template_hash": rendered.system_hash, "target_tokens": target, "max_tokens": max_tokens,
             "appended": list(rendered.additions), "messages": rendered.messages,
-        }, ensure_ascii=False, indent=2))
+        })
         return 0
     print(f"# template {rendered.template_name} ({rendered.template_hash[:12]}), target {target} tokens, max_tokens {max_tokens}")
     if rendered.additions:

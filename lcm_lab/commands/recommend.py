@@ -12,10 +12,9 @@ objective; warnings when within noise or from a single conversation).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, nonempty
+from lcm_lab.cli import add_db_argument, add_json_argument, nonempty, print_json
 from lcm_lab.errors import OptionError
 
 
@@ -43,5 +42,8 @@ def run(args: argparse.Namespace) -> int:
         raise OptionError("--folds must be at least 2")
     # unknown sweep id, no usable result: UserErrors
     rec = recommend(args.sweep_id, open_store(args.db, reads_only=True), folds=args.folds, engine=args.engine)
-    print(json.dumps(rec.as_json()) if args.json else rec.snippet())
+    if args.json:
+        print_json(rec.as_json())
+    else:
+        print(rec.snippet())
     return 0

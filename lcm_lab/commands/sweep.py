@@ -9,12 +9,11 @@ runs on the bundled data.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from importlib import resources
 from typing import Any
 
-from lcm_lab.cli import add_db_argument, add_json_argument, positive_count
+from lcm_lab.cli import add_db_argument, add_json_argument, positive_count, print_json
 from lcm_lab.errors import DataError, OptionError
 
 
@@ -55,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                    retry_failed=args.retry_failed)
     status = _failures(result, store)
     if args.json:
-        print(json.dumps(result._asdict()))
+        print_json(result._asdict())
         return status
     print(f"sweep {result.sweep_id}: {result.configs} configurations, {result.runs_ok} runs ok, {result.runs_failed} failed, "
           f"{result.skipped} already done; {result.seconds:.1f} s on {result.workers} {result.executor} worker(s)")

@@ -22,6 +22,7 @@ from lcm_lab.cli import (
     path_argument,
     positive_count,
     positive_int,
+    print_json,
 )
 from lcm_lab.errors import OptionError
 from lcm_lab.io.atomic import check_output_path, write_text_atomic
@@ -125,5 +126,8 @@ def run(args: argparse.Namespace) -> int:
         })
     text = "\n".join(sections)
     out = write_text_atomic(args.output, text, inputs=inputs)
-    print(json.dumps(payload) if args.json else text + f"\nwritten to {out}")
+    if args.json:
+        print_json(payload)
+    else:
+        print(text + f"\nwritten to {out}")
     return 1 if failed else 0
