@@ -113,3 +113,15 @@ def test_library_views_of_a_loaded_strategy_run(stored: tuple[Path, dict[str, st
             view()
     assert isinstance(NotAnLcmRunError("x"), lab.UserError)
     assert lab.viz.replay_stats(lab.run_strategy(lcm.conversation, "lcm", lab.get_summarizer("offline"), 2000)).turns == len(lcm.turns)
+
+
+def test_a_report_comparing_a_stored_lcm_run_whose_questions_need_a_summarizer_is_one_line(
+    stored: tuple[Path, dict[str, str]], cli: Any, tmp_path: Path
+) -> None:
+    # the comparison asks each run questions; a question turn of the LCM run (rebuilt from the store,
+    # without its summarizer) must compact: a ValueError traceback, exit 1
+    db, runs = stored
+    _, err = cli(["report", "--db", str(db), "--run", runs["lcm"], "--run", runs["truncate"], "-o", str(tmp_path / "r.html")],
+                 status=2)  # fmt: skip
+    assert "emergency drain" in err and "pass summarizer=" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.html").exists()

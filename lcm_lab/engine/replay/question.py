@@ -35,6 +35,7 @@ from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.timefmt import message_time_ms
 from lcm_lab.engine.types import AssembledItem, DrainAttempt, SentContext
+from lcm_lab.errors import OptionError
 
 if TYPE_CHECKING:
     from lcm_lab.engine.replay.driver import CallState, Replay
@@ -208,11 +209,18 @@ class BranchDrain(Protocol):
                  start: CallState) -> CallState: ...  # fmt: skip
 
 
+class SummarizerNeededError(OptionError):
+    """A question turn must compact (an emergency drain) and the replay has no summarizer: it was
+    rebuilt from the store, which keeps its summaries, not the summarizer object that wrote them."""
+
+
 def _require_summarizer(summarizer: Summarizer | None, k: int) -> Summarizer:
     if summarizer is None:
-        raise ValueError(
+        raise SummarizerNeededError(
             f"the question after turn {k} runs an emergency drain and this replay has no summarizer "
-            "(it was rebuilt from the store): pass summarizer= to ask"
+            "(it was rebuilt from the store, which keeps summaries, not the summarizer): pass summarizer= to "
+            "ask, e.g. run.ask(question, summarizer=lcm_lab.get_summarizer('offline')) in a notebook; the "
+            "report's strategy comparison asks every run such questions, so compare these runs there"
         )
     return summarizer
 
