@@ -119,3 +119,16 @@ def test_a_gzip_bomb_is_not_decompressed_to_the_end(tmp_path: Path, capsys: pyte
     for command in (["doctor", str(bomb)], ["load", "--db", str(tmp_path / "lab.duckdb"), str(bomb)]):
         assert main(command) == 2
         _one_line(capsys, "decompresses to more than 200 times its size")
+
+
+@pytest.mark.parametrize("backend", ["scanner", "sqlite3"])
+@pytest.mark.parametrize("value", ["not json", "5", '{"a": 1}', "null"])
+def test_file_ids_that_are_no_json_array_are_said(
+    value: str, backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # they were read as no file without a word
+    db = _crafted(tmp_path, [f"UPDATE summaries SET file_ids = '{value}' WHERE rowid = (SELECT min(rowid) FROM summaries)"])
+    assert main(["load", "--backend", backend, "--db", str(tmp_path / "lab.duckdb"), str(db)]) == 0
+    err = capsys.readouterr().err
+    assert "summaries.file_ids of sum_" in err and "is not a JSON array of file ids" in err, err
+    assert err.count("is not a JSON array") == 1  # one summary, one warning

@@ -349,7 +349,20 @@ def _import(
     store.execute(fill_token_estimates_sql("messages", own))
     store.execute(fill_token_estimates_sql("summaries", own))
     _derive_missing_summary_columns(store, schema, source_id, result)
+    result.warnings += _unlisted_file_ids(store, schema, own)
     return result
+
+
+def _unlisted_file_ids(store: LabStore, schema: LcmDbSchema, own: str) -> list[str]:
+    """A warning for summaries whose ``file_ids`` is not a JSON array (lossless-claw writes one,
+    ``'[]'`` at the least): they are read as referring to no file, which the user should know."""
+    if "summaries" not in schema.tables or "file_ids" in schema.missing_columns("summaries"):
+        return []
+    rows = store.fetch_all(f"SELECT summary_id FROM summaries WHERE {own} AND file_ids IS NULL ORDER BY summary_id")
+    if not rows:
+        return []
+    named = ", ".join(str(r[0]) for r in rows[:3]) + (f" and {len(rows) - 3:,} more" if len(rows) > 3 else "")
+    return [f"summaries.file_ids of {named} is not a JSON array of file ids: read as referring to no file"]
 
 
 def _count(row: tuple[int, ...] | None) -> int:
