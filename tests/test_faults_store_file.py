@@ -130,3 +130,104 @@ def test_a_new_store_appears_whole(tmp_path: Path) -> None:
     assert sorted(p.name for p in path.parent.iterdir()) == ["lab.duckdb"]  # built aside, linked, no log
     with LabStore(path) as again:
         assert again.applied_migrations == []
+
+
+# -- a store written by a newer lcm_lab -------------------------------------------------------------
+
+NEWER = "m099_from_a_newer_lab"
+TRANSCRIPT = FIXTURES / "reference-runs" / "inputs" / "golden-session.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def lab_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store with one loaded conversation, one saved replay and its search index built."""
+    from faults import filled_store
+
+    db, run_id = filled_store(tmp_path_factory.mktemp("filled"), TRANSCRIPT)
+    assert main(["grep", "the", "--db", str(db)]) in (0, 1)
+    return db, run_id
+
+
+def _newer_store(lab_store: tuple[Path, str], directory: Path, *, log: bool = False) -> Path:
+    """A copy of ``lab_store`` as a newer lab leaves it: a migration this lab does not know, with a
+    column and a table of its own (checkpointed into the file); with ``log``, one more committed
+    change still in the store's write-ahead log (its writer was killed before a checkpoint)."""
+    import subprocess
+    import sys
+
+    from faults import copy_store
+
+    db = copy_store(lab_store, directory)
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [NEWER])
+    con.execute("ALTER TABLE replays ADD COLUMN written_by_newer_lab VARCHAR")
+    con.execute("CREATE TABLE newer_lab_things (x INTEGER)")
+    con.execute("CHECKPOINT")
+    con.close()
+    if log:
+        subprocess.run([sys.executable, "-c", "import duckdb, os, sys; c = duckdb.connect(sys.argv[1]); "
+                        "c.execute('INSERT INTO newer_lab_things VALUES (1)'); os._exit(0)", str(db)], check=True)
+        assert Path(f"{db}.wal").exists()
+    return db
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["checkpointed", "with a log"])
+@pytest.mark.parametrize("command", [["load", "TRANSCRIPT"], ["replay", "TRANSCRIPT", "--token-budget", "2000",
+                                                              "--summarizer", "stub-v1"]], ids=["load", "replay"])
+def test_a_store_from_a_newer_lab_is_never_written(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    lab_store: tuple[Path, str], command: list[str], log: bool) -> None:
+    db = _newer_store(lab_store, tmp_path / "store", log=log)
+    before = tree_state(db.parent)
+    argv = [str(TRANSCRIPT) if part == "TRANSCRIPT" else part for part in command] + ["--db", str(db)]
+    assert main(argv) == 2  # before: loaded and replayed into it, exit 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "written by a newer lcm_lab" in err and NEWER in err, err
+    assert "upgrade lcm_lab" in err and str(db) in err
+    assert tree_state(db.parent) == before  # same bytes, the log not replayed, no .pre-migration
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["checkpointed", "with a log"])
+def test_reading_commands_read_a_newer_labs_store_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            lab_store: tuple[Path, str], log: bool) -> None:
+    db = _newer_store(lab_store, tmp_path / "store", log=log)
+    before = tree_state(db.parent)
+    for argv in (["ledger"], ["sweeps"], ["grep", "the"], ["ledger", "--json"],
+                 ["report", "-o", str(tmp_path / "report.html")]):
+        code = main([*argv, "--db", str(db)])
+        err = capsys.readouterr().err.strip()
+        assert code in (0, 1), err  # grep exits 1 when nothing matches
+        assert err.splitlines()[0] == (f"lcm-lab: warning: {db}: the store was written by a newer lcm_lab ({NEWER}); "
+                                       "reading it read-only; upgrade lcm_lab to write to it"), err
+        assert "Traceback" not in err
+    assert (tmp_path / "report.html").stat().st_size > 0
+    assert tree_state(db.parent) == before
+    with LabStore(db, read_only=True) as store:  # the library reads it the same way
+        assert store.newer_migrations == [NEWER] and store.read_only
+        assert store.fetch_all("SELECT count(*) FROM replays")[0][0] == 1
+    capsys.readouterr()
+    from lcm_lab.store.opening import NewerStoreError
+
+    with pytest.raises(NewerStoreError) as info:  # and refuses to open it for writing
+        LabStore(db)
+    assert info.value.unknown == [NEWER] and isinstance(info.value, StoreError)
+    assert tree_state(db.parent) == before
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ("DROP TABLE llm_calls", "and it has no table llm_calls that this lab reads"),
+    ("ALTER TABLE llm_calls RENAME COLUMN model TO model_name", "and this lab cannot read it (Binder Error"),
+], ids=["a table gone", "a column renamed"])
+def test_a_newer_labs_store_a_reading_command_cannot_read_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                     lab_store: tuple[Path, str], change: str,
+                                                                     expected: str) -> None:
+    db = _newer_store(lab_store, tmp_path / "store")
+    con = duckdb.connect(str(db))
+    con.execute(change)  # what the newer lab's schema did
+    con.execute("CHECKPOINT")
+    con.close()
+    before = tree_state(db.parent)
+    assert main(["ledger", "--db", str(db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and "written by a newer lcm_lab" in err.splitlines()[-1], err
+    assert expected in err.splitlines()[-1] and "upgrade lcm_lab" in err.splitlines()[-1], err
+    assert tree_state(db.parent) == before

@@ -9,6 +9,13 @@ pipelines, string/number/bool literals and the builtins ``not and or eq ne lt le
 index print printf println``. Anything else is a :class:`TemplateError` naming the template
 and line — never silently rendered as text.
 
+A rendering is bounded: it may add at most :data:`MAX_ADDED_CHARS` (16,000,000 characters, about
+4 million tokens: more than any model's context) to the text values it is given. Each piece is
+counted before it is kept and nothing is joined until the end, so a template that repeats
+``{{.SourceText}}`` thousands of times, a ``{{range}}`` over a huge number or a ``printf`` with a
+huge width is refused with its name and size after a few megabytes, never built (a 105 KB
+template repeating a 100 KB source 7,000 times took 1.4 GB to render; in a model replay, 10.8 GB).
+
 >>> Template("t", "Hi {{.Name}}{{if .Extra}} ({{.Extra}}){{end}}.").render({"Name": "Ada", "Extra": ""})
 'Hi Ada.'
 >>> Template("t", "{{- /* trimmed */ -}}\\n  {{printf \\"%d tokens\\" .N}}").render({"N": 5})
@@ -27,6 +34,50 @@ from lcm_lab.errors import SpecError
 
 class TemplateError(SpecError):
     """A template that cannot be parsed or executed; the message names template and line."""
+
+
+# What a rendering may add to its values. The lab's own templates add about 2 KB to a source of
+# about 80 KB (20,000 tokens, the plugin's leaf chunk); a value used once, however long, always fits.
+MAX_ADDED_CHARS = 16_000_000
+# Actions, texts and {{range}} rounds one rendering may execute: a prompt template runs each of its
+# few hundred about once; nested ranges over big numbers would otherwise spin for hours printing nothing.
+MAX_STEPS = 1_000_000
+
+
+class _Sink:
+    """The pieces of one rendering and their running length, refused past ``limit`` before a
+    piece is kept (pieces are the values themselves, so keeping them copies nothing)."""
+
+    __slots__ = ("name", "limit", "values", "pieces", "size", "steps")
+
+    def __init__(self, name: str, values: int) -> None:
+        self.name = name
+        self.values = values
+        self.limit = values + MAX_ADDED_CHARS
+        self.pieces: list[str] = []
+        self.size = 0
+        self.steps = 0
+
+    def step(self, where: str) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise TemplateError(f"{where}: rendering takes more than {MAX_STEPS:,} steps (a {{{{range}}}} over a "
+                                f"huge number?); a prompt template runs each of its actions about once")
+
+    def room(self, adding: int, where: str) -> None:
+        """Refuse if ``adding`` more characters would pass the limit."""
+        if self.size + adding > self.limit:
+            raise TemplateError(
+                f"{where}: the rendered prompt would pass {self.limit:,} characters (at least {self.size + adding:,}): "
+                f"a template may add at most {MAX_ADDED_CHARS:,} characters (about 4 million tokens, more than any "
+                f"model reads) to the {self.values:,} characters of its values; does it repeat a long value such as "
+                f"{{{{.SourceText}}}}?"
+            )
+
+    def add(self, text: str, where: str) -> None:
+        self.room(len(text), where)
+        self.pieces.append(text)
+        self.size += len(text)
 
 
 # -- lexing ----------------------------------------------------------------------------------
@@ -180,49 +231,56 @@ class Template:
 
     # -- execution ---------------------------------------------------------------------------
     def render(self, data: Any) -> str:
-        """Execute with ``data`` as dot (a mapping, dataclass or object with attributes)."""
-        out: list[str] = []
-        self._exec(self._tree, data, out)
-        return "".join(out)
+        """Execute with ``data`` as dot (a mapping, dataclass or object with attributes).
+
+        Raises :class:`TemplateError` before the text passes its bound (the module docstring):
+
+        >>> Template("t.tmpl", "{{.S}}" * 20).render({"S": "x" * 1_000_000})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lcm_lab.prompts.gotemplate.TemplateError: t.tmpl:1: the rendered prompt would pass 17,000,000 characters (at least 18,000,000): ...
+        """
+        values = sum(len(v) for v in data.values() if isinstance(v, str)) if isinstance(data, Mapping) else 0
+        sink = _Sink(self.name, values)
+        self._exec(self._tree, data, sink)
+        return "".join(sink.pieces)
 
     @property
     def fields(self) -> frozenset[str]:
         """Top-level field names referenced anywhere (``{{.TargetTokens}}`` → ``TargetTokens``)."""
         return frozenset(m.group(1) for m in re.finditer(r"(?<![A-Za-z0-9_)])\.([A-Za-z_][A-Za-z0-9_]*)", _actions_only(self.text)))
 
-    def _exec(self, nodes: list[Any], dot: Any, out: list[str]) -> None:
+    def _exec(self, nodes: list[Any], dot: Any, sink: _Sink) -> None:
         for node in nodes:
+            sink.step(self.name)
             if isinstance(node, _Text):
-                out.append(node.text)
+                sink.add(node.text, self.name)
             elif isinstance(node, _Output):
-                out.append(_format(self._eval(node.pipeline, dot, node.line)))
+                sink.add(_format(self._eval(node.pipeline, dot, node.line, sink)), f"{self.name}:{node.line}")
             else:
-                self._exec_branch(node, dot, out)
+                self._exec_branch(node, dot, sink)
 
-    def _exec_branch(self, node: _Branch, dot: Any, out: list[str]) -> None:
-        value = self._eval(node.pipeline, dot, node.line)
+    def _exec_branch(self, node: _Branch, dot: Any, sink: _Sink) -> None:
+        value = self._eval(node.pipeline, dot, node.line, sink)
         if node.kind == "range":
             items = _iterate(value, f"{self.name}:{node.line}")
             if items:
                 for item in items:
-                    self._exec(node.body, item, out)
+                    sink.step(f"{self.name}:{node.line}")
+                    self._exec(node.body, item, sink)
             else:
-                self._exec(node.otherwise, dot, out)
+                self._exec(node.otherwise, dot, sink)
             return
         if _truthy(value):
-            self._exec(node.body, value if node.kind == "with" else dot, out)
+            self._exec(node.body, value if node.kind == "with" else dot, sink)
         else:
-            self._exec(node.otherwise, dot, out)
+            self._exec(node.otherwise, dot, sink)
 
-    def _eval(self, tokens: list[_Tok], dot: Any, line: int) -> Any:
+    def _eval(self, tokens: list[_Tok], dot: Any, line: int, sink: _Sink) -> Any:
         where = f"{self.name}:{line}"
-        commands = _split(tokens, "pipe")
-        value: Any = _NOTHING
-        for command in commands:
-            value = self._command(command, dot, where, value)
-        return value
+        return self._eval_tokens(tokens, dot, where, sink)
 
-    def _command(self, tokens: list[_Tok], dot: Any, where: str, piped: Any) -> Any:
+    def _command(self, tokens: list[_Tok], dot: Any, where: str, piped: Any, sink: _Sink) -> Any:
         if not tokens:
             raise TemplateError(f"{where}: empty command in pipeline")
         head = tokens[0]
@@ -239,30 +297,30 @@ class Template:
                     j += 1
                 if depth:
                     raise TemplateError(f"{where}: unclosed parenthesis")
-                operands.append(self._eval_tokens(rest[i + 1 : j - 1], dot, where))
+                operands.append(self._eval_tokens(rest[i + 1 : j - 1], dot, where, sink))
                 i = j
             else:
-                operands.append(self._operand(tok, dot, where))
+                operands.append(self._operand(tok, dot, where, sink))
                 i += 1
         if piped is not _NOTHING:
             operands.append(piped)
         if head.kind == "ident" and head.value in _BUILTINS:
-            return _call(head.value, operands, where)
+            return _call(head.value, operands, where, sink)
         if head.kind == "lparen":
             raise TemplateError(f"{where}: a parenthesised pipeline cannot start a command")
         if head.kind == "ident" and head.value not in ("true", "false", "nil"):
             raise TemplateError(f'{where}: function "{head.value}" not defined')
         if operands:
             raise TemplateError(f"{where}: {head.value!r} is not a function and takes no arguments")
-        return self._operand(head, dot, where)
+        return self._operand(head, dot, where, sink)
 
-    def _eval_tokens(self, tokens: list[_Tok], dot: Any, where: str) -> Any:
+    def _eval_tokens(self, tokens: list[_Tok], dot: Any, where: str, sink: _Sink) -> Any:
         value: Any = _NOTHING
         for command in _split(tokens, "pipe"):
-            value = self._command(command, dot, where, value)
+            value = self._command(command, dot, where, value, sink)
         return value
 
-    def _operand(self, tok: _Tok, dot: Any, where: str) -> Any:
+    def _operand(self, tok: _Tok, dot: Any, where: str, sink: _Sink) -> Any:
         if tok.kind == "dot":
             return dot
         if tok.kind == "field":
@@ -275,6 +333,8 @@ class Template:
         if tok.kind == "raw":
             return tok.value[1:-1]
         if tok.kind == "number":
+            if len(tok.value) > 100:  # int() refuses past 4,300 digits with a ValueError
+                raise TemplateError(f"{where}: a number literal of {len(tok.value):,} digits")
             return float(tok.value) if "." in tok.value else int(tok.value)
         if tok.kind == "ident":
             if tok.value in ("true", "false"):
@@ -282,7 +342,7 @@ class Template:
             if tok.value == "nil":
                 return None
             if tok.value in _BUILTINS:
-                return _call(tok.value, [], where)
+                return _call(tok.value, [], where, sink)
             raise TemplateError(f'{where}: function "{tok.value}" not defined')
         raise TemplateError(f"{where}: unexpected {tok.value!r}")
 
@@ -337,15 +397,15 @@ def _truthy(value: Any) -> bool:
     return True
 
 
-def _iterate(value: Any, where: str) -> list[Any]:
+def _iterate(value: Any, where: str) -> Sequence[Any]:
     if value is None:
         return []
     if isinstance(value, Mapping):
         return [value[k] for k in sorted(value)]
     if isinstance(value, int) and not isinstance(value, bool):
-        return list(range(value))
+        return range(value)  # not a list: {{range 100000000000}} must not allocate its numbers
     if isinstance(value, Sequence) and not isinstance(value, str):
-        return list(value)
+        return value
     raise TemplateError(f"{where}: range can't iterate over {type(value).__name__}")
 
 
@@ -383,7 +443,21 @@ def _compare(name: str, a: Any, b: Any, where: str) -> bool:
 _GO_VERB = re.compile(r"%([-+# 0]*\d*(?:\.\d+)?)([vdsqfgxXt%])")
 
 
-def _sprintf(fmt: str, args: list[Any], where: str) -> str:
+def _formatted(args: list[Any], where: str, sink: _Sink, extra: int = 0) -> list[str]:
+    """``args`` as text, refused as soon as they and ``extra`` would pass the sink's limit."""
+    texts: list[str] = []
+    total = extra
+    for arg in args:
+        texts.append(_format(arg))
+        total += len(texts[-1]) + 1
+        sink.room(total, where)
+    return texts
+
+
+def _sprintf(fmt: str, args: list[Any], where: str, sink: _Sink) -> str:
+    # Widths and precisions pad: "%999999999s" alone would build a gigabyte. Count them first.
+    padding = sum(int(n) for flags, _verb in _GO_VERB.findall(fmt) for n in re.findall(r"\d+", flags.lstrip("-+# 0")))
+    _formatted(args, where, sink, extra=len(fmt) + padding)
     queue = list(args)
 
     def sub(match: re.Match[str]) -> str:
@@ -405,7 +479,7 @@ def _sprintf(fmt: str, args: list[Any], where: str) -> str:
     return _GO_VERB.sub(sub, fmt)
 
 
-def _call(name: str, args: list[Any], where: str) -> Any:
+def _call(name: str, args: list[Any], where: str, sink: _Sink) -> Any:
     if name == "not":
         if len(args) != 1:
             raise TemplateError(f"{where}: not takes one argument")
@@ -440,12 +514,11 @@ def _call(name: str, args: list[Any], where: str) -> Any:
             except (KeyError, IndexError, TypeError) as exc:
                 raise TemplateError(f"{where}: index {key!r} out of range") from exc
         return value
-    if name == "print":
-        return "".join(_format(a) for a in args)
-    if name == "println":
-        return " ".join(_format(a) for a in args) + "\n"
+    if name in ("print", "println"):
+        texts = _formatted(args, where, sink)
+        return "".join(texts) if name == "print" else " ".join(texts) + "\n"
     if name == "printf":
         if not args or not isinstance(args[0], str):
             raise TemplateError(f"{where}: printf needs a format string")
-        return _sprintf(args[0], args[1:], where)
+        return _sprintf(args[0], args[1:], where, sink)
     raise TemplateError(f'{where}: function "{name}" not defined')  # pragma: no cover

@@ -206,7 +206,9 @@ class LabStore(StoreReads):
     other file that is not a lab store is refused, a new store is built aside and linked into
     place. ``read_only=True`` opens the store for reading only (it must exist and be up to date);
     ``read_only=None`` (what the reading commands pass) opens it read-only when the file system
-    does not let the lab write it, and read-write otherwise; like ``True``, it never creates a store.
+    does not let the lab write it or a newer lcm_lab wrote it, and read-write otherwise; like
+    ``True``, it never creates a store. A store a newer lcm_lab wrote is never opened for writing
+    (:class:`~lcm_lab.store.opening.NewerStoreError`); read, it says so once on stderr.
 
     >>> store = LabStore(":memory:")
     >>> int(store.fetch_all("SELECT count(*) FROM conversations")[0][0])
@@ -234,9 +236,11 @@ class LabStore(StoreReads):
             self._created_with = opening.create_store(self.path, opening.build_new)
         elif kind == "duckdb":
             opening.remove_stale_builds(Path(self.path))
+        self._reads_only = read_only is None  # a reading command: read-only where writing is refused
         if read_only is None:
             read_only = kind != "memory" and not _writable(self.path)
         self.read_only = bool(read_only) and kind != "memory"
+        self.newer_migrations: list[str] = []  # set when a newer lcm_lab wrote the store (then read-only)
         self._lock = threading.RLock()
         self._raw: duckdb.DuckDBPyConnection | None = None
         self._pins = 0
@@ -269,6 +273,10 @@ class LabStore(StoreReads):
                 else:
                     raw = opening.open_existing(self.path, read_only=self.read_only)
                 break
+            except opening.NewerStoreError:
+                if not self._reads_only:
+                    raise
+                self.read_only = True  # a reading command reads it as it is (nothing was written)
             except StoreLocked as exc:
                 holder = lock_holder(str(exc))
                 waited = time.monotonic() - started
@@ -305,6 +313,7 @@ class LabStore(StoreReads):
     def _migrate(self, raw: duckdb.DuckDBPyConnection) -> list[str]:
         if not self.read_only:
             return opening.migrate(raw, self.path)
+        self.newer_migrations = opening.unknown_migrations(raw)
         if pending := opening.pending_migrations(raw):
             raw.close()
             self._raw = None
@@ -336,13 +345,17 @@ class LabStore(StoreReads):
                     if not self.applied_migrations_known:
                         migrated = self._created_with + self._migrate(self._raw)
                         try:
-                            opening.require_complete(self._raw, self.path)
-                        except opening.DamagedStoreError:
+                            opening.require_complete(self._raw, self.path, newer=self.newer_migrations)
+                        except (opening.DamagedStoreError, opening.NewerStoreError):
                             self._raw.close()
                             self._raw = None
                             raise
                         self.applied_migrations = migrated
                         install_token_macro(self._raw)
+                        if unknown := self.newer_migrations:
+                            print(f"lcm-lab: warning: {self.path}: the store was written by a newer lcm_lab "
+                                  f"({', '.join(unknown[:3])}{' …' if len(unknown) > 3 else ''}); reading it "
+                                  "read-only; upgrade lcm_lab to write to it", file=sys.stderr)
                         if not self.read_only:
                             self._purge_dead_loads()
                 self._start_reaper()
@@ -351,7 +364,8 @@ class LabStore(StoreReads):
         try:
             yield raw
         except (duckdb.Error, RuntimeError) as exc:
-            fault = opening.fault_while_open(self.path, exc, read_only=self.read_only)
+            fault = opening.newer_store_fault(self.path, exc, self.newer_migrations) if self.newer_migrations else None
+            fault = fault or opening.fault_while_open(self.path, exc, read_only=self.read_only)
             if fault is None:
                 raise
             raise fault from exc

@@ -8,6 +8,10 @@ What a ``--db`` path may be (:func:`inspect_store_file`):
   linked into place (:func:`create_store`), so a kill during the first command leaves no
   half-made store behind;
 * a DuckDB database whose tables are the lab's (or that has none): opened;
+* a lab store written by a newer lcm_lab (its ``schema_migrations`` names migrations this lab
+  does not have): refused for writing with a :class:`NewerStoreError` before DuckDB opens it
+  read-write, since this lab cannot know what the newer schema means; a reading command opens it
+  read-only instead, with a warning (:class:`~lcm_lab.store.core.LabStore`);
 * anything else (an lcm.db or any SQLite file, an empty file, a directory, random bytes, a DuckDB
   database of someone else's): refused with a :class:`NotAStoreError` *before* DuckDB opens it
   for writing. DuckDB would otherwise open a SQLite file through its scanner, read-write, and
@@ -33,6 +37,7 @@ import shutil
 import stat
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,6 +68,14 @@ class DamagedStoreError(StoreError):
 
 class ReadOnlyStoreError(StoreError):
     """The store must be written (created, migrated, changed) but the file system refuses."""
+
+
+class NewerStoreError(StoreError):
+    """The store was written by a newer lcm_lab: it records migrations this lab does not have."""
+
+    def __init__(self, message: str, unknown: list[str]) -> None:
+        super().__init__(message)
+        self.unknown = unknown
 
 
 class StoreBusyError(StoreError, RuntimeError):
@@ -195,15 +208,21 @@ LAB_TABLES = frozenset({
 })  # fmt: skip
 
 
-def require_complete(raw: duckdb.DuckDBPyConnection, path: str) -> None:
+def require_complete(raw: duckdb.DuckDBPyConnection, path: str, *, newer: Sequence[str] = ()) -> None:
     """Refuse a migrated store that lacks one of the lab's tables (dropped by hand, or a damaged
-    file): every command would fail on it later with DuckDB's catalog error."""
+    file): every command would fail on it later with DuckDB's catalog error. In a store a newer
+    lab wrote (``newer``: its unknown migrations) a missing table is that lab's change, not damage."""
     names = {row[0] for row in raw.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
         " AND NOT temporary"
     ).fetchall()}
     if missing := sorted(LAB_TABLES - names):
         tables = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        if newer:
+            raise NewerStoreError(
+                f"{path}: {_written_by_newer(newer)}, and it has no table {tables} that this lab reads; "
+                f"upgrade lcm_lab to use this store", list(newer)
+            )
         raise DamagedStoreError(
             f"{path}: the lab store is damaged: table{'s' if len(missing) > 1 else ''} {tables} "
             f"{'are' if len(missing) > 1 else 'is'} missing; restore a backup, or move the file aside and load "
@@ -222,6 +241,7 @@ def open_existing(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         else:
             try:
                 require_lab_tables(probe, path)
+                refuse_newer(probe, path)  # before the read-write open below replays the log into the file
             finally:
                 probe.close()
     recovered = False
@@ -240,6 +260,8 @@ def open_existing(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         # A store an earlier lab version created in place and lost before its first checkpoint
         # is empty once its log is set aside: it is the lab's, and is migrated again.
         require_lab_tables(raw, path, allow_empty=recovered)
+        if not read_only:
+            refuse_newer(raw, path)
     except BaseException:
         raw.close()
         raise
@@ -323,13 +345,53 @@ def _os_store_error(path: str, exc: OSError, doing: str) -> StoreError | Environ
 
 
 
-def pending_migrations(raw: duckdb.DuckDBPyConnection) -> list[str]:
-    """Names of the migrations this store still needs (reads only: works on a read-only store)."""
+def _recorded_migrations(raw: duckdb.DuckDBPyConnection) -> set[str]:
+    """The migrations the store's ``schema_migrations`` records (none if it has no such table)."""
     has_table = raw.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'schema_migrations'"
     ).fetchall()[0][0]
-    done = {row[0] for row in raw.execute("SELECT name FROM schema_migrations").fetchall()} if has_table else set()
+    return {row[0] for row in raw.execute("SELECT name FROM schema_migrations").fetchall()} if has_table else set()
+
+
+def pending_migrations(raw: duckdb.DuckDBPyConnection) -> list[str]:
+    """Names of the migrations this store still needs (reads only: works on a read-only store)."""
+    done = _recorded_migrations(raw)
     return [m.name for m in migrations.discover() if m.name not in done]
+
+
+def unknown_migrations(raw: duckdb.DuckDBPyConnection) -> list[str]:
+    """Migrations the store records that this lab does not have, in name order: a newer lcm_lab
+    wrote the store (reads only)."""
+    known = {m.name for m in migrations.discover()}
+    return sorted(_recorded_migrations(raw) - known)
+
+
+def _written_by_newer(unknown: Sequence[str]) -> str:
+    names = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+    return f"the store was written by a newer lcm_lab (its schema has migration{'s' if len(unknown) > 1 else ''} {names}, unknown here)"
+
+
+def refuse_newer(raw: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Refuse to write a store a newer lcm_lab wrote: this lab cannot know what its newer schema
+    means, so its own writes (and its migrations, and the clean-up of killed loads) could break it."""
+    if unknown := unknown_migrations(raw):
+        raise NewerStoreError(
+            f"{path}: {_written_by_newer(unknown)}; this lab will not write to it: upgrade lcm_lab "
+            f"(reading commands such as `lcm-lab report` still read it)", unknown
+        )
+
+
+def newer_store_fault(path: str, exc: Exception, unknown: Sequence[str]) -> NewerStoreError | None:
+    """The user-facing error for a DuckDB error while a newer lab's store is open read-only: a
+    step that must write, or a table or column this lab expects that the newer schema changed."""
+    if isinstance(exc, (duckdb.CatalogException, duckdb.BinderException)):
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return NewerStoreError(f"{path}: {_written_by_newer(unknown)}, and this lab cannot read it ({first}); "
+                               f"upgrade lcm_lab", list(unknown))
+    if "read-only mode" in str(exc).lower():
+        return NewerStoreError(f"{path}: {_written_by_newer(unknown)}, so it is open read-only, and this step "
+                               f"must write to it; upgrade lcm_lab", list(unknown))
+    return None
 
 
 def migrate(raw: duckdb.DuckDBPyConnection, path: str) -> list[str]:

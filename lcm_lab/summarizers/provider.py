@@ -67,17 +67,40 @@ def api_base_problem(url: str) -> str | None:
 
 
 def import_litellm() -> ModuleType:
-    """Import litellm once, offline: the bundled price map, no debug banners."""
+    """Import litellm once, offline: it reaches only the model server a call names.
+
+    litellm fetches things on its own: its price map at import (``LITELLM_LOCAL_MODEL_COST_MAP``
+    reads the bundled one), tokenizers from the Hugging Face hub (``disable_hf_tokenizer_download``),
+    other catalogs it checks ``LITELLM_OFFLINE_MODE`` for, and, for every ``huggingface/`` model,
+    the model's ``config.json`` from huggingface.co, looked up in each call (twice) and in each
+    price lookup without regard to its offline mode (1.110: 132 DNS lookups of huggingface.co in a
+    replay whose every call went to a local ``--api-base``). That lookup only fills the model's
+    context size into litellm's model info, which the lab never reads: it is answered with what
+    litellm itself answers when the hub cannot be reached (unknown) (:func:`_no_hub_lookup`)."""
     global _litellm
     if _litellm is None:
         os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        os.environ["LITELLM_OFFLINE_MODE"] = "true"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # third-party import-time deprecation noise
             litellm: Any = require_extra("litellm", "llm", "model summarizers, LLM judges and the cost model's prices")
         litellm.suppress_debug_info = True
         litellm.telemetry = False
+        litellm.disable_hf_tokenizer_download = True
+        utils = sys.modules.get("litellm.utils")
+        if utils is not None and callable(getattr(utils, _HUB_LOOKUP, None)):
+            setattr(utils, _HUB_LOOKUP, _no_hub_lookup)
         _litellm = litellm
     return _litellm
+
+
+_HUB_LOOKUP = "_get_max_position_embeddings"  # in litellm.utils (a private name: a test checks it still is)
+
+
+def _no_hub_lookup(model_name: str) -> None:
+    """Stands in for litellm's ``utils._get_max_position_embeddings`` (a GET of
+    ``https://huggingface.co/<model>/raw/main/config.json``): the context size is unknown."""
+    return None
 
 
 def ignore_pydantic_readonly_warnings() -> None:
