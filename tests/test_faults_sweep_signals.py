@@ -207,11 +207,15 @@ executor: serial
 """
 
 
-def _listed(db: Path) -> dict[str, object]:
-    """The one sweep as ``lcm-lab sweeps --json`` lists it (a reader in another process)."""
+def _listed(db: Path, *, may_be_absent: bool = False) -> dict[str, object]:
+    """The one sweep as ``lcm-lab sweeps --json`` lists it (a reader in another process);
+    ``may_be_absent``: ``{}`` while the sweep has made its store but not yet its row."""
     listed = run_lab("sweeps", "--db", str(db), "--json")
     assert listed.returncode == 0, listed.stderr
-    (row,) = [json.loads(line) for line in listed.stdout.splitlines()]
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    if not rows and may_be_absent:
+        return {}
+    (row,) = rows
     return dict(row)
 
 
@@ -228,7 +232,7 @@ def test_kill_9_of_a_sweep_reads_interrupted_and_the_same_spec_resumes_it(tmp_pa
         deadline = time.monotonic() + 120
         row: dict[str, object] = {}
         while time.monotonic() < deadline and child.poll() is None:
-            if db.exists() and (row := _listed(db)) and int(str(row["runs_ok"])) >= 1:
+            if db.exists() and (row := _listed(db, may_be_absent=True)) and int(str(row["runs_ok"])) >= 1:
                 break
             time.sleep(0.2)
         assert child.poll() is None, f"the sweep ended before it could be killed: {child.communicate()[1][-3000:]}"

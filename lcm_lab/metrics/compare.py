@@ -16,9 +16,7 @@ the conversation), otherwise they get no interval. A metric present
 at two item scopes (``fact_retention`` per summary and per turn mean different things) must be
 given ``scope=``: compare refuses to choose.
 
->>> from lcm_lab.errors import OptionError
-from lcm_lab.errors import OptionError
-from lcm_lab.metrics.base import Score
+>>> from lcm_lab.metrics.base import Score
 >>> a = [Score("a", "qa", f"q{i}", "qa_answer_f1", v) for i, v in enumerate([0.2, 0.4, 0.6, 0.8])]
 >>> b = [Score("b", "qa", f"q{i}", "qa_answer_f1", v + 0.1) for i, v in enumerate([0.2, 0.4, 0.6, 0.8])]
 >>> table = compare([a, b], ["qa_answer_f1"])
