@@ -98,7 +98,7 @@ class LedgerJudge:
         from lcm_lab.summarizers.provider import (
             RETRYABLE,
             classify_error,
-            ignore_pydantic_readonly_warnings,
+            ignore_litellm_pydantic_warnings,
             import_litellm,
             retry_delay,
         )
@@ -128,7 +128,7 @@ class LedgerJudge:
                 self.ledger.record(LedgerEntry(**entry, cache_hit=True, response_text=hit.response_text, cost_usd=0.0))
                 return hit.response_text
         litellm = import_litellm()
-        ignore_pydantic_readonly_warnings()
+        ignore_litellm_pydantic_warnings()
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens, "timeout": self.timeout_s, "num_retries": 0}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature

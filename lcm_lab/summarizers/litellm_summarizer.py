@@ -39,7 +39,7 @@ from lcm_lab.summarizers.pool import CallPool
 from lcm_lab.summarizers.provider import (
     RETRYABLE,
     classify_error,
-    ignore_pydantic_readonly_warnings,
+    ignore_litellm_pydantic_warnings,
     import_litellm,
     missing_api_keys,
     response_cost,
@@ -258,7 +258,7 @@ class LiteLLMSummarizer:
 
     async def _call(self, rendered: RenderedPrompt, request: SummaryRequest, outcome: _Outcome) -> None:
         litellm = import_litellm()
-        ignore_pydantic_readonly_warnings()
+        ignore_litellm_pydantic_warnings()
         max_tokens = request.max_tokens
         transient_failures = 0
         empty_retried = False

@@ -103,13 +103,16 @@ def _no_hub_lookup(model_name: str) -> None:
     return None
 
 
-def ignore_pydantic_readonly_warnings() -> None:
-    """litellm's TypedDicts use ``ReadOnly``; pydantic warns when it builds their schemas lazily
-    (inside a request, or when litellm imports a provider module on first use). That is
-    third-party noise we cannot fix, so exactly that message is ignored. Re-inserted before each
-    call so it also holds under a test runner's "error" filter.
+def ignore_litellm_pydantic_warnings() -> None:
+    """Two pydantic warnings litellm causes and we cannot fix, ignored by their exact messages:
+    its TypedDicts use ``ReadOnly``, which pydantic warns about when it builds their schemas lazily
+    (inside a request, or when litellm imports a provider module on first use); and litellm 1.80
+    serialises a response's ``Choices`` where its model declares a union, which pydantic warns
+    about on every call ("Pydantic serializer warnings"). Re-inserted before each call so they
+    also hold under a test runner's "error" filter.
     """
     warnings.filterwarnings("ignore", message=r".*using the `ReadOnly` qualifier", category=UserWarning)
+    warnings.filterwarnings("ignore", message=r"Pydantic serializer warnings", category=UserWarning)
 
 
 def classify_error(exc: BaseException) -> str:
