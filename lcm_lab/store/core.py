@@ -271,7 +271,7 @@ class LabStore(StoreReads):
                 if self.path == MEMORY:
                     raw = duckdb.connect(MEMORY, config=dict(NO_DOWNLOADS))
                 else:
-                    raw = opening.open_existing(self.path, read_only=self.read_only)
+                    raw = opening.open_existing(self.path, read_only=self.read_only, look_first=self._reads_only)
                 break
             except opening.NewerStoreError:
                 if not self._reads_only:

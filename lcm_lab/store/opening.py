@@ -230,10 +230,14 @@ def require_complete(raw: duckdb.DuckDBPyConnection, path: str, *, newer: Sequen
         )
 
 
-def open_existing(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Connect to an existing store file, recovering once from a log DuckDB cannot replay."""
-    if not read_only and Path(path + ".wal").exists():
-        # A log is replayed (and so written into the file) by a read-write open: look first.
+def open_existing(path: str, *, read_only: bool, look_first: bool = False) -> duckdb.DuckDBPyConnection:
+    """Connect to an existing store file, recovering once from a log DuckDB cannot replay.
+
+    Before a read-write open the store is looked at read-only when it has a log (a read-write
+    open replays the log into the file) or when ``look_first`` (a reading command, which reads a
+    newer lab's store read-only: it then never holds it read-write, and a read-only connection
+    this process still holds does not clash with one of another mode)."""
+    if not read_only and (look_first or Path(path + ".wal").exists()):
         try:
             probe = connect(path, read_only=True)
         except (StoreLocked, _UnreplayableWal, StoreError):
