@@ -147,6 +147,16 @@ def temporary_beside(target: Path) -> tuple[int, Path]:
     return handle, Path(name)
 
 
+def link_into_place(built: Path, target: Path, while_doing: str, error: type[OutputError] = OutputError) -> None:
+    """Give the finished file ``built`` the name ``target`` with a hard link, which fails where a
+    rename would replace: a file that appeared at ``target`` meanwhile is never overwritten, even
+    in a race (``error`` says so, naming what was being done). The caller removes ``built``."""
+    try:
+        os.link(built, target)
+    except FileExistsError:
+        raise error(f"{target} appeared while {while_doing}; the lab never overwrites files") from None
+
+
 def _new_file_mode(target: Path) -> int:
     """The permissions the written file gets: the replaced file's, else what ``open`` would give
     (0666 less the umask) rather than ``mkstemp``'s private 0600."""

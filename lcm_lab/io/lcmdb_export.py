@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from lcm_lab.errors import EnvironmentFaultError, OutputError
 from lcm_lab.io import lcmdb_schema, lcmdb_schema_v1
-from lcm_lab.io.atomic import check_output_path, temporary_beside
+from lcm_lab.io.atomic import check_output_path, link_into_place, temporary_beside
 from lcm_lab.io.redaction import redact, secret_values
 
 if TYPE_CHECKING:
@@ -240,11 +240,7 @@ def export_lcm_db(run: Replay | StrategyRun, path: str | os.PathLike[str]) -> Ex
                 raise RuntimeError(f"exported database failed PRAGMA integrity_check: {check}")
         finally:
             con.close()
-        # os.link fails if the target appeared meanwhile: never overwrite, even in a race.
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            raise ExportExistsError(f"{target} appeared while exporting; the lab never overwrites files") from None
+        link_into_place(tmp, target, "exporting", ExportExistsError)
     finally:
         tmp.unlink(missing_ok=True)
     return result._replace(path=target)

@@ -155,7 +155,7 @@ def _build_beside(target: Path, storage: str, write: Callable[[optuna.storages.B
     from sqlalchemy.engine import make_url
 
     from lcm_lab.errors import OutputError
-    from lcm_lab.io.atomic import temporary_beside
+    from lcm_lab.io.atomic import link_into_place, temporary_beside
     from lcm_lab.summarizers.provider import display_url
 
     if not target.parent.is_dir():  # as SQLite, which creates no directory
@@ -170,10 +170,7 @@ def _build_beside(target: Path, storage: str, write: Callable[[optuna.storages.B
         finally:
             built.remove_session()
             built.engine.dispose()  # every connection closed: the file is complete, no journal beside it
-        try:
-            os.link(temporary, target)
-        except FileExistsError:
-            raise OutputError(f"{target} appeared while the study was written; the lab never overwrites files") from None
+        link_into_place(temporary, target, "the study was written")
     finally:
         temporary.unlink(missing_ok=True)
         Path(f"{temporary}-journal").unlink(missing_ok=True)
