@@ -90,6 +90,7 @@ def test_a_ctrl_c_inside_a_finaliser_is_raised_again_not_printed(capsys: pytest.
         def __del__(self) -> None:
             os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, where it cannot raise
 
+    before = signal.getsignal(signal.SIGINT)
     with interrupts.handled():
         since = interrupts.mark()
         SignalsWhenCollected()
@@ -97,7 +98,7 @@ def test_a_ctrl_c_inside_a_finaliser_is_raised_again_not_printed(capsys: pytest.
         with pytest.raises(KeyboardInterrupt):
             interrupts.raise_if_swallowed(since)
     assert "Exception ignored" not in capsys.readouterr().err
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    assert signal.getsignal(signal.SIGINT) is before  # put back
 
 
 def test_a_handled_ctrl_c_that_passed_through_c_code_keeps_the_exit_status(tmp_path: Path) -> None:
