@@ -2,7 +2,12 @@
 
 import sys
 
-from lcm_lab.cli import main
+from lcm_lab.io import interrupts
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with interrupts.handled(whole_process=True):  # before the CLI's modules load: a signal there is one line too
+        try:
+            from lcm_lab.cli import main
+        except KeyboardInterrupt as exc:
+            sys.exit(interrupts.report("lcm-lab", exc))
+        sys.exit(main())

@@ -16,7 +16,8 @@ Conventions every command follows (new commands get the shared parts for free):
   way. Nothing else is caught: any other exception is a bug and keeps its traceback.
 * Ctrl-C ends a command with one line and status 130, SIGTERM with one line and 143; both are
   raised where the command was, so its cleanup runs (transactions roll back, sweeps stop their
-  workers and record themselves as interrupted).
+  workers and record themselves as interrupted). They are handled from the first line of
+  :func:`main`, and one that a C extension swallowed is raised again (:mod:`lcm_lab.io.interrupts`).
 * ``--debug`` (or ``LCM_LAB_DEBUG=1``) re-raises user errors with their traceback, for bug reports.
 * Shared argument types: :func:`positive_int` for budgets and counts, :func:`existing_file`
   for inputs that must be files.
@@ -32,7 +33,6 @@ import importlib
 import json
 import math
 import re
-import signal
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -40,35 +40,14 @@ from typing import Any, NoReturn
 
 from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET
 from lcm_lab.errors import UserError, os_fault
+from lcm_lab.io import interrupts
 
 # Listed in help order; any other module in lcm_lab/commands/ with a register() is added after them.
 COMMANDS = ("load", "replay", "prompts", "ledger", "doctor", "report", "demo")
 DEBUG_ENV = "LCM_LAB_DEBUG"  # read by lcm_lab.io.env.flag
 USAGE_ERROR = 2
-INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-TERMINATED = 143  # 128 + SIGTERM
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command was (as Ctrl-C is), so that its cleanup runs: a sweep
-    stops its workers and records itself as interrupted, a load rolls back."""
-
-
-# Set when SIGTERM arrives: code between the handler and the CLI may turn the exception into a
-# plain KeyboardInterrupt (Ray's ``ray.wait`` does), and the exit status must still say SIGTERM.
-_SIGTERM_SEEN: list[bool] = []
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    _SIGTERM_SEEN.append(True)
-    raise Terminated()
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+INTERRUPTED = interrupts.INTERRUPTED  # 130: 128 + SIGINT, as shells report it
+TERMINATED = interrupts.TERMINATED  # 143: 128 + SIGTERM
 
 
 class _Parser(argparse.ArgumentParser):
@@ -326,6 +305,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Everything it prints has control characters escaped (:mod:`lcm_lab.io.terminal`): text
     from a user's files never reaches the terminal raw."""
+    # First of all: a signal from here on ends the command in one line.
+    with interrupts.handled(whole_process=argv is None):
+        try:
+            return _main_with_streams(argv)
+        except KeyboardInterrupt as exc:  # in the moments before the streams are set up or after
+            if "--debug" in (sys.argv[1:] if argv is None else argv):
+                raise
+            return interrupts.report("lcm-lab", exc)
+
+
+def _main_with_streams(argv: Sequence[str] | None) -> int:
     from lcm_lab.io.terminal import TerminalStreams, escaping_excepthook, reserve_standard_descriptors
 
     # A traceback is printed after the with block has put the raw streams back: the hook redacts
@@ -342,33 +332,32 @@ def _main(argv: Sequence[str] | None, streams: Any) -> int:
 
     # --debug is accepted anywhere on the line, not only before the command.
     debug = "--debug" in arguments or env.flag(DEBUG_ENV)
-    parser = build_parser()
-    args = parser.parse_args([a for a in arguments if a != "--debug"])
-    prefix = f"{parser.prog} {args.command}"
-    streams.json_stdout = bool(getattr(args, "json", False))
-    _SIGTERM_SEEN.clear()  # main() may run more than once in a process (tests, notebooks)
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
+    prefix = "lcm-lab"
     try:
+        parser = build_parser()
+        args = parser.parse_args([a for a in arguments if a != "--debug"])
+        prefix = f"{parser.prog} {args.command}"
+        streams.json_stdout = bool(getattr(args, "json", False))
         env.check()  # a bad LCM_LAB_* value ends the command before it opens or creates anything
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        interrupts.raise_if_swallowed(0)  # a signal whose exception some C extension swallowed
+        return status
     except KeyboardInterrupt as exc:
         if debug:
             raise
-        terminated = isinstance(exc, Terminated) or bool(_SIGTERM_SEEN)
-        what = "terminated (SIGTERM)" if terminated else "interrupted"
-        print(f"{prefix}: {what}; what was committed before is kept, the rest was rolled back", file=sys.stderr)
-        return TERMINATED if terminated else INTERRUPTED
-    except BrokenPipeError:
-        return 0
-    except (UserError, OSError, UnicodeDecodeError) as exc:
+        return interrupts.report(prefix, exc)
+    except Exception as exc:
+        if interrupts.mark() and not debug:
+            # The user stopped the command, and what failed after that is not the news: a C module
+            # whose import a signal cut short raises ImportError (DuckDB's: "initialization failed").
+            return interrupts.report(prefix, KeyboardInterrupt())
+        if isinstance(exc, BrokenPipeError):
+            return 0
         reason = _user_message(exc)
         if reason is None or debug:
             raise
         print(f"{prefix}: {_one_line(reason).removeprefix(f'{prefix}: ')}", file=sys.stderr)
         return USAGE_ERROR
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

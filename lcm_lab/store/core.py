@@ -25,12 +25,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
 from lcm_lab.errors import MemoryLimitError, NotFoundError, require_extra
-from lcm_lab.io import env
+from lcm_lab.io import env, interrupts
 from lcm_lab.io.surrogates import has_lone, replace_lone
 from lcm_lab.store import opening
+from lcm_lab.store._duckdb import duckdb
 from lcm_lab.store.opening import NO_DOWNLOADS, ReadOnlyStoreError, StoreBusyError, StoreLocked
 from lcm_lab.store.reads import StoreReads
 from lcm_lab.store.sql_tokens import install_token_macro
@@ -68,7 +67,8 @@ _REAPERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 def _stop_reapers() -> None:
     _EXITING.set()
     for thread in list(_REAPERS):
-        thread.join(timeout=5.0)
+        if thread.is_alive():  # not one whose start a Ctrl-C or SIGTERM cut short (join would raise)
+            thread.join(timeout=5.0)
 
 
 def default_store_path() -> Path:
@@ -335,7 +335,12 @@ class LabStore(StoreReads):
 
     @contextmanager
     def hold(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Keep the connection open (and the file locked) for the block; yields the raw connection."""
+        """Keep the connection open (and the file locked) for the block; yields the raw connection.
+
+        A Ctrl-C or SIGTERM that DuckDB swallowed meanwhile (it arrived while DuckDB ran Python
+        code, such as its first import of pandas) is raised again when the block ends
+        (:mod:`lcm_lab.io.interrupts`)."""
+        signals = interrupts.mark()
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"{self!r} is closed; open a new LabStore")
@@ -373,6 +378,7 @@ class LabStore(StoreReads):
             with self._lock:
                 self._pins -= 1
                 self._last_used = time.monotonic()
+        interrupts.raise_if_swallowed(signals)
 
     @contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:

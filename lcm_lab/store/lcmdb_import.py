@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from lcm_lab.errors import DataError
@@ -37,6 +36,7 @@ from lcm_lab.io.lcmdb import (
     unreadable_time_warnings,
     unreadable_times,
 )
+from lcm_lab.store._duckdb import duckdb
 from lcm_lab.store.lcmdb_backends import BACKENDS
 from lcm_lab.store.sql_tokens import fill_token_estimates_sql
 

@@ -41,12 +41,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import duckdb
-
 from lcm_lab.errors import EnvironmentFaultError, StoreError
 from lcm_lab.io import store_files
 from lcm_lab.io.atomic import remove_if_writer_died
 from lcm_lab.store import migrations
+from lcm_lab.store._duckdb import duckdb
 
 MEMORY = ":memory:"
 SQLITE_MAGIC = b"SQLite format 3\x00"

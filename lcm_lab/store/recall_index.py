@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pandas as pd
 
 from lcm_lab.errors import OptionError, UnknownNameError
 from lcm_lab.io.data_paths import NOT_ON_DISK, payload_dir, resolve_data_path
+from lcm_lab.store._duckdb import duckdb
 from lcm_lab.store.core import LabStore, extension_path
 
 FILE_SCAN_BYTES = 512_000  # the plugin searches the first 512,000 bytes of a large file
