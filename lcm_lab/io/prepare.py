@@ -15,7 +15,6 @@ import gc
 import multiprocessing
 import os
 import signal
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -31,6 +30,7 @@ from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
 from lcm_lab.io.growing import reading_up_to
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.io.rows import Sink, Start, WriteCounts, build_rows, not_stored_warning
+from lcm_lab.io.scratch import scratch_directory
 
 # A conversation is split across workers from this many entries on (below, a worker's start-up
 # costs more than it saves).
@@ -111,7 +111,7 @@ def _spool_sink(spool: str | os.PathLike[str], files: list[tuple[str, str, int]]
 
 
 # What forked split workers project: set just before the pool forks, so nothing is pickled.
-_SPLIT: tuple[LoadedConversation, Start, str, int, list[int], str] | None = None
+_SPLIT: tuple[LoadedConversation, Start, str, int, list[int], Path] | None = None
 _SHIFTED = {"messages": ("seq",), "message_parts": ("seq",), "entries": ("seq", "position")}
 
 
@@ -187,7 +187,7 @@ def build_rows_split(item: LoadedConversation, start: Start, sink: Sink, *, kind
     parts = workers * 3  # small parts: the parent inserts one while the workers project the next
     bounds = [len(entries) * k // parts for k in range(parts + 1)]
     total = WriteCounts()
-    with tempfile.TemporaryDirectory(prefix="lcm-lab-split-", ignore_cleanup_errors=True) as spool:
+    with scratch_directory("split") as spool:
         _SPLIT = (item, start, kind, source_id, bounds, spool)
         try:
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=worker_signals)

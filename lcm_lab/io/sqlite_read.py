@@ -17,7 +17,6 @@ import gzip
 import os
 import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from lcm_lab.errors import InputError
+from lcm_lab.io.scratch import scratch_directory
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -147,8 +147,8 @@ def sqlite_snapshot(path: str | os.PathLike[str], *, force_copy: bool = False) -
     if not original.is_file():
         raise SqliteReadError(f"{original}: not a regular file")
     if file_head(original, 2) == GZIP_MAGIC:
-        with tempfile.TemporaryDirectory(prefix="lcm_lab_sqlite_") as tmp:
-            target = Path(tmp) / "snapshot.db"
+        with scratch_directory("sqlite") as tmp:
+            target = tmp / "snapshot.db"
             try:
                 _gunzip_bounded(original, target)
             except (OSError, EOFError) as exc:
@@ -163,8 +163,8 @@ def sqlite_snapshot(path: str | os.PathLike[str], *, force_copy: bool = False) -
     if in_place:
         yield SqliteSnapshot(original, original, copied=False, _state=states)
         return
-    with tempfile.TemporaryDirectory(prefix="lcm_lab_sqlite_") as tmp:
-        yield SqliteSnapshot(original, _copy_consistently(original, Path(tmp)), copied=True)
+    with scratch_directory("sqlite") as tmp:
+        yield SqliteSnapshot(original, _copy_consistently(original, tmp), copied=True)
 
 
 def _require_sqlite(original: Path, path: Path) -> None:

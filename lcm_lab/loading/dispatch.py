@@ -24,7 +24,6 @@ import os
 import sqlite3
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
@@ -43,6 +42,7 @@ from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
 from lcm_lab.io.growing import reading_up_to
 from lcm_lab.io.lcmdb import LcmDbSchema, count_rows, open_lcmdb
 from lcm_lab.io.prepare import Prepared, forking, read_and_build, stop_workers, worker_signals
+from lcm_lab.io.scratch import scratch_directory
 from lcm_lab.io.sqlite_read import (
     GZIP_MAGIC,
     SnapshotChanged,
@@ -735,12 +735,13 @@ class _Prefetcher:
         self.futures: dict[int, Future[Prepared]] = {}
         self.submitted = 0
         self.forked = False
-        self.spool: tempfile.TemporaryDirectory[str] | None = None
+        self.spool: Path | None = None
+        self._scratch = ExitStack()
 
     def __enter__(self) -> _Prefetcher:
         context = _worker_context()
         if len(self.eligible) >= 2 and context is not None:
-            self.spool = tempfile.TemporaryDirectory(prefix="lcm-lab-load-", ignore_cleanup_errors=True)
+            self.spool = self._scratch.enter_context(scratch_directory("load"))
             self.pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=worker_signals)
         return self
 
@@ -751,8 +752,7 @@ class _Prefetcher:
             for future in self.futures.values():
                 future.cancel()
             self.pool.shutdown(wait=True, cancel_futures=True)
-        if self.spool is not None:
-            self.spool.cleanup()
+        self._scratch.close()
 
     def take(self, index: int) -> Future[Prepared] | None:
         """The prepared read of job ``index`` (None: read it in this process), topping up the queue."""
@@ -767,7 +767,7 @@ class _Prefetcher:
             job = self.jobs[position]
             try:
                 with forking() if not self.forked else nullcontext():  # the first submit forks the workers
-                    self.futures[position] = self.pool.submit(read_and_build, job.path, job.read, spool=self.spool.name)
+                    self.futures[position] = self.pool.submit(read_and_build, job.path, job.read, spool=self.spool)
                 self.forked = True
             except Exception:  # a broken pool: the remaining files load in this process
                 self.pool.shutdown(wait=False, cancel_futures=True)

@@ -29,7 +29,6 @@ import multiprocessing
 import os
 import pickle
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -38,6 +37,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from lcm_lab.errors import MAIN_GUARD_FIX, MainGuardError
+from lcm_lab.io.scratch import scratch_file
 from lcm_lab.sweeps.metrics import install_metrics
 from lcm_lab.sweeps.work import Conversations, SummarizerRecipe, Unit, UnitResult, build_summarizer, run_unit
 
@@ -207,11 +207,11 @@ _WORKER: dict[str, Any] = {}
 
 def _write_inputs(job: Job) -> str:
     """The job's inputs for worker processes, pickled once into a private temporary file."""
-    handle, path = tempfile.mkstemp(prefix="lcm-lab-sweep-", suffix=".pickle")
+    handle, path = scratch_file("sweep", ".pickle")
     with os.fdopen(handle, "wb") as out:
         pickle.dump((job.data, job.recipe, job.score_qa, job.fault, job.score_cost, job.metrics), out,
                     protocol=pickle.HIGHEST_PROTOCOL)
-    return path
+    return str(path)
 
 
 @contextmanager
