@@ -14,8 +14,8 @@ and the CLI once more at the end of a command, so a swallowed signal is raised a
 
 Two more ways a signal went wrong, both below Python:
 
-* One that landed while DuckDB's C module initialised itself (``import duckdb``, 0.1 s) made the
-  import fail ("ImportError: initialization failed") and left a half-made module behind, and
+* One that landed while DuckDB's C module initialised itself (``import duckdb``, 0.1 s) failed
+  that import ("ImportError: initialization failed") and left a half-made module behind, and
   the interpreter then crashed at exit (SIGSEGV). The store imports DuckDB inside
   :func:`deferred`, which holds signals back until the import is done and raises them after.
 * A ``KeyboardInterrupt`` that passed through C code running Python source (``PyRun_*``) sets
