@@ -101,11 +101,21 @@ class EngineState:
         """Replace context positions ``start..end`` (inclusive) by the stored summary ``summary_id``."""
         removed = self.context[start : end + 1]
         self._stored -= sum(self.stored_item_tokens(item) for item in removed)
+        self._forget_parsed_metadata(removed)
         item = ContextItem.summary(summary_id)
         self.context[start : end + 1] = [item]
         self.version += 1
         self.rewrites += 1
         self._stored += self.stored_item_tokens(item)
+
+    def _forget_parsed_metadata(self, leaving: Iterable[ContextItem]) -> None:
+        """The messages among ``leaving`` (context items about to leave the context) drop their
+        parts' parsed metadata: a long replay held it for every message it ever saw, a third of
+        its memory, while only messages in the context are read again and again."""
+        for item in leaving:
+            message = self.messages.get(int(item.ref)) if item.kind == "message" else None
+            for part in message.parts if message else ():
+                part.forget_parsed_metadata()
 
     def prune_for_new_session(self, retain_depth: int) -> None:
         """``/new``: drop raw messages and summaries shallower than ``retain_depth`` from context."""
@@ -117,6 +127,7 @@ class EngineState:
                 for item in self.context
                 if item.kind == "summary" and self.summaries[str(item.ref)].depth >= retain_depth
             ]
+        self._forget_parsed_metadata(self.context)
         self.context = kept
         self.version += 1
         self.rewrites += 1

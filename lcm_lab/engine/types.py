@@ -18,6 +18,9 @@ ItemKind = Literal["message", "summary"]
 Level = Literal["normal", "aggressive", "capped", "fallback", "pending"]  # pending: 1.0's one-call pending pipeline
 
 
+METADATA_MEMO = "_metadata_memo"  # where :mod:`lcm_lab.engine.assembly.blocks` keeps a part's parsed metadata
+
+
 @dataclass(frozen=True)
 class StoredPart:
     """One ``message_parts`` row (one content block of a message)."""
@@ -34,7 +37,12 @@ class StoredPart:
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickle the fields only, not the parsed-metadata memo (lcm_lab.engine.assembly.blocks).
-        return {k: v for k, v in self.__dict__.items() if k != "_metadata_memo"}
+        return {k: v for k, v in self.__dict__.items() if k != METADATA_MEMO}
+
+    def forget_parsed_metadata(self) -> None:
+        """Drop the parsed-metadata memo (a message that left the context is rarely read again,
+        and its parsed metadata was the largest thing a replay held per message)."""
+        self.__dict__.pop(METADATA_MEMO, None)
 
     def metadata_dict(self) -> dict[str, Any]:
         if not self.metadata:

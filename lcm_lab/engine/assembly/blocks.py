@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from lcm_lab.engine.js.json import UNDEFINED, js_parse, js_stringify, js_trim
-from lcm_lab.engine.types import StoredPart
+from lcm_lab.engine.types import METADATA_MEMO, StoredPart
 
 RuntimeRole = Literal["user", "assistant", "toolResult"]
 
@@ -52,12 +52,12 @@ def _metadata(part: StoredPart) -> dict[str, Any]:
     Ingest, leaf-source text and assembly all read the same parts' metadata (which embeds the raw
     block, often a whole file), so the parse is remembered on the part.
     """
-    cached: dict[str, Any] | None = part.__dict__.get("_metadata_memo")
+    cached: dict[str, Any] | None = part.__dict__.get(METADATA_MEMO)
     if cached is None:
         decoded = parse_json_loose(part.metadata)
         # A JSON array is an "object" to the plugin too, but has none of the named fields.
         cached = decoded if isinstance(decoded, dict) else {}
-        object.__setattr__(part, "_metadata_memo", cached)  # a memo, not a field (eq/hash/repr ignore it)
+        object.__setattr__(part, METADATA_MEMO, cached)  # a memo, not a field (eq/hash/repr ignore it)
     return cached
 
 
