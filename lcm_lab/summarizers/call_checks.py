@@ -136,8 +136,11 @@ def recorded_calls(calls: Iterable[Any], refused_passes: int = 0, credential: st
 
 
 def run_calls(run: Any, summarizer: object = None) -> CallTally:
-    """:func:`recorded_calls` of a replay: its turns' calls and the passes dropped for refused
-    credentials (the summarizer's ``credential()`` names the key to fix, when it has one)."""
+    """:func:`recorded_calls` of a replay or a strategy run: its turns' calls and the passes dropped
+    for refused credentials (the summarizer's ``credential()`` names the key to fix, when it has
+    one). An LCM strategy run's calls are those of the replay it carries; another strategy's are
+    its own (``ModelCall.failure``: clawvault's compression calls)."""
+    run = getattr(run, "replay", None) or run
     refused = sum(1 for turn in run.turns for sweep in getattr(turn, "sweeps", ()) if sweep.auth_failure)
     credential = getattr(summarizer, "credential", None)
     named = credential() if refused and callable(credential) else None
@@ -167,10 +170,10 @@ def check_run(run: Any, summarizer: object, before: CallTally | None) -> int:
     many failed.
 
     The calls are the summarizer's live tally since ``before`` (:func:`calls_so_far`) when it keeps
-    one, else what the run recorded (:func:`run_calls`; a strategy run's LCM replay)."""
+    one, else what the run recorded (:func:`run_calls`)."""
     tally = calls_since(summarizer, before)
     if tally is None:
-        tally = run_calls(getattr(run, "replay", None) or run, summarizer)
+        tally = run_calls(run, summarizer)
     failed, message = check_calls(tally, run.conversation.session_id, "the replay was not saved")
     if message is not None:
         warnings.warn(ModelCallsWarning(message, failed), stacklevel=_first_level_outside_the_lab())
