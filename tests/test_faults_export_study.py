@@ -1,10 +1,13 @@
 """``export-study`` killed part-way (SIGTERM, or SIGKILL) never leaves a study with some of its
-trials: a new SQLite storage appears whole or not at all, and in an existing storage SIGTERM
-deletes the study begun. Before, a SIGTERM left a study with 0 or fewer than all its trials and
-the next ``export-study`` refused ("already holds a study")."""
+trials that passes for a whole one: a new SQLite storage appears whole or not at all, in an
+existing storage SIGTERM deletes the study begun, and a SIGKILL there leaves a study marked
+unfinished, which the next export refuses in one line naming ``--replace``. Before, a SIGTERM left
+a study with 0 or fewer than all its trials and the next ``export-study`` refused ("already holds
+a study"), and after a SIGKILL it took the study for a finished one."""
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -67,11 +70,22 @@ def _hidden(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
 
 
-def _export(swept: tuple[Path, str], storage: Path) -> subprocess.CompletedProcess[str]:
+def _export(swept: tuple[Path, str], storage: Path, *options: str) -> subprocess.CompletedProcess[str]:
     db, sweep_id = swept
     return subprocess.run([sys.executable, "-m", "lcm_lab", "export-study", sweep_id, "--db", str(db),
-                           "--storage", f"sqlite:///{storage}"], capture_output=True, text=True, timeout=120,
+                           "--storage", f"sqlite:///{storage}", *options], capture_output=True, text=True, timeout=120,
                           env=child_env())  # fmt: skip
+
+
+def _marks(path: Path) -> dict[str, str | None]:
+    """Each study in the Optuna storage at ``path`` with its ``lcm_lab_export`` mark (``None``: none)."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT s.study_name, a.value_json FROM studies s LEFT JOIN study_user_attributes a "
+                           "ON a.study_id = s.study_id AND a.key = 'lcm_lab_export'").fetchall()  # fmt: skip
+    finally:
+        con.close()
+    return {name: None if value is None else json.loads(value) for name, value in rows}
 
 
 def _kill_when_held(swept: tuple[Path, str], storage: Path, call: str, count: int, how: signal.Signals) -> int:
@@ -126,3 +140,26 @@ def test_sigterm_in_an_existing_storage_deletes_the_study_it_began(tmp_path: Pat
     again = _export(swept, storage)
     assert again.returncode == 0, again.stderr[-3000:]
     assert _studies(storage) == {"kept": TRIALS, swept[1]: TRIALS}
+
+
+@pytest.mark.parametrize(("call", "count"), POINTS[:3])
+def test_sigkill_in_an_existing_storage_leaves_a_study_the_rerun_says_was_cut_short(tmp_path: Path, swept: tuple[Path, str],
+                                                                                    call: str, count: int) -> None:  # fmt: skip
+    """A SIGKILL gives the export no moment to undo: the study stays part-way (at the last point with
+    every trial in, but not yet marked complete). Before: the rerun took it for a whole study
+    ("already holds a study ... choose another study name")."""
+    storage = tmp_path / "es.db"
+    with LabStore(swept[0], read_only=True) as store:
+        sweep_study(swept[1], store, storage=f"sqlite:///{storage}", study_name="kept")
+    _kill_when_held(swept, storage, call, count, signal.SIGKILL)
+    assert _studies(storage)["kept"] == TRIALS
+    again = _export(swept, storage)
+    lines = [line for line in again.stderr.splitlines() if line.strip()]
+    assert again.returncode == 2 and len(lines) == 1 and "Traceback" not in again.stderr, again.stderr[-3000:]
+    assert f"holds a study '{swept[1]}' whose export was cut short" in lines[0] and "--replace" in lines[0], lines[0]
+    assert _marks(storage) == {"kept": "complete", swept[1]: _marks(storage)[swept[1]]}
+    assert _marks(storage)[swept[1]] in (None, "writing")  # created, never marked complete (None: killed before the mark)
+    replaced = _export(swept, storage, "--replace")
+    assert replaced.returncode == 0, replaced.stderr[-3000:]
+    assert _studies(storage) == {"kept": TRIALS, swept[1]: TRIALS}
+    assert _marks(storage) == {"kept": "complete", swept[1]: "complete"}

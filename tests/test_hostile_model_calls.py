@@ -191,3 +191,57 @@ def test_a_sweep_that_failed_on_a_dead_server_is_retried_once_it_answers(tmp_pat
     lab_warnings = [line for line in err.splitlines() if line.startswith("warning:")]  # (not litellm's own log noise)
     assert "3 runs ok, 0 failed" in out and "recommended" in out and not lab_warnings, err
     assert server.completion_requests
+
+
+def _clawvault_sweep_spec(tmp_path: Path, api_base: str) -> str:
+    """A sweep of clawvault (falling back to its regex observer when the model fails) on a small
+    session, at a budget where the plugin defaults never compact: clawvault makes every model call."""
+    import yaml
+    from test_sweep import small_spec
+
+    spec = small_spec(summarizer={"name": "litellm", "model": "openai/fake-model", "api_base": api_base, "max_retries": 0},
+                      conversations=[{"path": str(session(tmp_path / "s.jsonl"))}], token_budget=100_000, base={},
+                      space={"strategy": ["clawvault"]},
+                      strategy_config={"clawvault": {"on_model_failure": "fallback", "observe_threshold": [400, 800]}})  # fmt: skip
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def observations(body: dict[str, object]) -> str:
+    """An observer's reply: one observation line (clawvault's format) per message it was shown."""
+    return "\n".join(f"- [fact|c=0.80|i=0.50] noted line {n}" for n in range(3))
+
+
+def test_a_sweep_of_a_model_strategy_whose_model_never_answers_fails_those_runs(tmp_path: Path,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Before: the clawvault runs were "ok" on the regex fallback, a recommended configuration and exit 0."""
+    from lcm_lab.store import open_store
+    from lcm_lab.sweeps import sweep_df
+
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["sweep", "--db", db, "--no-progress", _clawvault_sweep_spec(tmp_path, f"http://127.0.0.1:{dead_port()}/v1")])
+    _out, err = capsys.readouterr()
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert code == 1 and "2 runs failed; the first: ModelCallsFailedError: the run: " in warning, err
+    frame = sweep_df(next(iter(open_store(db).fetch_all("SELECT sweep_id FROM sweeps")))[0], open_store(db))
+    failed = frame[frame.status != "ok"]
+    assert sorted(failed.strategy) == ["clawvault", "clawvault"] and (frame[frame.status == "ok"].strategy == "lcm").all()
+    for error in failed.error:  # the LCM sweep's words: every call failed, nothing came from the model
+        calls = int(error.split(" of ", 1)[0].rsplit(" ", 1)[1])
+        assert calls >= 2 and f"{calls} of {calls} model calls failed" in error
+        assert "no summary came from the model, so it was not scored" in error
+
+
+def test_a_sweep_of_a_model_strategy_with_some_failed_calls_warns_with_the_count(tmp_path: Path, server: FakeOpenAIServer,
+                                                                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    server.set_responder(observations)
+    server.enqueue(Reply(status=500))  # clawvault's first compression call fails, the rest are answered
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["sweep", "--db", db, "--no-progress", "--json", _clawvault_sweep_spec(tmp_path, server.base_url)])
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert code == 0 and result["runs_ok"] == 3 and result["failed_model_calls"] == 1, err
+    assert len(server.completion_requests) >= 4  # every request was clawvault's (the defaults never compact here)
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert "1 summaries in finished runs are the truncation fallback" in warning

@@ -20,6 +20,7 @@ from test_hostile_output import lab
 
 # ModelCallsFailedError is a ModelError (not imported here, so the file runs on older code)
 from lcm_lab.errors import ModelError
+from lcm_lab.summarizers.call_checks import ModelCallsWarning
 
 MODEL = ["--summarizer", "litellm", "--model", "openai/fake-model", "--max-retries", "0"]
 
@@ -102,10 +103,24 @@ def test_the_rewrite_library_raises_the_same_error_and_warns_when_some_calls_fai
         whatif.rewrite(run_id, depth=0, summarizer=model_summarizer(dead(), store), store=store)  # type: ignore[arg-type]
     assert derived_runs(db) == 0
     server.enqueue(Reply(status=500))  # the first call fails, the rest are answered
-    result = whatif.rewrite(run_id, depth=0, summarizer=model_summarizer(server.base_url, store), store=store)  # type: ignore[arg-type]
+    with pytest.warns(ModelCallsWarning) as caught:  # a notebook sees it under the cell, not only in .warnings
+        result = whatif.rewrite(run_id, depth=0, summarizer=model_summarizer(server.base_url, store), store=store)  # type: ignore[arg-type]
     (warning,) = result.warnings
     assert f"1 of {len(result.calls)} model calls failed (server_error ×1" in warning and "truncation fallback" in warning
     assert len(result.calls) >= 2 and result.json()["failed_calls"] == 1 and derived_runs(db) == 1
+    (shown,) = [w for w in caught.list if issubclass(w.category, ModelCallsWarning)]
+    assert str(shown.message) == warning and shown.message.failed == 1 and shown.filename == __file__  # type: ignore[union-attr]
+
+
+def test_the_rewrite_command_says_some_failed_calls_once(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    db, run_id = saved_run(tmp_path)
+    server.enqueue(Reply(status=500))  # the first call fails, the rest are answered
+    result = lab("whatif", "rewrite", "--db", db, run_id, "--depth", "0", "--model", "openai/fake-model", "--max-retries", "0",
+                 "--api-base", server.base_url, "--json", cwd=tmp_path)  # fmt: skip
+    err = result.stderr.decode()
+    said = [line for line in err.splitlines() if "model calls failed" in line]
+    assert result.returncode == 0 and len(said) == 1 and said[0].startswith("warning: rewrite of "), err[-3000:]
+    assert "1 of " in said[0] and json.loads(result.stdout)["failed_calls"] == 1
 
 
 # -- compare-versions ----------------------------------------------------------------------------
@@ -128,18 +143,22 @@ def test_compare_versions_warns_with_the_counts_in_the_library_and_the_cli(tmp_p
 
     path, settings = session(tmp_path / "s.jsonl"), {"freshTailCount": 2}
     server.enqueue(Reply(status=500), Reply(status=503))  # two calls of the first version fail
-    cmp = lab_.compare_versions(path, settings, token_budget=1200, summarizer=model_summarizer(server.base_url, lab_.LabStore(":memory:")),  # type: ignore[arg-type]
-                                scores=False)  # fmt: skip
+    with pytest.warns(ModelCallsWarning) as caught:  # a notebook sees it under the cell, not only in .warnings
+        cmp = lab_.compare_versions(path, settings, token_budget=1200, summarizer=model_summarizer(server.base_url, lab_.LabStore(":memory:")),  # type: ignore[arg-type]
+                                    scores=False)  # fmt: skip
     (warning,) = cmp.warnings
     calls = cmp.totals[0]["summarizer_calls"]
     assert warning.startswith("calls under lossless-claw 0.15.3: ") and f"2 of {calls} model calls failed (server_error ×2" in warning
     assert cmp.to_dict()["warnings"] == [warning]
+    (shown,) = [w for w in caught.list if issubclass(w.category, ModelCallsWarning)]
+    assert str(shown.message) == warning and shown.message.failed == 2 and shown.filename == __file__  # type: ignore[union-attr]
     server.clear()
     server.enqueue(Reply(status=500))
     result = lab("compare-versions", str(path), "--config", str(config(tmp_path)), "--token-budget", "1200", *MODEL, "--cache", "off",
                  "--api-base", server.base_url, cwd=tmp_path)  # fmt: skip
-    warnings = [line for line in result.stderr.decode().splitlines() if line.startswith("warning:")]
-    assert result.returncode == 0 and len(warnings) == 1 and "1 of " in warnings[0] and "truncation fallback" in warnings[0], result.stderr
+    warnings = [line for line in result.stderr.decode().splitlines() if "model calls failed" in line]  # said once, not twice
+    assert result.returncode == 0 and len(warnings) == 1 and warnings[0].startswith("warning: calls under lossless-claw 0.15.3: ")
+    assert "1 of " in warnings[0] and "truncation fallback" in warnings[0], result.stderr
     assert not (tmp_path / ".lcm_lab").exists()
 
 

@@ -82,6 +82,7 @@ def _source(args: argparse.Namespace) -> tuple[Any, int | None]:
 def run(args: argparse.Namespace) -> int:
     from lcm_lab.commands._summarizer_args import summarizer_from_args
     from lcm_lab.io.tables import format_table
+    from lcm_lab.summarizers.call_checks import collected_call_warnings
     from lcm_lab.upgrade import compare_versions
     from lcm_lab.upgrade._render import verdict_lines
 
@@ -92,8 +93,9 @@ def run(args: argparse.Namespace) -> int:
         config = load_config_file(args.config, environ={})
     source, index = _source(args)
     summarizer = summarizer_from_args(args)
-    cmp = compare_versions(source, config, versions=args.versions, token_budget=args.token_budget,
-                           summarizer=summarizer, conversation=index)  # fmt: skip
+    with collected_call_warnings():  # the library's warning, said once below as the result's warnings
+        cmp = compare_versions(source, config, versions=args.versions, token_budget=args.token_budget,
+                               summarizer=summarizer, conversation=index)  # fmt: skip
     for warning in cmp.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:

@@ -90,6 +90,7 @@ def _dissolve(args: argparse.Namespace) -> int:
 def _rewrite(args: argparse.Namespace) -> int:
     from lcm_lab import whatif
     from lcm_lab.store import open_store
+    from lcm_lab.summarizers.call_checks import collected_call_warnings
 
     if args.model and args.summarizer not in (None, "litellm"):
         raise OptionError(f"--summarizer {args.summarizer} and --model {args.model}: choose one")
@@ -98,7 +99,8 @@ def _rewrite(args: argparse.Namespace) -> int:
     args.summarizer = args.summarizer or ("litellm" if args.model else DEFAULT_SUMMARIZER)
     with open_store(args.db) as store:
         writer = summarizer_from_args(args, store=store)  # the ledger of its model calls is this store's
-        result = whatif.rewrite(args.run_id, args.summary_id, depth=args.depth, summarizer=writer, store=store, label=args.label)
+        with collected_call_warnings():  # the library's warning, said once by _report as the result's warnings
+            result = whatif.rewrite(args.run_id, args.summary_id, depth=args.depth, summarizer=writer, store=store, label=args.label)
         return _report(result, args)
 
 

@@ -56,6 +56,12 @@ class ModelCall:
     cached: bool = False
     failed: str | None = None  # why the call produced no usable output (then ``events`` says what happened)
 
+    @property
+    def failure(self) -> str | None:
+        """``failed`` under the name a replay's calls give it (``SummarizerCall.failure``), which the
+        lab's rule for failed model calls reads (:func:`~lcm_lab.summarizers.call_checks.recorded_calls`)."""
+        return self.failed
+
 
 @dataclass(frozen=True)
 class MemoryItem:

@@ -88,7 +88,7 @@ def from_replay(result: Replay, params: Mapping[str, Any] | None = None) -> Stra
     last = len(result.turns) - 1
     for t in result.turns:
         calls = tuple(
-            ModelCall(c.kind, c.model, c.source_tokens, c.output_tokens, c.cost_usd, c.cached)
+            ModelCall(c.kind, c.model, c.source_tokens, c.output_tokens, c.cost_usd, c.cached, c.failure)
             for c in t.calls
         )
         events = ("compacted",) if t.compacted else ()

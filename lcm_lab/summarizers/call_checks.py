@@ -17,8 +17,10 @@ the live tally keeps the first error's text.
 ``lab.replay`` and every strategy's ``run`` apply the rule themselves (:func:`check_run`): the
 error is raised, and the warning is a :class:`ModelCallsWarning`, which a notebook shows under the
 cell. A caller that says it in its own words passes ``check_calls=False`` and calls
-:func:`check_calls`; the CLI's replay collects the warning (:func:`collected_call_warnings`) and
-prints it as its one ``warning:`` line.
+:func:`check_calls`; a library result that keeps the warning in a field (``compare_versions``,
+``whatif.rewrite``) issues the same :class:`ModelCallsWarning` too (:func:`warn_failed_calls`).
+The CLI collects the warning (:func:`collected_call_warnings`) and prints it as its one
+``warning:`` line.
 
 >>> check_calls(CallTally(4, {"timeout": 1}, "timed out"), "s1", "the replay was not saved")
 (1, 's1: 1 of 4 model calls failed (timeout ×1; first error: timed out); their summaries are the truncation fallback')
@@ -136,8 +138,11 @@ def recorded_calls(calls: Iterable[Any], refused_passes: int = 0, credential: st
 
 
 def run_calls(run: Any, summarizer: object = None) -> CallTally:
-    """:func:`recorded_calls` of a replay: its turns' calls and the passes dropped for refused
-    credentials (the summarizer's ``credential()`` names the key to fix, when it has one)."""
+    """:func:`recorded_calls` of a replay or a strategy run: its turns' calls and the passes dropped
+    for refused credentials (the summarizer's ``credential()`` names the key to fix, when it has
+    one). An LCM strategy run's calls are those of the replay it carries; another strategy's are
+    its own (``ModelCall.failure``: clawvault's compression calls)."""
+    run = getattr(run, "replay", None) or run
     refused = sum(1 for turn in run.turns for sweep in getattr(turn, "sweeps", ()) if sweep.auth_failure)
     credential = getattr(summarizer, "credential", None)
     named = credential() if refused and callable(credential) else None
@@ -167,14 +172,22 @@ def check_run(run: Any, summarizer: object, before: CallTally | None) -> int:
     many failed.
 
     The calls are the summarizer's live tally since ``before`` (:func:`calls_so_far`) when it keeps
-    one, else what the run recorded (:func:`run_calls`; a strategy run's LCM replay)."""
+    one, else what the run recorded (:func:`run_calls`)."""
     tally = calls_since(summarizer, before)
     if tally is None:
-        tally = run_calls(getattr(run, "replay", None) or run, summarizer)
+        tally = run_calls(run, summarizer)
     failed, message = check_calls(tally, run.conversation.session_id, "the replay was not saved")
+    warn_failed_calls(failed, message)
+    return failed
+
+
+def warn_failed_calls(failed: int, message: str | None) -> None:
+    """Show what :func:`check_calls` returned as one :class:`ModelCallsWarning`, attributed to the
+    line outside the lab that asked for the result (a notebook cell, a script); nothing when no
+    call failed (``message`` is ``None``). Every library result that keeps the warning in a field
+    of its own (``compare_versions``, ``whatif.rewrite``) issues it here too, so a notebook shows it."""
     if message is not None:
         warnings.warn(ModelCallsWarning(message, failed), stacklevel=_first_level_outside_the_lab())
-    return failed
 
 
 def _first_level_outside_the_lab() -> int:

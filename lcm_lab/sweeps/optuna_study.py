@@ -11,6 +11,11 @@ on every conversation, or has no value for an objective, is a failed trial. The 
 chooses from (both use the same means, constraints and :func:`lcm_lab.metrics.stats.pareto_mask`
 rule; ``tests/test_sweep_optuna.py`` checks it).
 
+The study's user attribute ``lcm_lab_export`` says whether the export finished: ``"writing"`` from
+just after the study is created, ``"complete"`` once every trial is in. A study of that name that
+an earlier export left unfinished (killed with SIGKILL in an existing storage) is refused in one
+line saying so, and ``replace=True`` (``--replace``) writes it again.
+
     study = lab.sweeps.sweep_study("sw_…", storage="sqlite:///sweeps.db")
     optuna.visualization.plot_pareto_front(study)      # or: optuna-dashboard sqlite:///sweeps.db
 """
@@ -71,6 +76,8 @@ def sweep_study(sweep_id: str, store: LabStore | None = None, *, storage: str | 
     SIGKILL too) leaves no file there, and at most a temporary that the next write beside it
     removes. In an existing storage, an export stopped part-way (an error, Ctrl-C, SIGTERM)
     deletes the study it had begun before the error goes on, so running it again is not refused.
+    A SIGKILL there can still leave the study part-way: it then stays marked ``"writing"`` (the
+    module docstring), and running the export again says so instead of taking it for a whole one.
     The file an ``sqlite:///`` URL names follows the lab's output rules (:func:`_sqlite_file`)."""
     import optuna
 
@@ -86,13 +93,47 @@ def sweep_study(sweep_id: str, store: LabStore | None = None, *, storage: str | 
     with _storage_faults(storage):  # a storage that cannot be opened or written: one line, not SQLAlchemy's traceback
         if storage is not None and file is not None and not file.exists():
             _build_beside(file, storage, lambda built: _write_study(built, name, spec, sweep_id, trials))
-            return optuna.load_study(study_name=name, storage=storage)
+            return _read_back(storage, name)
         if storage is not None and name in optuna.get_all_study_names(storage):
             if not replace:
-                raise OptionError(f"the Optuna storage {storage} already holds a study {name!r}; pass replace=True (--replace) "
-                                  "to write it again, or choose another study name")
+                raise _held(storage, name)
             optuna.delete_study(study_name=name, storage=storage)
         return _write_study(storage, name, spec, sweep_id, trials, undo=storage is not None)
+
+
+EXPORT_MARK = "lcm_lab_export"  # the study's user attribute: "writing", then "complete" (the module docstring)
+
+
+def _unfinished(user_attrs: dict[str, Any], trials: int) -> bool:
+    """Whether a study is one an export of the lab began and did not finish: marked ``"writing"``,
+    or empty without any attribute (a kill just after Optuna created it, before the mark)."""
+    return user_attrs.get(EXPORT_MARK) == "writing" or (not user_attrs and trials == 0)
+
+
+def _held(storage: str, name: str) -> OptionError:
+    """Why the study ``name`` already in ``storage`` is not written over: an earlier export was cut
+    short (the study is not marked complete), or the storage holds a study of that name."""
+    import optuna
+
+    from lcm_lab.summarizers.provider import display_url
+
+    summary = next(s for s in optuna.get_all_study_summaries(storage, include_best_trial=False) if s.study_name == name)
+    if _unfinished(summary.user_attrs, summary.n_trials):
+        return OptionError(f"the Optuna storage {display_url(storage)} holds a study {name!r} whose export was cut short "
+                           f"({summary.n_trials} trials written, maybe not all); pass replace=True (--replace) to write it again")  # fmt: skip
+    return OptionError(f"the Optuna storage {display_url(storage)} already holds a study {name!r}; pass replace=True (--replace) "
+                       "to write it again, or choose another study name")  # fmt: skip
+
+
+def _read_back(storage: str, name: str) -> optuna.Study:
+    """The study ``name`` the export wrote into ``storage``, refused (:func:`_held`) unless it is
+    marked complete."""
+    import optuna
+
+    study = optuna.load_study(study_name=name, storage=storage)
+    if study.user_attrs.get(EXPORT_MARK) != "complete":
+        raise _held(storage, name)
+    return study
 
 
 def _trials(spec: SweepSpec, sweep_id: str, store: LabStore) -> list[optuna.trial.FrozenTrial]:
@@ -128,17 +169,19 @@ def _trials(spec: SweepSpec, sweep_id: str, store: LabStore) -> list[optuna.tria
 
 def _write_study(storage: str | optuna.storages.BaseStorage | None, name: str, spec: SweepSpec, sweep_id: str,
                  trials: list[optuna.trial.FrozenTrial], *, undo: bool = False) -> optuna.Study:
-    """Create the study ``name`` in ``storage`` (which holds none of that name) and add ``trials``;
-    with ``undo``, a failure or an interruption part-way deletes the study again before it goes on
+    """Create the study ``name`` in ``storage`` (which holds none of that name), marked ``"writing"``,
+    add ``trials`` and mark it ``"complete"``; with ``undo``, a failure or an interruption part-way deletes the study again before it goes on
     (also when it came inside ``create_study``, after the storage had recorded the study)."""
     import optuna
 
     try:
         study = optuna.create_study(storage=storage, study_name=name, directions=[o.direction for o in spec.objectives])
+        study.set_user_attr(EXPORT_MARK, "writing")  # first: a study killed from here on says it is unfinished
         study.set_user_attr("sweep_id", sweep_id)
         study.set_user_attr("sweep_name", spec.name)
         study.set_user_attr("objectives", [o.metric for o in spec.objectives])
         study.add_trials(trials)
+        study.set_user_attr(EXPORT_MARK, "complete")  # last: only a study with every trial in says so
     except BaseException:
         if undo and name in optuna.get_all_study_names(storage):
             optuna.delete_study(study_name=name, storage=storage)

@@ -88,14 +88,13 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
         if fault is not None and fault in (unit.config_id, unit.conversation_key):
             raise RuntimeError(f"injected fault for {fault}")
         conversation = data.conversations[unit.conversation_key]
-        failed_calls = 0
         if unit.strategy == "lcm":
             assert unit.config is not None
             run = replay(conversation, unit.config, summarizer, token_budget=unit.token_budget, run_id=unit.run_id,
                          engine=unit.engine, check_calls=False)  # type: ignore[arg-type]
-            failed_calls = _failed_model_calls(run, summarizer)  # the rule in the sweep's words (a worker shows no warning)
         else:
             run = _run_strategy(unit, data, conversation, summarizer)
+        failed_calls = _failed_model_calls(run, summarizer)  # the rule in the sweep's words (a worker shows no warning)
         qa = data.qa_items.get(unit.conversation_key) if score_qa else None
         last = [run.turns[-1].turn] if run.turns else []
         donor_key = data.donors.get(unit.conversation_key)
@@ -123,8 +122,9 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
 
 
 def _failed_model_calls(run: Any, summarizer: Any = None) -> int:
-    """How many of the run's summarizer calls fell back because the model gave no summary. The
-    lab's one rule for failed model calls decides (:func:`lcm_lab.summarizers.call_checks.check_calls`):
+    """How many of the run's model calls (an LCM replay's summarizer calls, another strategy's
+    own: clawvault's compression) fell back because the model gave no usable reply. The lab's one
+    rule for failed model calls decides (:func:`lcm_lab.summarizers.call_checks.check_calls`):
     when every call failed, or the provider refused the credentials (the engine dropped those
     passes), the unit fails with a :class:`ModelCallsFailedError` (a dead server or a wrong model
     must not yield a recommendation)."""

@@ -187,11 +187,14 @@ def compare_versions(
 
     Failed model calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): a
     version whose every call failed raises :class:`ModelCallsFailedError` (its column would
-    measure the truncation fallback); some failed calls are counted in ``warnings``.
+    measure the truncation fallback); some failed calls are counted in ``warnings``, and each such
+    version's count is issued as a :class:`~lcm_lab.summarizers.call_checks.ModelCallsWarning`
+    (shown under a notebook's cell).
 
     ``lab.compare_versions("session.jsonl", {"contextThreshold": 0.6}, token_budget=8000).totals_df()``
     """
     from lcm_lab.summarizers import get_summarizer
+    from lcm_lab.summarizers.call_checks import warn_failed_calls
 
     engines = check_versions(versions)
     conv, own_qa, partner = _resolve_input(conversation_or_input, conversation)
@@ -200,13 +203,15 @@ def compare_versions(
     settings = _config(config)
     writer = get_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
     runs: dict[str, Any] = {}
-    warnings: list[str] = []
+    failed: list[tuple[int, str]] = []  # per version whose calls partly failed: how many, and the warning
     for engine in engines:  # each version checked as it ends: a dead server stops the comparison at the first
         runs[engine] = run_engine(engine, conv, settings, writer, token_budget, check_calls=False)  # said below, per version
-        warnings += _call_warnings(runs[engine], writer, f"{conv.session_id} under lossless-claw {engine}")
+        failed += _call_warnings(runs[engine], writer, f"{conv.session_id} under lossless-claw {engine}")
     rows = turn_rows(runs)
     outcomes = {engine: headline_outcomes(run, f"{conv.session_id}:{engine}", qa_items=items, chance_conversation=partner, seed=seed)
                 for engine, run in runs.items()} if scores else {}  # fmt: skip
+    for count, warning in failed:  # once the comparison is made: shown under the notebook's cell too
+        warn_failed_calls(count, warning)
     return VersionComparison(
         session_id=conv.session_id,
         title=conv.title,
@@ -218,14 +223,14 @@ def compare_versions(
         turns=tuple(rows),
         totals=tuple(totals(runs, rows)),
         headlines=tuple(headline_rows(outcomes, resamples=resamples, seed=seed)) if outcomes else (),
-        warnings=tuple(warnings),
+        warnings=tuple(warning for _count, warning in failed),
     )
 
 
-def _call_warnings(run: Any, summarizer: object, where: str) -> list[str]:
+def _call_warnings(run: Any, summarizer: object, where: str) -> list[tuple[int, str]]:
     """One version's failed model calls by the lab's one rule: every call failed raises, some
-    failed is a warning with the counts."""
+    failed is a warning with the counts (returned with how many failed)."""
     from lcm_lab.summarizers.call_checks import check_calls, run_calls
 
-    _failed, warning = check_calls(run_calls(run, summarizer), where, "no comparison was made")
-    return [warning] if warning else []
+    count, warning = check_calls(run_calls(run, summarizer), where, "no comparison was made")
+    return [(count, warning)] if warning else []

@@ -146,7 +146,9 @@ def rewrite(
 
     Failed model calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): when
     every call failed, nothing came from the model and a :class:`ModelCallsFailedError` is raised
-    before anything is saved; when some failed, the result's ``warnings`` count them.
+    before anything is saved; when some failed, the result's ``warnings`` count them, and the same
+    count is issued as a :class:`~lcm_lab.summarizers.call_checks.ModelCallsWarning` (shown under a
+    notebook's cell).
     """
     store = _store(store)
     parent = _parent(run, store)
@@ -162,12 +164,13 @@ def rewrite(
     if hasattr(writer, "with_options") and getattr(writer, "run_id", None) is None:
         writer = writer.with_options(run_id=derived_id)  # ledger rows name the run they belong to
     outcome = edits.rewrite(parent, ids, writer)
-    from lcm_lab.summarizers.call_checks import check_calls, recorded_calls
+    from lcm_lab.summarizers.call_checks import check_calls, recorded_calls, warn_failed_calls
 
-    _failed, warning = check_calls(recorded_calls(outcome.calls), f"rewrite of {parent.run_id}", "no derived run was saved")
+    failed, warning = check_calls(recorded_calls(outcome.calls), f"rewrite of {parent.run_id}", "no derived run was saved")
     what = f"depth {depth}" if depth is not None else (ids[0] if len(ids) == 1 else f"{len(ids)} summaries")
     by = described.get("model") or described["summarizer"]
     made = _derive(store, parent, outcome.replay, edit, outcome.calls, label or f"rewrite {what} with {by} of {_name(store, parent)}")
+    warn_failed_calls(failed, warning)  # once the derived run is saved: shown under the notebook's cell too
     return replace(made, warnings=(warning,)) if warning else made
 
 
