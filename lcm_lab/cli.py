@@ -329,6 +329,7 @@ def _main_with_streams(argv: Sequence[str] | None) -> int:
 def _main(argv: Sequence[str] | None, streams: Any) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     from lcm_lab.io import env
+    from lcm_lab.io.scratch import remove_orphans
 
     # --debug is accepted anywhere on the line, not only before the command.
     debug = "--debug" in arguments or env.flag(DEBUG_ENV)
@@ -339,6 +340,7 @@ def _main(argv: Sequence[str] | None, streams: Any) -> int:
         prefix = f"{parser.prog} {args.command}"
         streams.json_stdout = bool(getattr(args, "json", False))
         env.check()  # a bad LCM_LAB_* value ends the command before it opens or creates anything
+        remove_orphans()  # scratch a killed lab process left in the temporary directory
         status = int(args.func(args) or 0)
         interrupts.raise_if_swallowed(0)  # a signal whose exception some C extension swallowed
         return status

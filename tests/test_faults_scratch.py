@@ -1,5 +1,5 @@
 """A killed lab process leaves its scratch (a sweep's pickled inputs, row spools, a decompressed
-lcm.db) in the temporary directory; the next lab process that makes scratch removes it, and only
+lcm.db) in the temporary directory; the next lab command (or new scratch) removes it, and only
 the scratch of processes that have ended (:mod:`lcm_lab.io.scratch`)."""
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ workers: 2
 @pytest.mark.slow
 def test_a_kill_9_sweeps_inputs_are_removed_by_the_next_lab_command(tmp_path: Path) -> None:
     """A real sweep on two worker processes, killed with SIGKILL once its workers run, leaves its
-    pickled inputs; the next command that makes scratch (a load of a gzipped lcm.db, which
-    decompresses it there) removes them, and its own scratch too when it ends."""
+    pickled inputs; the next lab command removes them, even one that makes no scratch itself
+    (``ledger``); a load of a gzipped lcm.db, which decompresses it there, leaves nothing."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     spec = tmp_path / "sweep.yaml"
@@ -124,6 +124,10 @@ def test_a_kill_9_sweeps_inputs_are_removed_by_the_next_lab_command(tmp_path: Pa
             child.wait()
     (left,) = scratch.glob("lcm-lab-sweep-*.pickle")
     assert left.name.startswith(f"lcm-lab-sweep-{child.pid}.")
+
+    ledger = run_lab("ledger", "--db", str(tmp_path / "lab.duckdb"), TMPDIR=str(scratch))
+    assert ledger.returncode == 0, ledger.stderr
+    assert list(scratch.iterdir()) == []
 
     packed = tmp_path / "run.db.gz"
     with reference_db("golden__C1-defaults-32k").open("rb") as raw, gzip.open(packed, "wb") as out:

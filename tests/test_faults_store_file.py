@@ -101,6 +101,20 @@ def test_directory_and_dangling_link_as_db(tmp_path: Path, capsys: pytest.Captur
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.parametrize("command", ["load", "ledger", "report"])
+def test_a_store_name_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """DuckDB takes UTF-8 names only: a byte like 0xff in ``--db`` ended ``load`` in a
+    UnicodeEncodeError traceback (the reading commands said there was no store); now every
+    command says why, in one line, and nothing is created."""
+    db = os.fsdecode(os.fsencode(str(tmp_path)) + b"/bad\xff.duckdb")
+    extra = {"load": [str(FIXTURES / "reference-runs" / "inputs" / "golden-session.jsonl")], "report": ["-o", str(tmp_path / "r.html")]}
+    assert main([command, *extra.get(command, []), "--db", db]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.endswith("DuckDB cannot open a file whose name is not valid UTF-8; give the store another name")
+    assert "\\udcff" in line  # the byte is shown escaped, not written raw to the terminal
+    assert os.listdir(tmp_path) == []
+
+
 def test_the_library_raises_a_store_error_a_user_can_catch(tmp_path: Path) -> None:
     lcm = _lcm_db(tmp_path)
     digest = sha256(lcm)

@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.errors import MemoryLimitError, NotFoundError, require_extra
+from lcm_lab.errors import MemoryLimitError, NotFoundError, StoreError, require_extra
 from lcm_lab.io import env, interrupts
 from lcm_lab.io.surrogates import has_lone, replace_lone
 from lcm_lab.store import opening
@@ -82,8 +82,10 @@ def resolve_store_path(path: str | os.PathLike[str] | None) -> str:
     """The DuckDB database string for ``path`` (the default location when ``None``)."""
     if path is not None and str(path) == MEMORY:
         return MEMORY
-    target = default_store_path() if path is None else Path(path).expanduser()
-    return str(target)
+    target = str(default_store_path() if path is None else Path(path).expanduser())
+    if has_lone(target):  # a byte that is not UTF-8 in the name (Python keeps it as a lone surrogate)
+        raise StoreError(f"{target}: DuckDB cannot open a file whose name is not valid UTF-8; give the store another name")
+    return target
 
 
 def extension_path(name: str) -> Path:
