@@ -201,6 +201,28 @@ def test_structural_errors(tmp_path: Path) -> None:
     assert severities["cyclic-dag"] == "error" and severities["unreachable-summary"] == "info"
 
 
+def test_negative_token_counts_are_their_own_finding(tmp_path: Path) -> None:
+    """A count below zero is something the plugin never writes; it was reported as a summary
+    larger than its source ("-500 tokens from -2000 source tokens"). Now each is an error naming
+    the rows, and no size comparison is made with it."""
+    db = build_db(
+        tmp_path / "n.db",
+        [
+            {"id": "sum_neg", "content": CLEAN_LEAF, "tokens": -500},
+            {"id": "sum_over_neg", "content": CLEAN_LEAF, "tokens": 30, "messages": [1, 3]},
+            {"id": "sum_big", "content": CLEAN_LEAF, "tokens": 5000, "messages": [2, 4]},
+        ],
+        extra_sql="UPDATE messages SET token_count = -2000 WHERE message_id IN (1, 3);",
+    )
+    found = [(f.summary_id, f.check, f.evidence) for f in diagnose(read_lcmdb_rows(db))]
+    assert (None, "negative-token-count", "message_id 1 (-2000), message_id 3 (-2000)") in found
+    assert ("sum_neg", "negative-token-count", "token_count -500") in found
+    assert ("sum_big", "summary-larger-than-source", "5000 tokens from 800 source tokens") in found
+    larger = [sid for sid, check, _ in found if check == "summary-larger-than-source"]
+    assert larger == ["sum_big"]  # not sum_neg (-500 over a negative source), not sum_over_neg
+    assert CHECKS["negative-token-count"] == "error"
+
+
 def test_cli_output_json_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = build_db(tmp_path / "m.db", [{"id": "sum_x", "content": MARKER_CONTENTS["capped-summary"]}])
     assert main(["doctor", str(db), "--json"]) == 1

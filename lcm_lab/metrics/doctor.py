@@ -6,7 +6,8 @@ severities (``docs/metrics.md`` has the full table):
 * **error** — the DAG itself is broken, the plugin or the lab cannot trust it: ``broken-link``
   (an edge or context item points at a missing row), ``cross-conversation-link``,
   ``cyclic-dag``, ``orphaned-context-item``, ``leaf-without-sources``,
-  ``condensed-without-sources``.
+  ``condensed-without-sources``, ``negative-token-count`` (a count the plugin never writes: the
+  file was changed by something else, and budgets and size checks built on it mean nothing).
 * **warning** — a summary lost quality in a way the plugin records or that is visible in its
   content: every fallback/truncation/cap marker the plugin writes (``src/summarize.ts``, ``src/summary-fallback.ts``, ``src/compaction.ts``) (``truncation-fallback``,
   ``directive-omitted-fallback``, ``summarizer-fallback``, ``legacy-emergency-fallback``,
@@ -60,6 +61,7 @@ CHECKS: dict[str, Severity] = {
     "leaked-base64": "warning",
     "summary-larger-than-source": "warning",
     "depth-mismatch": "warning",
+    "negative-token-count": "error",
     "unreachable-summary": "info",
     "duplicate-context-ref": "info",
     # 1.0's pending summaries and receipts
@@ -210,6 +212,16 @@ def diagnose(rows: LcmDbRows) -> list[Finding]:
         owner = summaries.get(cycle[0])
         add(owner.conversation_id if owner else -1, cycle[0], "cyclic-dag", " -> ".join(cycle))
 
+    # -- messages ------------------------------------------------------------------------------
+    negative: dict[int, list[MessageRow]] = defaultdict(list)
+    for message in rows.messages:
+        if message.token_count < 0:
+            negative[message.conversation_id].append(message)
+    for cid, bad in sorted(negative.items()):
+        shown = ", ".join(f"message_id {m.message_id} ({m.token_count})" for m in bad[:3])
+        more = f" and {len(bad) - 3} more messages" if len(bad) > 3 else ""
+        add(cid, None, "negative-token-count", f"{shown}{more}")
+
     # -- summaries -----------------------------------------------------------------------------
     for summary in rows.summaries:
         cid, sid = summary.conversation_id, summary.summary_id
@@ -219,18 +231,21 @@ def diagnose(rows: LcmDbRows) -> list[Finding]:
             sources = [messages[int(e.target)] for e in msg_edges.get(sid, ()) if int(e.target) in messages]
             if not msg_edges.get(sid):
                 add(cid, sid, "leaf-without-sources", "no summary_messages rows")
-            source_tokens = sum(m.token_count for m in sources)
+            source_counts = [m.token_count for m in sources]
             if summary.depth not in (0, None):
                 add(cid, sid, "depth-mismatch", f"leaf with depth {summary.depth}")
         else:
             inputs = [summaries[str(e.target)] for e in parent_edges.get(sid, ()) if str(e.target) in summaries]
             if not parent_edges.get(sid):
                 add(cid, sid, "condensed-without-sources", "no summary_parents rows")
-            source_tokens = sum(s.token_count for s in inputs)
+            source_counts = [s.token_count for s in inputs]
             depths = [s.depth for s in inputs if s.depth is not None]
             if depths and summary.depth is not None and summary.depth != max(depths) + 1:
                 add(cid, sid, "depth-mismatch", f"depth {summary.depth}, inputs at depths {sorted(set(depths))}")
-        if source_tokens and summary.token_count > source_tokens:
+        if summary.token_count < 0:
+            add(cid, sid, "negative-token-count", f"token_count {summary.token_count}")
+        elif min(source_counts, default=0) >= 0 and (source_tokens := sum(source_counts)) and summary.token_count > source_tokens:
+            # (an input with a negative count is a finding of its own: no size comparison with it)
             add(cid, sid, "summary-larger-than-source", f"{summary.token_count} tokens from {source_tokens} source tokens")
 
     # -- context items -------------------------------------------------------------------------
