@@ -417,3 +417,16 @@ def test_prepared_rows_are_mapped_one_spool_file_at_a_time_and_stored_the_same(t
     for rows in built:
         rows.discard()
     assert list(spool.iterdir()) == []
+
+
+def test_a_load_warning_is_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``load`` listed each warning under its table on stdout and again on stderr: a terminal showed
+    every one twice. The command says them once, on stderr (the table still counts them)."""
+    session = tmp_path / "s.jsonl"
+    session.write_text('{"type":"session","version":3,"id":"s"}\nnot json\n'
+                       '{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00Z",'
+                       '"message":{"role":"user","content":"hi"}}\n')
+    assert main(["load", str(session), "--db", str(tmp_path / "lab.duckdb")]) == 0
+    captured = capsys.readouterr()
+    said = [line for line in (captured.out + captured.err).splitlines() if "malformed JSON" in line]
+    assert len(said) == 1 and said[0].startswith("  warning: ") and said[0] in captured.err.splitlines()

@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         for result in results:
             print_json(result.as_json())
     else:
-        print(format_table(results, args.table_format), end="" if args.table_format == "csv" else "\n")
+        # (the warnings follow on stderr, bounded: not listed under the table a second time)
+        print(format_table(results, args.table_format, with_warnings=False), end="" if args.table_format == "csv" else "\n")
         for result in results:
             warnings = [w for w in result.warnings if w != result.error]  # the error is printed below
             shown = warnings if args.verbose else warnings[:3]

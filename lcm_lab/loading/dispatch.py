@@ -784,14 +784,15 @@ TABLE_COLUMNS = ("source", "kind", "status", "conversations", "messages", "summa
                  "skipped_lines", "warnings")
 
 
-def format_table(results: Sequence[SourceResult], fmt: str = "table") -> str:
+def format_table(results: Sequence[SourceResult], fmt: str = "table", *, with_warnings: bool = True) -> str:
     """The per-source counts as a table (``fmt``: ``table`` or ``csv``, :mod:`lcm_lab.io.tables`);
-    ``kind`` names an lcm.db's plugin release (``lcm_db 1.0``)."""
+    ``kind`` names an lcm.db's plugin release (``lcm_db 1.0``). A ``table`` lists the warnings it
+    counts under it, unless ``with_warnings`` is false (a caller that prints them itself)."""
     from lcm_lab.io.tables import format_table as table
 
     rows = [{**r.as_json(), "kind": " ".join(filter(None, (r.kind or "-", r.as_json().get("lcm_version"))))} for r in results]
     text = table(rows, TABLE_COLUMNS, fmt=fmt)
-    if fmt != "table":
+    if fmt != "table" or not with_warnings:
         return text
     # the warnings counted in the table, in words (a count alone says nothing a user can act on)
     said = [f"  {w}" for r in results for w in r.warnings]
