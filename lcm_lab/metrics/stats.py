@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lcm_lab.errors import DataError
+
 NAN = float("nan")
 
 
@@ -41,14 +43,31 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float
 
 
 def bootstrap_interval(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (NaNs for fewer than two values)."""
+    """Percentile bootstrap interval of the mean (NaNs for fewer than two values).
+
+    Every value must be a finite number: a missing (NaN) or infinite value is refused with a
+    :class:`~lcm_lab.errors.DataError` rather than turning the interval into NaN. Values that all
+    agree give a zero-width interval (every resample has the same mean), which is the honest
+    answer for a sample without spread, not a failure.
+
+    >>> bootstrap_interval([0.5, 0.5, 0.5])
+    (0.5, 0.5)
+    """
     arr = np.asarray(values, dtype=float)
+    bad = int(arr.size - np.isfinite(arr).sum())
+    if bad:
+        missing = int(np.isnan(arr).sum())
+        raise DataError(f"an interval of the mean needs finite numbers, and {bad} of the {arr.size} values are not "
+                        f"({missing} missing, NaN or None; {bad - missing} infinite); drop or fix them first, e.g. series.dropna()")
     if arr.size < 2:
         return NAN, NAN
+    # Means are taken of the values divided by a power of two near the largest (exact, the same
+    # result bit for bit) so that sums of values near the float limit do not overflow to inf.
+    scale = math.ldexp(1.0, math.frexp(float(np.abs(arr).max()))[1] - 1) if arr.any() else 1.0
     rng = np.random.default_rng(seed)
-    means = arr[rng.integers(0, arr.size, size=(resamples, arr.size))].mean(axis=1)
+    means = (arr / scale)[rng.integers(0, arr.size, size=(resamples, arr.size))].mean(axis=1)
     alpha = (1 - confidence) / 2
-    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    return float(np.quantile(means, alpha)) * scale, float(np.quantile(means, 1 - alpha)) * scale
 
 
 def bootstrap_difference(
@@ -265,10 +284,22 @@ def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple
     ``successes`` it is ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``, and it
     also takes weighted (fractional) counts.
 
+    ``n`` must be a whole number (0 or more) and ``successes`` a number from 0 to ``n``; anything
+    else (more successes than trials, a negative or NaN count) is a
+    :class:`~lcm_lab.errors.DataError`.
+
     >>> [round(v, 3) for v in wilson_interval(8, 10)]
     [0.49, 0.943]
+    >>> wilson_interval(5, 2)
+    Traceback (most recent call last):
+    lcm_lab.errors.DataError: Wilson interval: 5 successes out of 2 trials; successes must be a number from 0 to the number of trials
     """
-    if n <= 0:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer | float) or not float(n).is_integer() or n < 0:
+        raise DataError(f"Wilson interval: {n!r} trials; the number of trials must be a whole number, 0 or more")
+    if isinstance(successes, bool) or not isinstance(successes, int | np.integer | float) or not 0 <= successes <= n:
+        raise DataError(f"Wilson interval: {successes!r} successes out of {n!r} trials; "
+                        f"successes must be a number from 0 to the number of trials")
+    if n == 0:
         return NAN, NAN
     from scipy import stats
 
@@ -284,12 +315,27 @@ def pareto_mask(points: Sequence[Sequence[float]]) -> list[bool]:
     every coordinate is minimised. The one Pareto rule of the lab: sweeps, recommendations and
     plots use it, and a sweep exported as an Optuna study has exactly these as ``best_trials``.
 
+    No points give an empty mask. A point with a missing (NaN) coordinate is refused with a
+    :class:`~lcm_lab.errors.DataError`: NaN compares false with everything, so such a point
+    would be neither dominated nor dominating and land on the front by accident; drop those
+    rows first (the sweep and plot callers do). Infinite coordinates compare as usual.
+
     >>> pareto_mask([(1, 1), (2, 2), (0, 3), (1, 1)])
     [True, False, True, True]
+    >>> pareto_mask([])
+    []
     """
-    arr = np.asarray(points, dtype=float).reshape(len(points), -1)
-    if arr.shape[0] == 0:
+    if len(points) == 0:
         return []
+    try:
+        arr = np.asarray(points, dtype=float)
+    except ValueError:
+        raise DataError("Pareto front: every point needs the same number of coordinates, each a number") from None
+    arr = arr.reshape(len(points), -1)
+    missing = int(np.isnan(arr).any(axis=1).sum())
+    if missing:
+        raise DataError(f"Pareto front: {missing} of {len(points)} points have a missing (NaN) coordinate; "
+                        f"drop those rows first (e.g. df.dropna(subset=[...]))")
     no_worse = (arr[:, None, :] <= arr[None, :, :]).all(axis=2)  # [j, i]: j is nowhere worse than i
     better = (arr[:, None, :] < arr[None, :, :]).any(axis=2)
     return [bool(v) for v in ~(no_worse & better).any(axis=0)]

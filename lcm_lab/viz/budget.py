@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.engine.tail import fresh_tail_start
 from lcm_lab.engine.types import ContextItem, StoredMessage, Summary, TurnRecord
+from lcm_lab.errors import DataError, OptionError
 from lcm_lab.strategies.base import lcm_replay
 from lcm_lab.viz._style import EVICTABLE_COLOR, FRESH_TAIL_COLOR, depth_color, run_colors, wrapped_title
 
@@ -99,7 +100,7 @@ def budget_info(replay: Any, marker_turn: int | None = None, title: str | None =
     replay = lcm_replay(replay, "the budget timeline")
     turns: tuple[TurnRecord, ...] = replay.turns
     if not turns:
-        raise ValueError("the replay has no turns to plot")
+        raise DataError("the replay has no turns to plot")
     messages = {m.seq: m for m in replay.messages}
     summaries = {s.summary_id: s for s in replay.summaries}
     config = replay.config
@@ -261,7 +262,7 @@ def budget_comparison_info(replays: Any, labels: Any = None) -> BudgetComparison
         getattr(r, "run_id", None) or f"run {i + 1}" for i, r in enumerate(replays)
     ]
     if len(names) != len(replays):
-        raise ValueError(f"{len(names)} labels for {len(replays)} replays")
+        raise OptionError(f"{len(names)} labels for {len(replays)} replays")
     return BudgetComparisonInfo(
         labels=tuple(str(n) for n in names),
         turns=tuple(tuple(t.turn for t in r.turns) for r in replays),

@@ -14,10 +14,12 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
+from numbers import Integral
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from lcm_lab.engine.assembly.sent import serialized_cost
 from lcm_lab.engine.types import AssembledItem
+from lcm_lab.errors import DataError, OptionError
 from lcm_lab.viz._style import (
     LEGEND_ON_TOP,
     LEGEND_ROOM,
@@ -106,14 +108,14 @@ def context_info(
     :class:`~lcm_lab.strategies.base.NotAnLcmRunError` otherwise).
     """
     if source not in _SOURCES:
-        raise ValueError(f"unknown source {source!r}; use one of {', '.join(_SOURCES)}")
+        raise OptionError(f"unknown source {source!r}; use one of {', '.join(_SOURCES)}")
     if source != "sent":
         from lcm_lab.strategies.base import lcm_replay
 
         replay = lcm_replay(replay, f"the {source} context")
     if not replay.turns:
-        raise ValueError("the replay has no turns")
-    turn_index = None if turn is None else replay.turns[turn].turn
+        raise DataError("the replay has no turns")
+    turn_index = None if turn is None else _turn_record(replay, turn).turn
     summaries = {s.summary_id: s for s in replay.summaries}
     messages = {m.seq: m for m in replay.messages}
     rows: list[ContextRow] = []
@@ -219,9 +221,19 @@ def plot_context_at(
     return _context_figure(context_info(replay, turn, source, budget, prompt))
 
 
+def _turn_record(replay: Any, turn: int) -> Any:
+    """The record of ``turn`` (an index into the replay's turns, negative from the end), or an
+    :class:`~lcm_lab.errors.OptionError` saying which turns exist."""
+    count = len(replay.turns)
+    if isinstance(turn, bool) or not isinstance(turn, Integral) or not -count <= turn < count:
+        which = f"0 to {count - 1}, or -1 to -{count} from the end" if count else "none"
+        raise OptionError(f"turn={turn!r}: the replay has {count} turn(s); turns that exist: {which}")
+    return replay.turns[turn]
+
+
 def turn_caption(replay: Any, turn: int = -1) -> str:
     """One line of HTML about a turn: ingested messages, compaction, summaries created, tokens."""
-    t = replay.turns[turn]
+    t = _turn_record(replay, turn)
     parts = [f"<b>turn {t.turn}</b>", f"{len(t.ingested_seqs)} messages ingested",
              f"stored {t.stored_tokens_before:,} tokens (threshold {t.threshold:,})"]
     if t.sweeps:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_lab.cost.model import BREAK_REASONS, CallCost
 from lcm_lab.cost.prices import Prices
+from lcm_lab.errors import DataError, OptionError
 from lcm_lab.viz._style import LEGEND_ON_TOP, LEGEND_ROOM, wrapped_title
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def cost_windows_info(validation: Any) -> WindowsInfo:
     s = validation.summary
     rows = s.get("window_intervals") or []
     if not rows:
-        raise ValueError("this validation has no bill intervals (its calibration carries no miss model)")
+        raise DataError("this validation has no bill intervals (its calibration carries no miss model)")
     title = (f"{validation.session or 'session'}: held-out dollars per window of calls — recorded inside the 90% interval in "
              f"{s['windows_inside']} of {s['windows']} windows; whole held-out bill ${s['recorded_cost_usd']:.2f} recorded, "
              f"${s['predicted_cost_usd']:.2f} expected [{s['predicted_cost_usd_p05']:.2f}, {s['predicted_cost_usd_p95']:.2f}]")
@@ -174,7 +175,7 @@ def cost_breakdown_info(cost: Any, title: str | None = None) -> BreakdownInfo:
     """Per-call token split of a :class:`~lcm_lab.cost.replay_cost.SessionCost` (or a sequence of calls)."""
     calls: Sequence[CallCost] = getattr(cost, "calls", cost)
     if not calls:
-        raise ValueError("no calls to plot")
+        raise DataError("no calls to plot")
     hover = tuple(
         f"call {c.index} (turn {c.meta.get('turn')}): read {c.read:,}, written {c.write:,}, uncached {c.uncached:,}, "
         f"${c.dollars:.4f}" + (f"<br>cache broke: {c.break_reason}" if c.break_reason else "")
@@ -234,7 +235,7 @@ def cache_breaks(cost: Any, prices: Prices | None = None) -> list[dict[str, Any]
     """
     prices = prices or getattr(cost, "prices", None)
     if prices is None:
-        raise ValueError("cache_breaks needs prices: pass a SessionCost or prices=Prices(...)")
+        raise OptionError("cache_breaks needs prices: pass a SessionCost or prices=Prices(...)")
     calls: Sequence[CallCost] = getattr(cost, "calls", cost)
     premium = (prices.cache_write if prices.cache_write is not None else prices.input) - (prices.cache_read or 0.0)
     rows: dict[str, dict[str, Any]] = {}

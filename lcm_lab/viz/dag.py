@@ -14,12 +14,13 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from numbers import Integral
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import networkx as nx
 
 from lcm_lab.engine.types import StoredMessage, Summary
-from lcm_lab.errors import DagCycleError
+from lcm_lab.errors import DagCycleError, OptionError
 from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz._style import (
     CONTINUOUS_SCALE,
@@ -151,14 +152,16 @@ def dag_info(
     (replays only). ``max_nodes`` bins the most crowded depths until at most that many
     nodes remain.
     """
+    if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, Integral) or max_nodes < 1):
+        raise OptionError(f"max_nodes={max_nodes!r}: expected a whole number of nodes, at least 1 (None draws every summary)")
     source = dag_source(obj)
     summaries = source.summaries
     if until_turn is not None:
         summaries = tuple(s for s in summaries if s.created_turn is not None and s.created_turn <= until_turn)
     if color_by == "score" and scores is None:
-        raise ValueError("color_by='score' needs scores={summary_id: value}")
+        raise OptionError("color_by='score' needs scores={summary_id: value}")
     if color_by not in ("kind", "depth", "level", "score", "turn"):
-        raise ValueError(f"unknown color_by {color_by!r}; use kind, depth, level, score or turn")
+        raise OptionError(f"unknown color_by {color_by!r}; use kind, depth, level, score or turn")
     by_id = {s.summary_id: s for s in summaries}
     coverage = _coverage(summaries, by_id)
     positions = _positions(summaries, coverage, source.messages, x_axis)
@@ -268,13 +271,13 @@ def _positions(
         for s in summaries:
             lo, hi = _parse_time(s.earliest_at), _parse_time(s.latest_at)
             if lo is None or hi is None:
-                raise ValueError(
+                raise OptionError(
                     f"summary {s.summary_id} has no earliest_at/latest_at; plot with x_axis='seq' instead"
                 )
             positions[s.summary_id] = _midpoint(lo, hi)
         return positions
     if x_axis != "seq":
-        raise ValueError(f"unknown x_axis {x_axis!r}; use 'seq' or 'time'")
+        raise OptionError(f"unknown x_axis {x_axis!r}; use 'seq' or 'time'")
     # Summaries whose sources were pruned have no coverage: place them by creation order on the
     # same scale so they still show up (their hover says the span is unknown).
     top = max((span[1] for span in coverage.values()), default=max(messages, default=len(summaries)))
@@ -382,8 +385,6 @@ def _aggregate(
     nodes: list[DagNode], edges: list[tuple[str, str]], max_nodes: int, color_by: str
 ) -> tuple[list[DagNode], list[tuple[str, str]]]:
     """Bin neighbouring nodes of the most crowded depths until at most ``max_nodes`` remain."""
-    if max_nodes < 1:
-        raise ValueError("max_nodes must be at least 1")
     by_depth: dict[int, list[DagNode]] = {}
     for n in nodes:
         by_depth.setdefault(n.depth, []).append(n)

@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from lcm_lab.errors import DataError
 from lcm_lab.metrics.stats import bootstrap_interval, pareto_mask, wilson_interval
 from lcm_lab.viz._style import run_colors, wrapped_title
 
@@ -29,13 +30,21 @@ if TYPE_CHECKING:
 def _require(df: pd.DataFrame, columns: Sequence[str | None], plot: str) -> None:
     missing = [c for c in columns if c is not None and c not in df.columns]
     if missing:
-        raise ValueError(f"{plot}: missing column(s) {missing}; the table has {list(df.columns)}")
+        raise DataError(f"{plot}: missing column(s) {missing}; the table has {list(df.columns)}")
 
 
 def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """The percentile bootstrap interval of the mean of the values present (None and NaN left
-    out): :func:`lcm_lab.metrics.stats.bootstrap_interval`, undefined (NaNs) below two values."""
-    return bootstrap_interval([v for v in values if v is not None and not math.isnan(v)], confidence=level)
+    """The percentile bootstrap interval of the mean: :func:`lcm_lab.metrics.stats.bootstrap_interval`.
+
+    Undefined (NaNs) below two values; values that all agree give a zero-width interval (no
+    spread to resample). A missing (None, NaN) or infinite value is refused with a
+    :class:`~lcm_lab.errors.DataError` instead of being left out unseen: drop missing values
+    first (``series.dropna()``), so that the count the interval rests on is the one you chose.
+
+    >>> mean_interval([0.5, 0.5, 0.5])
+    (0.5, 0.5)
+    """
+    return bootstrap_interval(values, confidence=level)
 
 
 def _details(value: Any) -> dict[str, Any]:
@@ -171,7 +180,7 @@ def _rates_from_scores(df: pd.DataFrame, scope: str, metric: str, run: str | Non
     """Rate rows from pre-aggregated scores (value = rate, ``details["n"]`` = items, when given)."""
     frame = df[(df["scope"] == scope) & (df["metric"] == metric)].dropna(subset=["value"])
     if frame.empty:
-        raise ValueError(f"no {scope!r}-scope {metric!r} scores in the table (metrics: {sorted(set(df['metric']))[:12]} …)")
+        raise DataError(f"no {scope!r}-scope {metric!r} scores in the table (metrics: {sorted(set(df['metric']))[:12]} …)")
     rows = []
     for i, rec in enumerate(frame.itertuples(index=False)):
         n = int(_details(getattr(rec, "details", None)).get("n", 0) or 0)
@@ -491,7 +500,7 @@ def parallel_info(df: pd.DataFrame, columns: Sequence[str] | None = None, color:
     columns = list(columns) if columns is not None else list(df.columns)
     _require(df, [*columns, color], "parallel coordinates")
     if not columns:
-        raise ValueError("parallel coordinates: no columns to draw")
+        raise DataError("parallel coordinates: no columns to draw")
     dims = []
     for col in columns:
         series = df[col]
@@ -504,7 +513,7 @@ def parallel_info(df: pd.DataFrame, columns: Sequence[str] | None = None, color:
     colors = None
     if color is not None:
         if not pd.api.types.is_numeric_dtype(df[color]):
-            raise ValueError(f"parallel coordinates: colour column {color!r} must be numeric")
+            raise DataError(f"parallel coordinates: colour column {color!r} must be numeric")
         colors = tuple(float(v) for v in df[color])
     return ParallelInfo(tuple(dims), colors, color)
 

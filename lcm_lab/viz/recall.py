@@ -16,6 +16,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from lcm_lab.errors import DataError
+
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
@@ -31,9 +33,17 @@ class RecoverabilityInfo(NamedTuple):
 
 
 def recoverability_info(rows: Sequence[Mapping[str, Any]]) -> RecoverabilityInfo:
-    """Raw shares (the interval is mapped back from the normalised scale: raw = floor 0 + v × ceiling)."""
+    """Raw shares (the interval is mapped back from the normalised scale: raw = floor 0 + v × ceiling).
+
+    Each row is a mapping (e.g. ``RecoverabilityReport.summary()``) naming its run by ``label`` or
+    ``run_id``; ``recovered_share``, ``ceiling``, ``chance`` and ``ci_low``/``ci_high`` are
+    drawn when present.
+    """
     labels, recovered, low, high, ceiling, chance, hover = [], [], [], [], [], [], []
-    for row in rows:
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping) or not (row.get("label") or row.get("run_id")):
+            raise DataError(f"recoverability row {i}: expected a mapping with a 'run_id' or 'label' naming its run "
+                            f"(and its 'recovered_share', 'ceiling', 'chance'), got {_shown(row)}")
         share, top = row.get("recovered_share"), row.get("ceiling")
         labels.append(str(row.get("label") or row["run_id"]))
         recovered.append(share)
@@ -51,6 +61,11 @@ def recoverability_info(rows: Sequence[Mapping[str, Any]]) -> RecoverabilityInfo
             f"tokens/item {row.get('tokens_per_item') or 0:.0f}, calls/item {row.get('calls_per_item') or 0:.2f}"
         )
     return RecoverabilityInfo(labels, recovered, low, high, ceiling, chance, hover)
+
+
+def _shown(row: object) -> str:
+    text = repr(row)
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def _recoverability_figure(info: RecoverabilityInfo) -> go.Figure:

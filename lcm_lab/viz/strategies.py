@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import plotly.graph_objects as go
 
+from lcm_lab.errors import OptionError
 from lcm_lab.metrics.base import age_bucket
 from lcm_lab.metrics.locomo import QA_RECALL
 from lcm_lab.viz._style import wrapped_title
@@ -23,9 +25,20 @@ from lcm_lab.viz._style import wrapped_title
 _AGE_ORDER = [age_bucket(a) for a in (0, 1, 4, 16, 64, 256)]
 
 
+def comparison_part(comparison: Any, part: str) -> Mapping[Any, Any]:
+    """``comparison.runs`` or ``comparison.scores`` of a strategy comparison, or an
+    :class:`~lcm_lab.errors.OptionError` saying what to pass when ``comparison`` is not one."""
+    value = getattr(comparison, part, None)
+    if not isinstance(value, Mapping):
+        raise OptionError(f"expected a strategy Comparison (what lab.compare_strategies(...) returns), "
+                          f"got {type(comparison).__name__}")
+    return value
+
+
 def _quality_info(comparison: Any, metric: str, input_name: str | None) -> list[dict[str, Any]]:
     points = []
-    for (name, budget, label), scores in comparison.scores.items():
+    runs = comparison_part(comparison, "runs")
+    for (name, budget, label), scores in comparison_part(comparison, "scores").items():
         if input_name is not None and name != input_name:
             continue
         run = {s.metric: s for s in scores if s.scope == "run"}
@@ -34,7 +47,7 @@ def _quality_info(comparison: Any, metric: str, input_name: str | None) -> list[
             continue
         d = score.details
         ci = d.get("raw_ci") or (None, None)
-        tokens = comparison.runs[(name, budget, label)].sent().estimated_tokens  # what the model receives at the end
+        tokens = runs[(name, budget, label)].sent().estimated_tokens  # what the model receives at the end
         points.append({"input": name, "budget": budget, "strategy": label, "tokens": tokens, "raw": d["raw"],
                        "ci_low": ci[0], "ci_high": ci[1], "floor": d["floor"], "chance": d["chance"], "ceiling": d["ceiling"]})  # fmt: skip
     return points
@@ -69,7 +82,7 @@ def plot_quality_vs_tokens(
 
 def _category_info(comparison: Any, budget: int | None) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = defaultdict(dict)
-    for (_, b, label), scores in comparison.scores.items():
+    for (_, b, label), scores in comparison_part(comparison, "scores").items():
         if budget is not None and b != budget:
             continue
         for s in scores:
@@ -93,7 +106,7 @@ def plot_qa_by_category(comparison: Any, budget: int | None = None) -> go.Figure
 
 def _age_info(comparison: Any, input_name: str | None, budget: int | None) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = defaultdict(dict)
-    for (name, b, label), scores in comparison.scores.items():
+    for (name, b, label), scores in comparison_part(comparison, "scores").items():
         if (input_name is not None and name != input_name) or (budget is not None and b != budget):
             continue
         for s in scores:
@@ -120,7 +133,7 @@ def plot_fact_survival_by_age(
 
 def _tokens_info(comparison: Any, input_name: str, budget: int) -> dict[str, dict[str, list[int]]]:
     out = {}
-    for (name, b, label), run in comparison.runs.items():
+    for (name, b, label), run in comparison_part(comparison, "runs").items():
         if name == input_name and b == budget:
             out[label] = {"turn": [t.turn for t in run.turns], "tokens": [t.context_tokens for t in run.turns],
                           "calls": [len(t.calls) for t in run.turns]}  # fmt: skip

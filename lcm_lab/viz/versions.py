@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from lcm_lab.errors import OptionError
 from lcm_lab.viz._style import run_colors, wrapped_title
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ class VersionTurnsInfo(NamedTuple):
 
 def version_turns_info(comparison: Any) -> VersionTurnsInfo:
     """The per-turn series of a :class:`~lcm_lab.upgrade.VersionComparison` (pure, no plotly)."""
+    if not (hasattr(comparison, "versions") and hasattr(comparison, "turns")):
+        raise OptionError(f"expected a VersionComparison (what lab.compare_versions(...) returns), got {type(comparison).__name__}")
     engines = []
     for engine in comparison.versions:
         rows = [r for r in comparison.turns if r["engine"] == engine]

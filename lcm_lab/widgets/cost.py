@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from lcm_lab.errors import DataError
 from lcm_lab.viz.cost import cache_breaks, plot_cost_breakdown
 from lcm_lab.widgets._figure import figure_widget, full_width, replace_figure
 
@@ -31,7 +32,7 @@ class CostExplorer(widgets.VBox):
 
     def __init__(self, costs: Mapping[str, Any]) -> None:
         if not costs:
-            raise ValueError("CostExplorer needs at least one priced session")
+            raise DataError("CostExplorer needs at least one priced session")
         self.costs = dict(costs)
         self.pick = widgets.Dropdown(options=list(self.costs), description="setting", style={"description_width": "60px"},
                                      layout=widgets.Layout(width="420px"))

@@ -6,6 +6,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from lcm_lab.errors import DataError
 from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz.dag import plot_dag
 from lcm_lab.viz.detail import summary_detail_html, summary_detail_info
@@ -23,7 +24,7 @@ class DagExplorer(widgets.VBox):
         self.source_obj = obj
         source = dag_source(obj)
         if not source.summaries:
-            raise ValueError(f"{source.label} has no summaries to explore")
+            raise DataError(f"{source.label} has no summaries to explore")
         ordered = sorted(source.summaries, key=lambda s: (-s.depth, s.created_turn or 0))
         self.selector = widgets.Dropdown(
             options=[(f"{s.summary_id} · d{s.depth} {s.kind} · {s.token_count:,} tok", s.summary_id) for s in ordered],

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import ipywidgets as widgets
 
+from lcm_lab.errors import DataError
 from lcm_lab.strategies.base import lcm_replay
 from lcm_lab.viz.budget import plot_budget_timeline
 from lcm_lab.viz.context import plot_context_at, turn_caption
@@ -29,7 +30,7 @@ class ReplayScrubber(widgets.VBox):
     ) -> None:
         replay = lcm_replay(replay, "the replay scrubber")
         if not replay.turns:
-            raise ValueError("the replay has no turns to scrub through")
+            raise DataError("the replay has no turns to scrub through")
         self.replay = replay
         self.context_source = context_source
         last = len(replay.turns) - 1

@@ -6,7 +6,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from lcm_lab.viz.strategies import plot_quality_vs_tokens, plot_tokens_per_turn
+from lcm_lab.errors import DataError
+from lcm_lab.viz.strategies import comparison_part, plot_quality_vs_tokens, plot_tokens_per_turn
 from lcm_lab.widgets._figure import figure_widget, full_width, replace_figure
 
 
@@ -15,7 +16,9 @@ class StrategyComparison(widgets.VBox):
 
     def __init__(self, comparison: Any) -> None:
         self.comparison = comparison
-        keys = list(comparison.runs)
+        keys = list(comparison_part(comparison, "runs"))
+        if not keys:
+            raise DataError("StrategyComparison needs a comparison with at least one run (every strategy was skipped?)")
         inputs = list(dict.fromkeys(k[0] for k in keys))
         budgets = sorted({k[1] for k in keys})
         self.input = widgets.Dropdown(options=inputs, value=inputs[0], description="input")

@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from lcm_lab.errors import DataError
 from lcm_lab.viz._source import DagInput, dag_source
 from lcm_lab.viz.diff import diff_html, match_summaries, summary_diff_info
 from lcm_lab.widgets._figure import full_width
@@ -35,7 +36,7 @@ class SummaryDiff(widgets.VBox):
                           for p in pairs if p.left_id in wanted)
         self.pairs = pairs
         if not self.pairs:
-            raise ValueError("the two runs have no summaries over overlapping message spans")
+            raise DataError("the two runs have no summaries over overlapping message spans")
         self.selector = widgets.Dropdown(
             options=[
                 (f"d{p.depth} msgs {p.left_span[0]}–{p.left_span[1]} ↔ {p.right_span[0]}–{p.right_span[1]}"
