@@ -45,21 +45,18 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float
 def bootstrap_interval(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean (NaNs for fewer than two values).
 
-    Every value must be a finite number: a missing (NaN) or infinite value is refused with a
-    :class:`~lcm_lab.errors.DataError` rather than turning the interval into NaN. Values that all
-    agree give a zero-width interval (every resample has the same mean), which is the honest
-    answer for a sample without spread, not a failure.
+    A missing (NaN) or infinite value makes the interval undefined too (NaNs, never half an
+    interval): scores keep NaN where a metric is undefined, and the interval says so rather than
+    leaving the value out. Values that all agree give a zero-width interval (every resample has
+    the same mean), the honest answer for a sample without spread, not a failure.
 
     >>> bootstrap_interval([0.5, 0.5, 0.5])
     (0.5, 0.5)
+    >>> bootstrap_interval([float("inf"), 1.0])
+    (nan, nan)
     """
     arr = np.asarray(values, dtype=float)
-    bad = int(arr.size - np.isfinite(arr).sum())
-    if bad:
-        missing = int(np.isnan(arr).sum())
-        raise DataError(f"an interval of the mean needs finite numbers, and {bad} of the {arr.size} values are not "
-                        f"({missing} missing, NaN or None; {bad - missing} infinite); drop or fix them first, e.g. series.dropna()")
-    if arr.size < 2:
+    if arr.size < 2 or not np.isfinite(arr).all():
         return NAN, NAN
     # Means are taken of the values divided by a power of two near the largest (exact, the same
     # result bit for bit) so that sums of values near the float limit do not overflow to inf.

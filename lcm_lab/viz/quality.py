@@ -18,6 +18,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from lcm_lab.errors import DataError
 from lcm_lab.metrics.stats import bootstrap_interval, pareto_mask, wilson_interval
 from lcm_lab.viz._style import run_colors, wrapped_title
@@ -44,6 +46,11 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, 
     >>> mean_interval([0.5, 0.5, 0.5])
     (0.5, 0.5)
     """
+    arr = np.asarray(values, dtype=float)
+    if bad := int(arr.size - np.isfinite(arr).sum()):
+        missing = int(np.isnan(arr).sum())
+        raise DataError(f"an interval of the mean needs finite numbers, and {bad} of the {arr.size} values are not "
+                        f"({missing} missing, NaN or None; {bad - missing} infinite); drop or fix them first, e.g. series.dropna()")
     return bootstrap_interval(values, confidence=level)
 
 
