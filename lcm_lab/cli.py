@@ -308,11 +308,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     # First of all: a signal from here on ends the command in one line.
     with interrupts.handled(whole_process=argv is None):
         try:
-            return _main_with_streams(argv)
+            try:
+                return _main_with_streams(argv)
+            finally:
+                _release_stores()
         except KeyboardInterrupt as exc:  # in the moments before the streams are set up or after
             if "--debug" in (sys.argv[1:] if argv is None else argv):
                 raise
             return interrupts.report("lcm-lab", exc)
+
+
+def _release_stores() -> None:
+    """Close the stores the command opened (their last checkpoint) while a signal is still one
+    line (:func:`lcm_lab.store.core.release_all`); a command that opened none never loaded DuckDB."""
+    core = sys.modules.get("lcm_lab.store.core")
+    if core is not None:
+        core.release_all()
 
 
 def _main_with_streams(argv: Sequence[str] | None) -> int:

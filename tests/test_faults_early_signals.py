@@ -76,8 +76,8 @@ def test_a_signal_at_a_fixed_moment_ends_the_command_in_one_line(tmp_path: Path,
     expected = (143, "terminated (SIGTERM)") if signal == "SIGTERM" else (130, "interrupted")
     assert done.returncode == expected[0], done.stderr[-3000:]
     prefix = "lcm-lab" if module.startswith("lcm_lab.") else f"lcm-lab {command}"  # before the command is parsed
-    assert done.stderr.strip().splitlines() == [
-        f"{prefix}: {expected[1]}; what was committed before is kept, the rest was rolled back"]
+    kept = ("what was committed before is kept, the rest was rolled back", "what was committed is kept")  # rolled back or not
+    assert done.stderr.strip().splitlines() in ([f"{prefix}: {expected[1]}; {said}"] for said in kept)
     assert run_lab("ledger", "--db", str(store)).returncode == 0  # the store opens afterwards
 
 

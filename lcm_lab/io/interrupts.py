@@ -12,12 +12,18 @@ the command ran to its end and exited 0 with no word. So the handlers also count
 the lab store checks the count around everything it asks DuckDB (:func:`raise_if_swallowed`),
 and the CLI once more at the end of a command, so a swallowed signal is raised again there.
 
-Two more ways a signal went wrong, both below Python:
+Three more ways a signal went wrong, all below Python:
 
 * One that landed while DuckDB's C module initialised itself (``import duckdb``, 0.1 s) failed
   that import ("ImportError: initialization failed") and left a half-made module behind, and
   the interpreter then crashed at exit (SIGSEGV). The store imports DuckDB inside
   :func:`deferred`, which holds signals back until the import is done and raises them after.
+* One that landed during a DuckDB ``COMMIT`` raised while DuckDB's worker thread was still
+  finishing the commit (DuckDB checks for signals while it waits): the command said "rolled back"
+  of a commit that went through, and the interpreter then shut down under that thread, which
+  aborted the process when it asked for the GIL (SIGABRT, "terminate called without an active
+  exception"). The store commits and rolls back inside :func:`deferred`, and the CLI closes the
+  stores a command opened (their last checkpoint) while the handlers are still in force.
 * A ``KeyboardInterrupt`` that passed through C code running Python source (``PyRun_*``) sets
   CPython's flag for an unhandled Ctrl-C even when the CLI handles it, and the process then
   ended by SIGINT instead of with its status (1 run in 16). :func:`forget_unhandled_ctrl_c`
@@ -50,6 +56,7 @@ class Terminated(KeyboardInterrupt):
 _received: list[int] = []  # the signals that arrived while handled() is active, in order
 _deferring: list[bool] = []  # non-empty while deferred() holds signals back
 _active: list[bool] = []  # non-empty while handled() is active
+_rolled_back: list[bool] = []  # non-empty once the lab store rolled a transaction back (see report)
 
 
 def _handle(signum: int, frame: Any) -> None:
@@ -74,6 +81,7 @@ def handled(*, whole_process: bool = False) -> Iterator[None]:
         yield  # already handled (python -m lcm_lab starts before the CLI module loads), or cannot be
         return
     _received.clear()  # a process may run several commands (tests, notebooks)
+    _rolled_back.clear()
     previous = {sig: signal.signal(sig, _handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     unraisable = sys.unraisablehook
 
@@ -93,11 +101,14 @@ def handled(*, whole_process: bool = False) -> Iterator[None]:
 
 
 def report(prefix: str, exc: KeyboardInterrupt) -> int:
-    """Say in one line on stderr that the command was interrupted or terminated; its exit status."""
+    """Say in one line on stderr that the command was interrupted or terminated, and what became
+    of its writes (the rest was rolled back only if a transaction was: a signal that came after
+    the last commit loses nothing); its exit status."""
     stopped_by_sigterm = isinstance(exc, Terminated) or terminated()
     what = "terminated (SIGTERM)" if stopped_by_sigterm else "interrupted"
+    kept = "what was committed before is kept, the rest was rolled back" if _rolled_back else "what was committed is kept"
     if sys.stderr is not None:  # None: started with 2>&-
-        print(f"{prefix}: {what}; what was committed before is kept, the rest was rolled back", file=sys.stderr)
+        print(f"{prefix}: {what}; {kept}", file=sys.stderr)
     forget_unhandled_ctrl_c()  # handled here: the exit status is this one, not death by SIGINT
     return TERMINATED if stopped_by_sigterm else INTERRUPTED
 
@@ -105,7 +116,11 @@ def report(prefix: str, exc: KeyboardInterrupt) -> int:
 @contextmanager
 def deferred() -> Iterator[None]:
     """Hold Ctrl-C and SIGTERM back during the block (the initialisation of a C module that must
-    not be cut short) and raise one that arrived once it has ended."""
+    not be cut short) and raise one that arrived once it has ended. Signals arrive in the main
+    thread: elsewhere the block runs as it is (held back there, they would wait for this thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     since = mark()
     _deferring.append(True)
     try:
@@ -113,6 +128,11 @@ def deferred() -> Iterator[None]:
     finally:
         _deferring.pop()
     raise_if_swallowed(since)
+
+
+def rolled_back() -> None:
+    """Note that a transaction was rolled back (the lab store calls it), for :func:`report`."""
+    _rolled_back.append(True)
 
 
 def forget_unhandled_ctrl_c() -> None:

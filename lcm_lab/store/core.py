@@ -61,6 +61,7 @@ DEFAULT_LOCK_TIMEOUT = env.DEFAULT_LOCK_TIMEOUT  # 30.0
 # DuckDB down aborts the process (seen as exit -6). At exit they are told to stop and joined first.
 _EXITING = threading.Event()
 _REAPERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+_STORES: weakref.WeakSet[LabStore] = weakref.WeakSet()  # every store of this process, for release_all
 
 
 @atexit.register
@@ -69,6 +70,15 @@ def _stop_reapers() -> None:
     for thread in list(_REAPERS):
         if thread.is_alive():  # not one whose start a Ctrl-C or SIGTERM cut short (join would raise)
             thread.join(timeout=5.0)
+
+
+def release_all() -> None:
+    """Close the connection of every store of this process that is not in use now (its last
+    checkpoint runs here). The CLI calls it at the end of a command, while its signal handling is
+    in force: left to the interpreter's exit, that checkpoint ran after the handlers were gone
+    (a signal there killed the process and left the log), or in a DuckDB thread the exit cut short."""
+    for store in list(_STORES):
+        store.release()
 
 
 def default_store_path() -> Path:
@@ -255,6 +265,7 @@ class LabStore(StoreReads):
         self._memory_limit: str | None = None  # the cap a bulk load set, named in out-of-memory errors
         self._invalidated = False  # DuckDB gave up on the database (a fatal error): nothing more may run
         self.con: Any = _Connection(self)
+        _STORES.add(self)
         with self.hold():
             pass  # opens the file once: migrates it and says early if it is busy
 
@@ -399,8 +410,9 @@ class LabStore(StoreReads):
         with self._lock:
             if self._raw is None or self._pins or self.path == MEMORY:
                 return False
-            self._raw.close()
-            self._raw = None
+            with interrupts.deferred():  # closing checkpoints the log: never cut short (see interrupts)
+                self._raw.close()
+                self._raw = None
             return True
 
     def _start_reaper(self) -> None:
@@ -462,11 +474,12 @@ class LabStore(StoreReads):
                 yield self
             except BaseException:
                 if not self._invalidated:
-                    with _memory_errors(self):
+                    with _memory_errors(self), interrupts.deferred():  # never cut short (see interrupts)
                         raw.execute("ROLLBACK")
+                        interrupts.rolled_back()
                 raise
             commit = self.setting("checkpoint_threshold", "0B") if to_file else nullcontext()
-            with _memory_errors(self), commit:
+            with _memory_errors(self), commit, interrupts.deferred():  # a signal is raised once it is done
                 raw.execute("COMMIT")
 
     def commit_point(self) -> None:
@@ -483,8 +496,9 @@ class LabStore(StoreReads):
         of 1,247 MB instead of 663 MB). The caller marks its work unfinished until the last
         commit (see ``store.sources``)."""
         with self.hold(), _memory_errors(self):
-            self.con.execute("COMMIT")
-            self.con.execute("BEGIN TRANSACTION")
+            with interrupts.deferred():  # a signal is raised once the commit is done (see interrupts)
+                self.con.execute("COMMIT")
+                self.con.execute("BEGIN TRANSACTION")  # so that transaction() has one to roll back
 
     @contextmanager
     def setting(self, name: str, value: Any) -> Iterator[LabStore]:
@@ -561,10 +575,11 @@ class LabStore(StoreReads):
     def close(self) -> None:
         """Close the connection for good (a closed store cannot be used again)."""
         with self._lock:
-            if self._raw is not None:
-                self._raw.close()
-                self._raw = None
             self._closed = True
+            if self._raw is not None:
+                with interrupts.deferred():  # as in release()
+                    self._raw.close()
+                    self._raw = None
 
     def __enter__(self) -> LabStore:
         return self
