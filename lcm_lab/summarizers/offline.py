@@ -48,6 +48,7 @@ from lcm_lab.prompts.render import CONDENSED_HEADER, LEAF_HEADER
 
 OFFLINE_MODEL = "lcm-lab-offline-v3"
 FOOTER_PREFIX = "Expand for details about: "
+DEFAULT_FOOTER_ITEMS = 4
 MAX_SHARE_OF_SOURCE = 0.8
 SENTENCE_SPLIT_TOKENS = 48  # lines longer than this are split into sentences
 MAX_UNIT_TOKENS = 48  # longer sentences (logs, dumps) are clipped
@@ -128,8 +129,10 @@ class OfflineSummarizer:
 
     name = "offline"
 
-    def __init__(self, max_footer_items: int = 4) -> None:
+    def __init__(self, max_footer_items: int = DEFAULT_FOOTER_ITEMS) -> None:
         self.max_footer_items = max_footer_items
+        if max_footer_items != DEFAULT_FOOTER_ITEMS:  # the name a run records says every setting (rebuild_summarizer)
+            self.name = f"offline(max_footer_items={max_footer_items})"
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         text = summarize_offline(request, self.max_footer_items)
@@ -137,7 +140,7 @@ class OfflineSummarizer:
                              output_tokens=estimate_tokens(text), cost_usd=0.0)
 
 
-def summarize_offline(request: SummaryRequest, max_footer_items: int = 4) -> str:
+def summarize_offline(request: SummaryRequest, max_footer_items: int = DEFAULT_FOOTER_ITEMS) -> str:
     """The offline summary text for ``request`` (pure function).
 
     Secrets are redacted from the source before anything else: the summary clips sentences and
