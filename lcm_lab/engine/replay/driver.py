@@ -91,7 +91,8 @@ class Replay:
     run_id: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     # The summarizer object the replay compacted with, for drains that run in a question turn
-    # (:meth:`ask`); never stored, so a replay rebuilt from the store has none.
+    # (:meth:`ask`); never stored: a replay rebuilt from the store gets it built again when its
+    # recorded name says all of it (summarizers.rebuild_summarizer: offline, the stubs), else has none.
     compaction_summarizer: Summarizer | None = field(default=None, compare=False, repr=False, metadata={"stored": False})
 
     @property
