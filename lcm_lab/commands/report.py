@@ -28,6 +28,9 @@ from lcm_lab.cli import (
 from lcm_lab.commands._summarizer_args import add_summarizer_arguments, named_summarizer, summarizer_from_args
 from lcm_lab.errors import NotFoundError, UnknownNameError
 
+DRAINS = ("for the emergency drains of question turns of stored runs a model wrote (a run of the offline\n"
+          "or a stub summarizer is rebuilt with its own); the calls are recorded in the store's ledger")  # fmt: skip
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -49,10 +52,6 @@ def register(subparsers: Any) -> None:
     add_db_argument(parser)
     add_json_argument(parser, "one object: path, runs")
     parser.set_defaults(func=run, summarizer=None)
-
-
-DRAINS = ("for the emergency drains of question turns of stored runs a model wrote (a run of the offline or a "
-          "stub summarizer is rebuilt with its own); the calls are recorded in the store's ledger")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
