@@ -127,12 +127,17 @@ class _Unit:
 class OfflineSummarizer:
     """Statement-writing, deterministic summaries (see the module docstring for the rules)."""
 
-    name = "offline"
-
     def __init__(self, max_footer_items: int = DEFAULT_FOOTER_ITEMS) -> None:
         self.max_footer_items = max_footer_items
-        if max_footer_items != DEFAULT_FOOTER_ITEMS:  # the name a run records says every setting (rebuild_summarizer)
-            self.name = f"offline(max_footer_items={max_footer_items})"
+
+    @property
+    def name(self) -> str:
+        """``offline``, and a setting that is not the default in brackets (``offline(max_footer_items=0)``):
+        the name a run records says all of the summarizer, so the store can build it again
+        (:func:`lcm_lab.summarizers.rebuild_summarizer`)."""
+        if self.max_footer_items == DEFAULT_FOOTER_ITEMS:
+            return "offline"
+        return f"offline(max_footer_items={self.max_footer_items})"
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         text = summarize_offline(request, self.max_footer_items)
