@@ -160,6 +160,17 @@ def test_a_report_whose_drain_calls_fail_says_so(report: Any, server: FakeOpenAI
     assert written and err.startswith("warning: the report's question turns: 1 of ") and err.count("\n") == 1
 
 
+def test_write_report_takes_the_drain_summarizer_for_a_models_stored_runs(model_runs: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    db, runs = model_runs
+    page = tmp_path / "r.html"
+    with LabStore(db) as store:
+        with pytest.raises(SummarizerNeededError) as refused:
+            lab.write_report([runs["lcm"], runs["truncate"]], page, store=store)
+        assert isinstance(refused.value, lab.UserError) and not page.exists()
+        assert lab.write_report([runs["lcm"], runs["truncate"]], page, store=store, summarizer=lab.get_summarizer("offline")) == page
+    assert page.exists()
+
+
 @pytest.mark.parametrize(("options", "said"), [
     (["--temperature", "0.2"], "--temperature: these options apply only to --model"),
     (["--summarizer", "offline", "--model", "m"], "choose one"),

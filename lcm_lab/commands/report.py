@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_output_path(args.output)
     args.summarizer = named_summarizer(args)
-    with open_store(args.db, reads_only=args.summarizer is None) as store:  # a model's calls go to its ledger
+    with open_store(args.db, reads_only=args.summarizer != "litellm") as store:  # a model's calls go to its ledger
         drains = None if args.summarizer is None else summarizer_from_args(args, store=store)
         runs = list(args.runs or [])
         sweep = None
