@@ -25,7 +25,7 @@ from reference_sets import load_trace, replay_of, run_ids
 
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay, replay
-from lcm_lab.engine.replay.question import DEFAULT_DELAY_MS, branch_drain
+from lcm_lab.engine.replay.question import DEFAULT_DELAY_MS, SummarizerNeededError, branch_drain
 from lcm_lab.engine.replay.trace import attempt_record, question_turn_record, summary_keys
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.transcripts import read_transcript
@@ -170,15 +170,19 @@ def test_forced_drains_ignore_the_backoff(input_dir: Path) -> None:
     assert sent.emergency_drain is not None and sent.emergency_drain.force and sent.emergency_drain.ran
 
 
-def test_a_stored_replay_needs_a_summarizer_for_a_drain(conv0: Conversation) -> None:
+def test_a_stored_replay_drains_with_its_rebuilt_stub_and_a_models_needs_a_summarizer(conv0: Conversation) -> None:
     run = next(r for r in _question_runs() if r["token_budget"] == 4000)
     result = _base_replay(run, conv0)
     rebuilt = replay_from_bytes(replay_to_bytes(result))
-    assert isinstance(rebuilt, Replay) and rebuilt.compaction_summarizer is None and rebuilt == result
-    with pytest.raises(ValueError, match="pass summarizer="):
-        rebuilt.ask("When?")
-    assert rebuilt.ask("When?", summarizer=StubV1Summarizer()).items == result.ask("When?").items
-    assert rebuilt.ask("When?", after_turn=3).path == result.ask("When?", after_turn=3).path  # no drain: no summarizer needed
+    assert isinstance(rebuilt, Replay) and isinstance(rebuilt.compaction_summarizer, StubV1Summarizer) and rebuilt == result
+    assert rebuilt.ask("When?") == result.ask("When?")  # the stub that wrote it, built again: the same drain
+    # a run a model wrote: the store keeps no model to call, and none is assumed
+    modelled = replay_from_bytes(replay_to_bytes(dataclasses.replace(result, summarizer="litellm")))
+    assert isinstance(modelled, Replay) and modelled.compaction_summarizer is None
+    with pytest.raises(SummarizerNeededError, match=r"lcm-lab report --model MODEL .* or summarizer= in a notebook"):
+        modelled.ask("When?")
+    assert modelled.ask("When?", summarizer=StubV1Summarizer()).items == result.ask("When?").items
+    assert modelled.ask("When?", after_turn=3).path == result.ask("When?", after_turn=3).path  # no drain: no summarizer needed
 
 
 def test_prompt_aware_eviction_reads_the_question(conv0: Conversation) -> None:

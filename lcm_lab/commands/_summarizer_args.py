@@ -16,6 +16,7 @@ from lcm_lab.cli import (
     positive_count,
     positive_number,
 )
+from lcm_lab.errors import OptionError
 from lcm_lab.summarizers import DEFAULT_SUMMARIZER, SUMMARIZER_NAMES, SummarizerConfigError, get_summarizer
 
 if TYPE_CHECKING:
@@ -23,11 +24,12 @@ if TYPE_CHECKING:
     from lcm_lab.store.core import LabStore
 
 
-def add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--summarizer``, ``--model``, ``--api-base``, ``--concurrency``, ``--cache``, ``--prompts`` …"""
-    group = parser.add_argument_group("summarizer")
-    group.add_argument("--summarizer", choices=SUMMARIZER_NAMES, default=DEFAULT_SUMMARIZER,
-                       help=f"who writes the summaries (default: {DEFAULT_SUMMARIZER})")
+def add_summarizer_arguments(parser: argparse.ArgumentParser, description: str | None = None,
+                             summarizer_help: str = f"who writes the summaries (default: {DEFAULT_SUMMARIZER})") -> None:  # fmt: skip
+    """Add ``--summarizer``, ``--model``, ``--api-base``, ``--concurrency``, ``--cache``, ``--prompts`` …
+    (``description``: what the group is for, where it is not the command's own summaries)."""
+    group = parser.add_argument_group("summarizer", description)
+    group.add_argument("--summarizer", choices=SUMMARIZER_NAMES, default=DEFAULT_SUMMARIZER, help=summarizer_help)
     group.add_argument("--model", type=nonempty, default=None, help="litellm model, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3")
     group.add_argument("--api-base", default=None, metavar="URL", type=api_base_url, help="OpenAI-compatible endpoint (litellm api_base)")
     group.add_argument("--concurrency", type=positive_count, default=16, metavar="N", help="model calls in flight at once (default 16)")
@@ -63,6 +65,24 @@ def api_base_url(text: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
     return text.strip()
+
+
+def named_summarizer(args: argparse.Namespace) -> str | None:
+    """The summarizer the options name when ``--summarizer`` has no default (``whatif rewrite``,
+    ``report``): ``--model`` alone means litellm; ``None`` when neither is given.
+
+    >>> named_summarizer(argparse.Namespace(summarizer=None, model="openai/x", api_base=None, prompts=None))
+    'litellm'
+    """
+    if args.model and args.summarizer not in (None, "litellm"):
+        raise OptionError(f"--summarizer {args.summarizer} and --model {args.model}: choose one")
+    if not args.model and (args.api_base or args.prompts):
+        raise OptionError("--api-base and --prompts apply to --model")
+    name: str | None = args.summarizer or ("litellm" if args.model else None)
+    given = [f"--{opt.replace('_', '-')}" for opt in _LITELLM_ONLY if getattr(args, opt, None) is not None]
+    if name is None and given:
+        raise SummarizerConfigError(f"{', '.join(given)}: these options apply only to --model")
+    return name
 
 
 def summarizer_from_args(args: argparse.Namespace, store: LabStore | None = None, run_id: str | None = None) -> Summarizer:

@@ -3,11 +3,17 @@
 Without ``--run`` the most recent replay in the store is reported; ``lcm-lab replay`` saves
 each replay and prints its run id. Scores saved for those runs are tabled and charted.
 The page works offline (plotly.js is inlined).
+
+A comparison asks every run questions, and a question turn may have to compact (an emergency
+drain). A run the offline or a stub summarizer wrote is rebuilt with that summarizer; for a run a
+model wrote, ``--model`` (or ``--summarizer``) names the summarizer of those drains, its calls
+recorded in the store's ledger.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +25,11 @@ from lcm_lab.cli import (
     positive_count,
     print_json,
 )
+from lcm_lab.commands._summarizer_args import add_summarizer_arguments, named_summarizer, summarizer_from_args
 from lcm_lab.errors import NotFoundError, UnknownNameError
+
+DRAINS = ("for the emergency drains of question turns of stored runs a model wrote (a run of the offline\n"
+          "or a stub summarizer is rebuilt with its own); the calls are recorded in the store's ledger")  # fmt: skip
 
 
 def register(subparsers: Any) -> None:
@@ -38,9 +48,10 @@ def register(subparsers: Any) -> None:
                         help="add a sweep section (table, Pareto plot, recommendation); default run: the recommended one")
     parser.add_argument("--max-summaries", type=positive_count, default=300, metavar="N",
                         help="rows of the summary table per run (default 300)")
+    add_summarizer_arguments(parser, DRAINS, "the summarizer of those drains (default: none; --model alone means litellm)")
     add_db_argument(parser)
     add_json_argument(parser, "one object: path, runs")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, summarizer=None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,12 +59,15 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.store.core import open_store
     from lcm_lab.store.replays import latest_run_id, load_replay
     from lcm_lab.store.scores import scores_df
+    from lcm_lab.summarizers.call_checks import collected_call_warnings
 
     if args.output:  # before the replays are read, not after (the page reads no file but the store)
         from lcm_lab.io.atomic import check_output_path
 
         check_output_path(args.output)
-    with open_store(args.db, reads_only=True) as store:
+    args.summarizer = named_summarizer(args)
+    with open_store(args.db, reads_only=args.summarizer != "litellm") as store:  # a model's calls go to its ledger
+        drains = None if args.summarizer is None else summarizer_from_args(args, store=store)
         runs = list(args.runs or [])
         sweep = None
         if args.sweep:
@@ -72,9 +86,12 @@ def run(args: argparse.Namespace) -> int:
         except UnknownNameError as exc:
             raise UnknownNameError(f"--run: {exc}") from None
         scores = scores_df(store, run_ids=runs)  # saved scores of these runs (may be none)
-    output = Path(args.output) if args.output else Path("reports") / f"{'-vs-'.join(runs)}.html"
-    path = write_report(replays, output, title=args.title, max_summaries=args.max_summaries,
-                        scores=scores if not scores.empty else None, sweep=sweep)
+        output = Path(args.output) if args.output else Path("reports") / f"{'-vs-'.join(runs)}.html"
+        with collected_call_warnings() as call_warnings:
+            path = write_report(replays, output, title=args.title, max_summaries=args.max_summaries,
+                                scores=scores if not scores.empty else None, sweep=sweep, summarizer=drains)
+    for warning in call_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print_json({"path": str(path), "runs": runs})
     else:

@@ -31,8 +31,7 @@ from lcm_lab.cli import (
     print_json,
     print_rows,
 )
-from lcm_lab.commands._summarizer_args import add_summarizer_arguments, summarizer_from_args
-from lcm_lab.errors import OptionError
+from lcm_lab.commands._summarizer_args import add_summarizer_arguments, named_summarizer, summarizer_from_args
 from lcm_lab.summarizers import DEFAULT_SUMMARIZER
 
 
@@ -92,11 +91,7 @@ def _rewrite(args: argparse.Namespace) -> int:
     from lcm_lab.store import open_store
     from lcm_lab.summarizers.call_checks import collected_call_warnings
 
-    if args.model and args.summarizer not in (None, "litellm"):
-        raise OptionError(f"--summarizer {args.summarizer} and --model {args.model}: choose one")
-    if not args.model and (args.api_base or args.prompts):
-        raise OptionError("--api-base and --prompts apply to --model")
-    args.summarizer = args.summarizer or ("litellm" if args.model else DEFAULT_SUMMARIZER)
+    args.summarizer = named_summarizer(args) or DEFAULT_SUMMARIZER
     with open_store(args.db) as store:
         writer = summarizer_from_args(args, store=store)  # the ledger of its model calls is this store's
         with collected_call_warnings():  # the library's warning, said once by _report as the result's warnings

@@ -52,7 +52,8 @@ class SummaryResult:
 class Summarizer(Protocol):
     """Anything with ``summarize(request) -> SummaryResult`` (or a plain ``str``)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read, never set: a class attribute or a property (the offline summarizer's says its settings)
 
     def summarize(self, request: SummaryRequest) -> SummaryResult | str: ...
 

@@ -22,6 +22,7 @@ from lcm_lab.engine.types import SentContext
 from lcm_lab.io.redaction import redact
 from lcm_lab.report._template import PAGE
 from lcm_lab.report.verdict_text import MIN_ITEMS, VERDICT_METRICS, Verdict, interval_text, meaning_lines
+from lcm_lab.summarizers.call_checks import calls_since, calls_so_far, check_calls, warn_failed_calls
 from lcm_lab.viz.budget import plot_budget_comparison, plot_budget_timeline
 from lcm_lab.viz.context import _context_figure, _text_of, context_info
 from lcm_lab.viz.counts import ReplayStats, replay_stats
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+    from lcm_lab.engine.protocol import Summarizer
     from lcm_lab.engine.replay.driver import Replay
     from lcm_lab.store.core import LabStore
 
@@ -299,6 +301,7 @@ def report(
     run_labels: Mapping[str, str] | None = None,
     verdicts: Sequence[tuple[str, Sequence[Verdict]]] | None = None,
     upgrade: Any = None,
+    summarizer: Summarizer | None = None,
 ) -> str:
     """The HTML page (a string) for one replay or a comparison of several.
 
@@ -314,7 +317,15 @@ def report(
     ``recoverability`` adds that section from ``RecoverabilityReport.summary()`` rows.
     ``run_labels`` (run id -> label) names stored runs in the score tables; ``verdicts`` (from
     :func:`lcm_lab.report.verdict_text.compare_settings`) lead the page, in words.
+
+    The strategies section asks every run questions; a question turn may have to compact (an
+    emergency drain). A replay rebuilt from the store carries its summarizer for that when the
+    lab can build it exactly again (offline, the stubs); ``summarizer`` writes those drains for
+    the others (a model's runs), whose question turns otherwise raise ``SummarizerNeededError``.
+    Its model calls follow the rule for failed calls (:mod:`lcm_lab.summarizers.call_checks`):
+    every one failed raises ``ModelCallsFailedError``, some failed is one ``ModelCallsWarning``.
     """
+    from lcm_lab.engine.replay.driver import Replay
     from lcm_lab.report.cost_section import cost_section
     from lcm_lab.report.figures import LOADER, plotly_js_gzip_base64
     from lcm_lab.report.glossary import GLOSSARY
@@ -322,6 +333,9 @@ def report(
     everything = [replays] if not isinstance(replays, Sequence) else list(replays)
     if not everything:
         raise ValueError("report needs at least one replay")
+    if summarizer is not None:
+        everything = [r.with_compaction_summarizer(summarizer) if isinstance(r, Replay) else r for r in everything]
+    before = calls_so_far(summarizer)
     all_names = _labels(everything, labels)
     strategies = None
     if any(hasattr(r, "strategy") for r in everything):  # StrategyRuns (lcm_lab.strategies): a strategies section
@@ -352,6 +366,8 @@ def report(
         glossary=GLOSSARY,
         upgrade=_upgrade(upgrade),
     )
+    failed, warning = check_calls(calls_since(summarizer, before), "the report's question turns", "no report was made")
+    warn_failed_calls(failed, warning)
     # Everything on the page but plotly's own code is text the lab derived from transcripts:
     # secrets are redacted there (lcm_lab.io.redaction); the library is inserted afterwards.
     return redact(html).replace(_PLOTLY_MARK, plotly_js_gzip_base64(), 1)
@@ -397,7 +413,8 @@ def write_report(
 
     Run ids are loaded from ``store`` (default: the lab store at its default location).
     ``options`` go to :func:`report` (``title``, ``labels``, ``scores``, ``max_summaries``, ``costs``,
-    ``recoverability``, ``sweep``, ``upgrade``).
+    ``recoverability``, ``sweep``, ``upgrade``, ``summarizer``: the summarizer of the question
+    turns' drains for stored runs a model wrote). Nothing is written when :func:`report` raises.
     """
     items = [replays_or_run_ids] if isinstance(replays_or_run_ids, str) or not isinstance(replays_or_run_ids, Sequence) \
         else list(replays_or_run_ids)

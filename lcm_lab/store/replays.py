@@ -47,6 +47,7 @@ from lcm_lab.store.core import LabStore
 from lcm_lab.store.opening import DamagedStoreError
 from lcm_lab.store.stored import stored_json, stored_payload
 from lcm_lab.strategies.base import MemoryItem, ModelCall, StrategyRun, StrategyTurn
+from lcm_lab.summarizers import rebuild_summarizer
 
 _TYPE_KEY = "__lcm_lab_type__"
 _TYPES: dict[str, type] = {
@@ -211,13 +212,16 @@ _PAYLOAD_STEP = 1 << 20  # characters of JSON text encoded per step of replay_to
 
 def replay_from_bytes(payload: bytes, what: str = "a stored replay") -> Replay | StrategyRun:
     """The run in a stored payload; a :class:`DamagedStoreError` naming ``what`` (the run) when the
-    bytes are not a replay the lab wrote (:mod:`lcm_lab.store.stored`)."""
+    bytes are not a replay the lab wrote (:mod:`lcm_lab.store.stored`). An LCM replay whose
+    summarizer the lab can build exactly again (:func:`~lcm_lab.summarizers.rebuild_summarizer`:
+    the offline one, the stubs) carries it for the drains of its question turns, as it did live."""
     replay = _decode(stored_payload(payload, what), {})
     if isinstance(replay, StrategyRun):
         return dataclasses.replace(replay, memories=tuple(tuple(m) for m in replay.memories))
     if not isinstance(replay, Replay):
         raise DamagedStoreError(f"the lab store is damaged: {what} is not a replay; delete it from the store or restore a backup")
-    return replay
+    rebuilt = rebuild_summarizer(replay.summarizer, (call.model for turn in replay.turns for call in turn.calls))
+    return replay if rebuilt is None else dataclasses.replace(replay, compaction_summarizer=rebuilt)
 
 
 def new_run_id(replay: Replay | StrategyRun, payload: bytes) -> str:

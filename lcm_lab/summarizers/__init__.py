@@ -16,6 +16,8 @@ unknown summarizer 'nope'; choose one of: offline, stub-v1, legacy-golden-10.1, 
 from __future__ import annotations
 
 import importlib
+import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from lcm_lab.errors import OptionError
@@ -59,6 +61,35 @@ def get_summarizer(name: str, **options: Any) -> Summarizer:
     raise SummarizerConfigError(f"unknown summarizer {name!r}; choose one of: {', '.join(SUMMARIZER_NAMES)}")
 
 
+_OFFLINE_NAME = re.compile(r"offline(?:\(max_footer_items=(\d+)\))?")
+
+
+def rebuild_summarizer(name: str, models: Iterable[str] = ()) -> Summarizer | None:
+    """The summarizer a run recorded as ``name`` (``Replay.summarizer``) when the lab can build
+    exactly that one again: a deterministic summarizer whose name says all of its settings
+    (``offline``, ``offline(max_footer_items=0)``, ``stub-v1``, ``legacy-golden-10.1``). ``models``
+    are the models the run's calls recorded: an offline run written by another version of the
+    offline summarizer is not rebuilt. ``None`` for a model's summarizer (``litellm``): a model is
+    named by the caller, never assumed.
+
+    >>> rebuild_summarizer("offline(max_footer_items=0)").max_footer_items
+    0
+    >>> rebuild_summarizer("offline", ["lcm-lab-offline-v1"]) is None, rebuild_summarizer("litellm") is None
+    (True, True)
+    """
+    if name in ("stub-v1", "legacy-golden-10.1"):
+        return get_summarizer(name)
+    offline = _OFFLINE_NAME.fullmatch(name)
+    if offline is None:
+        return None
+    from lcm_lab.summarizers.offline import DEFAULT_FOOTER_ITEMS, OFFLINE_MODEL
+
+    if any(model != OFFLINE_MODEL for model in models):
+        return None
+    footer = offline.group(1)
+    return get_summarizer("offline", max_footer_items=DEFAULT_FOOTER_ITEMS if footer is None else int(footer))
+
+
 # Imported on first use, so the CLI and ``SUMMARIZER_NAMES`` stay cheap to import.
 _LAZY = {
     "OfflineSummarizer": "lcm_lab.summarizers.offline",
@@ -86,4 +117,5 @@ __all__ = [
     "SummarizerConfigError",
     "canon_file_ids",
     "get_summarizer",
+    "rebuild_summarizer",
 ]

@@ -48,6 +48,7 @@ from lcm_lab.prompts.render import CONDENSED_HEADER, LEAF_HEADER
 
 OFFLINE_MODEL = "lcm-lab-offline-v3"
 FOOTER_PREFIX = "Expand for details about: "
+DEFAULT_FOOTER_ITEMS = 4
 MAX_SHARE_OF_SOURCE = 0.8
 SENTENCE_SPLIT_TOKENS = 48  # lines longer than this are split into sentences
 MAX_UNIT_TOKENS = 48  # longer sentences (logs, dumps) are clipped
@@ -126,10 +127,17 @@ class _Unit:
 class OfflineSummarizer:
     """Statement-writing, deterministic summaries (see the module docstring for the rules)."""
 
-    name = "offline"
-
-    def __init__(self, max_footer_items: int = 4) -> None:
+    def __init__(self, max_footer_items: int = DEFAULT_FOOTER_ITEMS) -> None:
         self.max_footer_items = max_footer_items
+
+    @property
+    def name(self) -> str:
+        """``offline``, and a setting that is not the default in brackets (``offline(max_footer_items=0)``):
+        the name a run records says all of the summarizer, so the store can build it again
+        (:func:`lcm_lab.summarizers.rebuild_summarizer`)."""
+        if self.max_footer_items == DEFAULT_FOOTER_ITEMS:
+            return "offline"
+        return f"offline(max_footer_items={self.max_footer_items})"
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         text = summarize_offline(request, self.max_footer_items)
@@ -137,7 +145,7 @@ class OfflineSummarizer:
                              output_tokens=estimate_tokens(text), cost_usd=0.0)
 
 
-def summarize_offline(request: SummaryRequest, max_footer_items: int = 4) -> str:
+def summarize_offline(request: SummaryRequest, max_footer_items: int = DEFAULT_FOOTER_ITEMS) -> str:
     """The offline summary text for ``request`` (pure function).
 
     Secrets are redacted from the source before anything else: the summary clips sentences and

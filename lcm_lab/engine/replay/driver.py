@@ -91,7 +91,8 @@ class Replay:
     run_id: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     # The summarizer object the replay compacted with, for drains that run in a question turn
-    # (:meth:`ask`); never stored, so a replay rebuilt from the store has none.
+    # (:meth:`ask`); never stored: a replay rebuilt from the store gets it built again when its
+    # recorded name says all of it (summarizers.rebuild_summarizer: offline, the stubs), else has none.
     compaction_summarizer: Summarizer | None = field(default=None, compare=False, repr=False, metadata={"stored": False})
 
     @property
@@ -251,11 +252,17 @@ class Replay:
         runs there, its deferred emergency drain included (forced while ``retry_attempts < 3``,
         else only once the backoff has expired at ``at``); the question is passed as the prompt.
         The replay itself never changes. A drain that has to run calls the summarizer the replay
-        was made with (``summarizer`` for a replay rebuilt from the store, which has none).
+        was made with (rebuilt with it from the store when it was the offline or a stub summarizer);
+        ``summarizer`` for one rebuilt from a model's run, which has none.
         """
         from lcm_lab.engine.replay.question import ask
 
         return ask(self, question, after_turn, at, budget=budget, summarizer=summarizer)
+
+    def with_compaction_summarizer(self, summarizer: Summarizer) -> Replay:
+        """This replay with ``summarizer`` for the drains of its question turns (:meth:`ask`) when it
+        has none (a model's run rebuilt from the store); a replay that has its own keeps it."""
+        return self if self.compaction_summarizer is not None else replace(self, compaction_summarizer=summarizer)
 
     @cached_property
     def _sent_cache(self) -> dict[tuple[int | None, int], SentContext]:

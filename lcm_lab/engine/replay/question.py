@@ -211,16 +211,19 @@ class BranchDrain(Protocol):
 
 class SummarizerNeededError(OptionError):
     """A question turn must compact (an emergency drain) and the replay has no summarizer: it was
-    rebuilt from the store, which keeps its summaries, not the summarizer object that wrote them."""
+    rebuilt from the store, which keeps its summaries, not the summarizer object that wrote them,
+    and builds only the offline and stub summarizers again (a model is never assumed)."""
 
 
-def _require_summarizer(summarizer: Summarizer | None, k: int) -> Summarizer:
+def _require_summarizer(summarizer: Summarizer | None, replay: Replay, k: int) -> Summarizer:
     if summarizer is None:
+        models = sorted({c.model for t in replay.turns for c in t.calls} - {"unknown"})
+        written = f"{replay.summarizer!r}" + (f" (model {', '.join(models)})" if models else "")
         raise SummarizerNeededError(
-            f"the question after turn {k} runs an emergency drain and this replay has no summarizer "
-            "(it was rebuilt from the store, which keeps summaries, not the summarizer): pass summarizer= to "
-            "ask, e.g. run.ask(question, summarizer=lcm_lab.get_summarizer('offline')) in a notebook; the "
-            "report's strategy comparison asks every run such questions, so compare these runs there"
+            f"the question after turn {k} runs an emergency drain and this replay has no summarizer: it was "
+            f"rebuilt from the store, which keeps summaries, not the summarizer, and {written} wrote them; name "
+            "the summarizer for the drain: lcm-lab report --model MODEL (with --api-base URL) or --summarizer NAME, or summarizer= "
+            "in a notebook (lab.write_report(..., summarizer=...), run.ask(question, summarizer=...))"
         )
     return summarizer
 
@@ -232,7 +235,7 @@ def branch_drain(
     stored state after that turn (messages, summaries, context items, the debt row)."""
     from lcm_lab.engine.replay.driver import CallState
 
-    summarizer = _require_summarizer(summarizer, k)
+    summarizer = _require_summarizer(summarizer, replay, k)
     debt = replay.turns[k].debt_after
     assert debt is not None and debt.pending  # start.debt_pending says so
     # Seqs grow turn by turn, so the messages stored by turn k are those up to its last seq (a
@@ -294,7 +297,7 @@ def branch_drain_v1(
     from lcm_lab.engine.replay.commit_turn import rebuild_engine
     from lcm_lab.engine.replay.driver import CallState
 
-    engine = rebuild_engine(replay, k, _require_summarizer(summarizer, k))
+    engine = rebuild_engine(replay, k, _require_summarizer(summarizer, replay, k))
     assert engine.state.stored_tokens() == start.stored_tokens  # the rebuilt state is the replay's
     known = set(engine.state.summaries)
     engine.turn = k + 1
