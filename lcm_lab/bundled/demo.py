@@ -15,8 +15,9 @@ size (:func:`lcm_lab.metrics.donor.pick_donor`); ``details["chance_donor"]`` nam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,12 @@ from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.loading.dispatch import SourceResult, format_table, load
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.donor import pick_donor
+from lcm_lab.metrics.paired import HeadlineOutcome, paired_difference
 from lcm_lab.metrics.score import score_replay
+from lcm_lab.metrics.verdicts import ProbeRows, verdict
 from lcm_lab.report.verdict_text import (
     VERDICT_METRICS,
+    Difference,
     Pair,
     Verdict,
     compare_settings,
@@ -82,6 +86,7 @@ class DemoRun:
     run_id: str
     replay: Replay
     scores: list[Score]
+    probes: dict[str, ProbeRows] = field(default_factory=dict)  # each probed headline's probes, for pairing
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,6 @@ def _run_scores(scores: Sequence[Score]) -> dict[str, float]:
 
 
 def _headline(scores: Sequence[Score], name: str) -> Score | None:
-    from lcm_lab.metrics.verdicts import verdict
-
     return verdict(scores, name)
 
 
@@ -129,10 +132,10 @@ def comparison_rows(runs: Sequence[DemoRun]) -> list[dict[str, Any]]:
                 "final_tokens": last.final_tokens,
                 "peak_budget": values.get("peak_budget_fraction"),
                 "fact_retention": fact.value if fact is not None else None,
-                "fact_chance": fact.details.get("chance") if fact is not None else None,
+                "fact_chance": fact.details.get("chance_normalised") if fact is not None else None,
                 "qa_retention": values.get("qa_retention"),
                 "qa_95ci": _qa_interval(run.scores),
-                "qa_chance": qa.details.get("chance") if qa is not None else None,
+                "qa_chance": qa.details.get("chance_normalised") if qa is not None else None,
                 "qa_end_of_run": values.get("qa_retention_end_of_run"),
                 "degraded": (f"{qa.details['probes_degraded']}/{qa.details['probes']}" if qa is not None and qa.details.get("probes")
                              else None),
@@ -155,13 +158,15 @@ COLUMNS: dict[str, str] = {
     "fact_retention": "hard facts (paths, ids, numbers) said so far still usable when a new user message arrives, "
     "probed at the question turn over the conversation's life, between truncation at each probe (0) and the "
     "full history (1)",
-    "fact_chance": "chance control of fact_retention: weighted share of those facts found in a budget-sized window of a "
-    "donor conversation (another bundled conversation of the same kind, closest in size; named in the report)",
+    "fact_chance": "the chance control of fact_retention on its scale (truncation 0, full history 1): the facts found in a "
+    "budget-sized window of a donor conversation (another bundled conversation of the same kind, closest in size; named in "
+    "the report); a setting should score well above it",
     "qa_retention": "offline proxy: LoCoMo answer recall@10 when each question is asked (run.ask) at the start of every "
     "session after its evidence, between what truncation sends there (0) and the item's gold evidence alone (1); "
     "'-' for runs without QA or where that scale is undefined",
     "qa_95ci": "95% interval of qa_retention, resampling QA items (each with all its probes)",
-    "qa_chance": "raw recall of the chance control (the same reader over another conversation's text)",
+    "qa_chance": "the chance control of qa_retention on its scale (truncation 0, gold evidence 1): the same reader over "
+    "another conversation's text; a setting should score well above it",
     "qa_end_of_run": "the old one-instant reading: qa_retention of the end-of-run call (no user message, no drain)",
     "degraded": "QA probes whose context came from a degraded engine path (raw messages only) / all probes",
 }
@@ -181,13 +186,33 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     return format_table(rows, tuple(COLUMNS))
 
 
+def paired_differences(a: DemoRun, b: DemoRun) -> dict[str, Difference]:
+    """``b − a`` of every probed headline both runs read on the same probes, paired probe by probe
+    (:mod:`lcm_lab.metrics.paired`); a headline withheld on either side or without an interval is left out."""
+    out: dict[str, Difference] = {}
+    for metric in a.probes.keys() & b.probes.keys():
+        head_a, head_b = verdict(a.scores, metric), verdict(b.scores, metric)
+        if head_a is None or head_b is None:
+            continue
+        d = paired_difference(HeadlineOutcome(head_a, a.probes[metric]), HeadlineOutcome(head_b, b.probes[metric]))
+        if d["paired"] and math.isfinite(d["diff_ci_low"]) and math.isfinite(d["diff_ci_high"]):
+            unit = str(head_a.details.get("unit") or "item").replace("_", " ")
+            out[metric] = Difference(d["diff"], d["diff_ci_low"], d["diff_ci_high"], int(head_a.details.get("n") or 0), unit)
+    return out
+
+
 def demo_verdicts(runs: Sequence[DemoRun], scores: Any) -> list[tuple[str, list[Verdict]]]:
-    """Each conversation's second setting against its first, on every headline both runs carry."""
+    """Each conversation's second setting against its first, on every headline both runs carry:
+    paired probe by probe where both read the same probes (same conversation, same budget)."""
     first, second = list(SETTINGS)[:2]
     by_label = {run.label: run for run in runs}
-    pairs = [Pair(name, by_label[f"{name} · {first}"].run_id, first, by_label[f"{name} · {second}"].run_id, second)
-             for name, _relative, _index in CONVERSATIONS]
-    return compare_settings(scores, pairs, VERDICT_METRICS)
+    pairs: list[Pair] = []
+    differences: dict[tuple[str, str], Difference] = {}
+    for name, _relative, _index in CONVERSATIONS:
+        a, b = by_label[f"{name} · {first}"], by_label[f"{name} · {second}"]
+        pairs.append(Pair(name, a.run_id, first, b.run_id, second))
+        differences |= {(name, metric): d for metric, d in paired_differences(a, b).items()}
+    return compare_settings(scores, pairs, VERDICT_METRICS, differences=differences)
 
 
 def run_demo(
@@ -223,10 +248,11 @@ def run_demo(
             say(f"Replaying {label} (budget {BUDGET:,}) ...")
             result = replay(chosen.conversation, config, summarizer, token_budget=BUDGET)
             run_id = save_replay(store, result, label=label)
-            scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress, chance_conversation=other,
+            probes: dict[str, ProbeRows] = {}
+            scores = score_replay(result, run_id=run_id, qa_items=qa or None, progress=progress, chance_conversation=other, rows_out=probes,
                                   donor_text=donor.text if donor else None, donor_label=donor.label if donor else None)
             write_scores(store, scores, replace_runs=True)
-            runs.append(DemoRun(label, run_id, result, scores))
+            runs.append(DemoRun(label, run_id, result, scores, probes))
 
     say("\nHow the settings compare (qa_retention is an offline proxy, see the legend):")
     say(format_rows(comparison_rows(runs)))

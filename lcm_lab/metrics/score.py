@@ -34,7 +34,7 @@ from lcm_lab.metrics.retention import (
     summary_fact_scores,
 )
 from lcm_lab.metrics.shape import budget_scores, summary_shape_scores
-from lcm_lab.metrics.verdicts import verdict_scores
+from lcm_lab.metrics.verdicts import ProbeRows, verdict_scores
 
 
 def _progress(enabled: bool, desc: str) -> Any:
@@ -61,6 +61,7 @@ def score_replay(
     chance_conversation: Conversation | None = None,
     donor_text: str | None = None,
     donor_label: str | None = None,
+    rows_out: dict[str, ProbeRows] | None = None,
 ) -> list[Score]:
     """All offline scores of a replay: shape, budget, the headlines of :mod:`lcm_lab.metrics.verdicts`
     (probed over the conversation's life, with their end-of-run diagnostics), fact retention
@@ -71,7 +72,9 @@ def score_replay(
     ``donor_label`` names it in the headlines' ``details["chance_donor"]``).
 
     ``context_turns`` restricts the per-turn context metrics to some turns (the last turn is
-    always included); ``mode`` chooses the assembled (default) or stored context.
+    always included); ``mode`` chooses the assembled (default) or stored context. ``rows_out``
+    receives each probed headline's probes of an LCM replay, to pair two settings probe by probe
+    (:mod:`lcm_lab.metrics.paired`).
     """
     if donor_text is None and chance_conversation is not None:
         donor_text = "\n".join(raw_texts(chance_conversation))
@@ -95,7 +98,7 @@ def score_replay(
     scores += budget_scores(replay.turns, replay.token_budget, rid)
     scores += summary_fact_scores(dag, rid, base)
     scores += verdict_scores(replay, rid, qa_items=qa_items, chance_conversation=chance_conversation, donor_text=donor_text,
-                             donor_label=donor_label)
+                             donor_label=donor_label, rows_out=rows_out)
     scores += context_fact_scores(replay, rid, mode=mode, turns=context_turns, base=base, progress=_progress(progress, "fact retention"))
     scores += doctor_scores(diagnose(rows_from_dag(dag)), rid)
     if needles:

@@ -204,9 +204,13 @@ class Pair(NamedTuple):
     label_b: str
 
 
-def compare_settings(scores: Any, pairs: Sequence[Pair], metrics: Sequence[str]) -> list[tuple[str, list[Verdict]]]:
-    """Verdicts of each pair (``b`` against ``a``) on every headline of ``metrics`` both runs carry, in that order."""
+def compare_settings(scores: Any, pairs: Sequence[Pair], metrics: Sequence[str], *,
+                     differences: Mapping[tuple[str, str], Difference] | None = None) -> list[tuple[str, list[Verdict]]]:
+    """Verdicts of each pair (``b`` against ``a``) on every headline of ``metrics`` both runs carry, in that order.
+    ``differences`` (``(group, metric) -> Difference``) are the pairs' paired differences where the
+    scorer could pair them (:mod:`lcm_lab.metrics.paired`); the others combine the two readings' intervals."""
     found = headline_readings(scores, metrics)
+    differences = differences or {}
     out: list[tuple[str, list[Verdict]]] = []
     for p in pairs:
         verdicts = []
@@ -214,7 +218,7 @@ def compare_settings(scores: Any, pairs: Sequence[Pair], metrics: Sequence[str])
             if (p.run_a, m) in found and (p.run_b, m) in found:
                 a = reading(p.label_a, found[p.run_a, m][1], found[p.run_a, m][0])
                 b = reading(p.label_b, found[p.run_b, m][1], found[p.run_b, m][0])
-                verdicts.append(verdict_in_words(m, a, b))
+                verdicts.append(verdict_in_words(m, a, b, differences.get((p.group, m))))
         out.append((p.group, verdicts))
     return out
 

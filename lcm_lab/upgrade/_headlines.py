@@ -14,27 +14,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
-
-import numpy as np
+from typing import Any
 
 from lcm_lab.engine.types import Conversation
 from lcm_lab.io.model import QAItem
-from lcm_lab.metrics.base import Score
-from lcm_lab.metrics.stats import cluster_bootstrap_difference
+from lcm_lab.metrics.paired import HeadlineOutcome, paired_difference
 from lcm_lab.metrics.verdicts import ProbeRows
 
 HEADLINE_COLUMNS: tuple[str, ...] = (
     "metric", "engine", "value", "ci_low", "ci_high", "raw", "ceiling", "floor", "chance", "n", "unit", "probes",
     "probes_degraded", "diff", "diff_ci_low", "diff_ci_high", "paired", "withheld",
 )  # fmt: skip
-
-
-class HeadlineOutcome(NamedTuple):
-    """One headline of one run and the probes it was computed from."""
-
-    score: Score
-    rows: ProbeRows
 
 
 def headline_outcomes(
@@ -92,22 +82,3 @@ def headline_rows(outcomes: Mapping[str, Mapping[str, HeadlineOutcome]], *, resa
                 row |= paired_difference(base, mine, resamples=resamples, seed=seed)
             rows.append(row)
     return rows
-
-
-def _same_probes(a: ProbeRows, b: ProbeRows) -> bool:
-    return (a.cluster.tolist() == b.cluster.tolist() and np.array_equal(a.turn, b.turn) and np.array_equal(a.weight, b.weight)
-            and np.array_equal(a.floor, b.floor) and np.array_equal(a.ceiling, b.ceiling))  # fmt: skip
-
-
-def paired_difference(base: HeadlineOutcome, other: HeadlineOutcome, *, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """``other − base`` of one headline: paired over the probes with a cluster bootstrap interval
-    when both read the same probes, else the difference of the values alone (``paired`` False)."""
-    if base.score.value is None or other.score.value is None:
-        return {"diff": math.nan, "paired": False}
-    a, b = base.rows, other.rows
-    if not _same_probes(a, b):
-        return {"diff": float(other.score.value) - float(base.score.value), "paired": False}
-    w = a.weight
-    gap = float(((a.ceiling - a.floor) * w).sum() / w.sum())
-    diff, low, high = cluster_bootstrap_difference(a.method, b.method, a.cluster, scale=gap, weights=w, resamples=resamples, seed=seed)
-    return {"diff": diff, "diff_ci_low": low, "diff_ci_high": high, "paired": True}
