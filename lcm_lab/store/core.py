@@ -597,7 +597,7 @@ def _no_store_here(path: str, *, default: bool) -> NotFoundError:
             f"no lab store yet at {shown_path(path)} (the default: ${HOME_ENV}/{STORE_FILE}, else ./.lcm_lab/{STORE_FILE}); "
             f"run `lcm-lab load PATH` first, or name an existing store with --db"
         )
-    return NotFoundError(f"no lab store at {shown_path(path)}; check --db, or run `lcm-lab load PATH --db {shown_path(path)}` to make one")
+    return NotFoundError(f"no lab store at {shown_path(path)}; check --db, or run `lcm-lab load PATH --db={shown_path(path)}` to make one")
 
 
 def _writable(path: str) -> bool:
