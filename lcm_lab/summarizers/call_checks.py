@@ -18,7 +18,7 @@ the live tally keeps the first error's text.
 error is raised, and the warning is a :class:`ModelCallsWarning`, which a notebook shows under the
 cell. A caller that says it in its own words passes ``check_calls=False`` and calls
 :func:`check_calls`; a library result that keeps the warning in a field (``compare_versions``,
-``whatif.rewrite``) issues the same :class:`ModelCallsWarning` too (:func:`warn_failed_calls`).
+``whatif.rewrite``, ``session_cost``) issues the same :class:`ModelCallsWarning` too (:func:`warn_failed_calls`).
 The CLI collects the warning (:func:`collected_call_warnings`) and prints it as its one
 ``warning:`` line.
 
@@ -55,7 +55,8 @@ class ModelCallsFailedError(ModelError):
 
 class ModelCallsWarning(UserWarning):
     """Some model calls of a result failed: their summaries are the truncation fallback, the rest
-    came from the model. The message counts them by reason; ``failed`` is how many failed."""
+    came from the model. The message counts them by reason; ``failed`` is how many failed. A priced
+    replay (``session_cost``) also counts here the summarizer calls it has no price for."""
 
     def __init__(self, message: str, failed: int) -> None:
         super().__init__(message)
@@ -185,7 +186,7 @@ def warn_failed_calls(failed: int, message: str | None) -> None:
     """Show what :func:`check_calls` returned as one :class:`ModelCallsWarning`, attributed to the
     line outside the lab that asked for the result (a notebook cell, a script); nothing when no
     call failed (``message`` is ``None``). Every library result that keeps the warning in a field
-    of its own (``compare_versions``, ``whatif.rewrite``) issues it here too, so a notebook shows it."""
+    of its own (``compare_versions``, ``whatif.rewrite``, ``session_cost``) issues it here too, so a notebook shows it."""
     if message is not None:
         warnings.warn(ModelCallsWarning(message, failed), stacklevel=_first_level_outside_the_lab())
 
