@@ -55,7 +55,22 @@ class _Parser(argparse.ArgumentParser):
     help in plain text (the command modules' docstrings are reStructuredText, see :func:`plain`)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_ERROR, f"{self.prog}: {_one_line(message)} (see {self.prog} --help)\n")
+        self.exit(USAGE_ERROR, f"{self.prog}: {_one_line(self._explained(message))} (see {self.prog} --help)\n")
+
+    def _explained(self, message: str) -> str:
+        """argparse's message, and for a path option left without its value how to pass a path
+        that starts with a dash: argparse reads ``--db -x`` as two options, so ``-x`` never
+        reaches the path (taking it anyway would also take ``--db --json`` as a store named
+        ``--json``)."""
+        missing = re.fullmatch(r"argument (\S+): expected one argument", message)
+        if missing is None:
+            return message
+        names = set(missing.group(1).split("/"))
+        action = next((a for a in self._actions if names & set(a.option_strings)), None)
+        if action is None or action.type not in (path_argument, existing_file):
+            return message
+        option = max(action.option_strings, key=len)
+        return f"argument {missing.group(1)}: expected a path; write one that starts with a dash as {option}=-x or {option} ./-x"
 
     def format_help(self) -> str:
         return plain(super().format_help())

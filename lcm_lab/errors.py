@@ -165,17 +165,24 @@ def os_fault(exc: OSError) -> UserError | None:
 
 
 def shown_path(path: object, limit: int = 160) -> str:
-    """A path as an error message shows it: as given, or, when longer than ``limit`` characters,
-    its start and end around the number of characters left out (a message stays readable).
+    """A path as a one-line message shows it: as given with every control character written as
+    its escape (a newline in a file name is ``\\n``, so the message stays one line and cannot
+    forge another), or, when longer than ``limit`` characters, its start and end around the
+    number of characters left out (a message stays readable).
 
     >>> shown_path("data/" + "x" * 300)
     'data/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…[217 characters]…xxxxxxxx'
+    >>> print(shown_path("lab\\nwarning: forged.duckdb"))
+    lab\\nwarning: forged.duckdb
     """
+    # The one home of terminal escaping, imported when a message is made (this module imports nothing).
+    from lcm_lab.io.terminal import terminal_text
+
     text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
-    if len(text) <= limit:
-        return text
-    head, tail = limit - 80, 8
-    return f"{text[:head]}…[{len(text) - head - tail} characters]…{text[-tail:]}"
+    if len(text) > limit:
+        head, tail = limit - 80, 8
+        text = f"{text[:head]}…[{len(text) - head - tail} characters]…{text[-tail:]}"
+    return terminal_text(text, keep="")
 
 
 MAIN_GUARD_FIX = "put the sweep call under if __name__ == '__main__':"

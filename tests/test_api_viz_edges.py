@@ -119,6 +119,22 @@ def test_nothing_to_show_is_a_user_error_with_its_message(one_message: Replay) -
             call()
 
 
+@pytest.mark.parametrize("wrong", [None, "s1", {"summaries": []}, 42, [1, 2]], ids=["None", "a string", "a dict", "a number", "not summaries"])
+def test_every_dag_view_given_the_wrong_kind_of_object_says_what_to_pass(one_message: Replay, wrong: object) -> None:
+    """``DagExplorer(None)`` raised a plain TypeError, which ``except lab.UserError`` let through."""
+    got = "int" if wrong == [1, 2] else type(wrong).__name__
+    views: list[Callable[[], object]] = [
+        lambda: widgets.DagExplorer(wrong), lambda: widgets.SummaryDiff(wrong, one_message),  # type: ignore[arg-type]
+        lambda: widgets.SummaryDiff(one_message, wrong), lambda: viz.plot_dag(wrong),  # type: ignore[arg-type]
+        lambda: viz.dag_info(wrong), lambda: viz.to_networkx(wrong),
+        lambda: viz.match_summaries(wrong, one_message), lambda: viz.summary_detail_info(wrong, "sum_x"),
+    ]
+    for view in views:
+        with pytest.raises(OptionError, match=rf"expected (a Replay, a Conversation or )?Summary values, got {got}; "
+                                              r"pass what lab\.replay returns, a Conversation \(lab\.read_transcript"):
+            view()
+
+
 def test_mean_interval_refuses_missing_and_infinite_values() -> None:
     with pytest.raises(DataError, match=r"1 of the 3 values are not \(1 missing, NaN or None; 0 infinite\).*dropna"):
         viz.mean_interval([float("nan"), 1.0, 2.0])

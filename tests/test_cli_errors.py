@@ -282,3 +282,37 @@ def test_an_empty_id_or_filter_is_one_line(capsys: pytest.CaptureFixture[str], d
     with pytest.raises(SystemExit) as info:
         main([*argv, "--db", db])
     assert_user_error(int(str(info.value.code)), capsys.readouterr().err, "an empty value")
+
+
+
+def _path_options(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.Action]]:
+    """Every (command words, option) whose value is a path, subcommands of subcommands included."""
+    from lcm_lab.cli import existing_file, path_argument
+
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _path_options(sub, (*words, name))
+        elif action.option_strings and action.type in (path_argument, existing_file):
+            found.append((words, action))
+    return found
+
+
+def test_a_path_option_given_a_value_that_starts_with_a_dash_says_how_to_write_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--db -x`` ended in argparse's bare "expected one argument"; every path option (``--db``,
+    ``-o``, ``--trace-out``, ...) now says how to pass such a path, and that spelling works."""
+    options = _path_options(build_parser())
+    assert {"--db", "--output", "--trace-out"} <= {s for _words, action in options for s in action.option_strings}
+    for words, action in options:
+        option = max(action.option_strings, key=len)
+        for spelling in action.option_strings:
+            with pytest.raises(SystemExit) as info:
+                main([*words, spelling, "-x"])
+            assert_user_error(int(str(info.value.code)), capsys.readouterr().err,
+                              "expected a path", f"{option}=-x or {option} ./-x")
+    monkeypatch.chdir(tmp_path)
+    code, _out, err = run_cli(capsys, "ledger", "--db=-x")
+    assert_user_error(code, err, "no lab store at -x", "`lcm-lab load PATH --db=-x`")  # the path reached the store

@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, unpacked
+from conftest import FIXTURES, gunzip_to, unpacked
 
 from lcm_lab.cli import main
 from lcm_lab.io.lcmdb_rows import read_lcmdb_rows
@@ -221,6 +221,30 @@ def test_negative_token_counts_are_their_own_finding(tmp_path: Path) -> None:
     larger = [sid for sid, check, _ in found if check == "summary-larger-than-source"]
     assert larger == ["sum_big"]  # not sum_neg (-500 over a negative source), not sum_over_neg
     assert CHECKS["negative-token-count"] == "error"
+
+
+def test_load_and_replay_warn_once_about_negative_token_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Only ``doctor`` said that an lcm.db holds negative token counts; ``load`` (both backends) and
+    ``replay`` took them silently. Each now gives one warning counting them, as doctor finds them."""
+    db = gunzip_to(FIXTURES / "lcm-db-versions" / "lcm-v0.15.3.db.gz", tmp_path)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE messages SET token_count = -7 WHERE message_id IN (SELECT message_id FROM messages LIMIT 5)")
+    con.execute("UPDATE summaries SET token_count = -1 WHERE summary_id = (SELECT min(summary_id) FROM summaries)")
+    con.commit()
+    con.close()
+    expected = (f"warning: {db}: token_count is negative in 5 messages and 1 summary: lossless-claw never writes a "
+                "count below zero, so the file was changed by something else, and budgets and size checks built on "
+                "it mean nothing; `lcm-lab doctor` on the file names the rows (negative-token-count)")
+    runs = [["load", "--backend", "scanner", "--db", str(tmp_path / "a.duckdb")],
+            ["load", "--backend", "sqlite3", "--db", str(tmp_path / "b.duckdb")],
+            ["replay", "--no-save", "--token-budget", "8000"]]
+    for argv in runs:
+        assert main([*argv, str(db)]) == 0
+        said = [line.strip() for line in capsys.readouterr().err.splitlines() if "negative" in line]
+        assert said == [expected], (argv, said)
+    findings = [f for f in diagnose(read_lcmdb_rows(db)) if f.check == "negative-token-count"]
+    assert sorted(f.summary_id is None for f in findings) == [False, True]  # the same rows, one by one
+    assert "and 2 more messages" in next(f.evidence for f in findings if f.summary_id is None)
 
 
 def test_cli_output_json_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -245,3 +245,30 @@ def test_a_newer_labs_store_a_reading_command_cannot_read_is_refused(tmp_path: P
     assert "Traceback" not in err and "written by a newer lcm_lab" in err.splitlines()[-1], err
     assert expected in err.splitlines()[-1] and "upgrade lcm_lab" in err.splitlines()[-1], err
     assert tree_state(db.parent) == before
+
+
+# -- a store name holding a line break ----------------------------------------------------------------
+
+FORGING = "lab\nlcm-lab: all good\x1b[2J"  # a line break and an escape sequence in the store's name
+
+
+@pytest.mark.parametrize("case", ["missing", "directory", "text file", "newer lab"])
+def test_a_store_name_with_a_line_break_stays_on_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          lab_store: tuple[Path, str], case: str) -> None:
+    """A newline in ``--db`` was printed raw (in warnings) or as a space (in errors): either way
+    the line read as something else. Every message naming the store shows it escaped."""
+    if case == "missing":
+        db, expected, code = tmp_path / f"{FORGING}.duckdb", "no lab store at", 2
+    elif case == "directory":
+        db, expected, code = tmp_path / FORGING, "is a directory", 2
+        db.mkdir()
+    elif case == "text file":
+        (tmp_path / FORGING).mkdir()
+        db, expected, code = _text(tmp_path / FORGING), "not a DuckDB database", 2
+    else:
+        db, expected, code = _newer_store(lab_store, tmp_path / FORGING), "written by a newer lcm_lab", 0
+    assert main(["ledger", "--db", str(db)]) == code
+    err = capsys.readouterr().err
+    (line,) = err.splitlines()
+    assert expected in line and "lab\\nlcm-lab: all good\\x1b[2J" in line, err
+    assert "\x1b" not in err

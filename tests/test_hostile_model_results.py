@@ -201,6 +201,45 @@ def test_cost_warns_when_some_calls_failed_and_the_library_says_the_same(tmp_pat
         lab_.session_cost(dead_run, prices, calibration)  # type: ignore[arg-type]
 
 
+def test_session_cost_and_cost_scores_warn_at_the_notebooks_line(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    """``session_cost`` kept failed and unpriced summarizer calls in ``.warning``, which a notebook
+    never shows; now the library issues it at the caller's line, once per priced replay."""
+    import warnings
+
+    import lcm_lab as lab_
+    from lcm_lab.cost.replay_cost import calibrate_conversation
+    from lcm_lab.cost.validate import session_model
+    from lcm_lab.store.ledger import Ledger
+    from lcm_lab.summarizers import get_summarizer
+
+    conversation = lab_.read_transcript(session(tmp_path / "s.jsonl", priced=True)).conversations[0].conversation
+    prices = lab_.load_prices(session_model(lab_.recorded_calls(conversation)))
+    calibration = calibrate_conversation(conversation, prices)
+    settings = lab_.LcmConfig.from_plugin_config({"freshTailCount": 2})
+    server.enqueue(Reply(status=500))  # the first call fails; the model has no price in litellm's map
+    run = lab_.replay(conversation, settings, model_summarizer(server.base_url, lab_.LabStore(":memory:")),  # type: ignore[arg-type]
+                      token_budget=1200, check_calls=False)
+    with pytest.warns(ModelCallsWarning) as caught:
+        cost = lab_.session_cost(run, prices, calibration)  # type: ignore[arg-type]
+    (shown,) = [w for w in caught.list if issubclass(w.category, ModelCallsWarning)]
+    assert str(shown.message) == cost.warning and shown.message.failed == 1 and shown.filename == __file__  # type: ignore[union-attr]
+    assert cost.warning is not None and cost.warning.startswith(f"priced: 1 of {cost.summarizer_calls} model calls failed (server_error ×1")
+    answered = cost.summarizer_calls - 1
+    assert cost.warning.endswith(f"; {answered} summarizer calls recorded no price (openai/fake-model ×{answered}: not in "
+                                 "the cost map); summarizer_usd leaves them out")
+    with pytest.warns(ModelCallsWarning) as caught:
+        lab_.cost_scores(run, prices=prices, calibration=calibration)  # type: ignore[arg-type]
+    assert [w.filename for w in caught.list if issubclass(w.category, ModelCallsWarning)] == [__file__]
+    # a model with a price whose every call was answered: nothing to say
+    priced = get_summarizer("litellm", model="openai/gpt-4o-mini", api_base=server.base_url, max_retries=0,
+                            ledger=Ledger(lab_.LabStore(":memory:")))
+    whole = lab_.replay(conversation, settings, priced, token_budget=1200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clean = lab_.session_cost(whole, prices, calibration)  # type: ignore[arg-type]
+    assert clean.warning is None and clean.summarizer_calls > 0 and clean.summarizer_usd > 0
+
+
 # -- expand --model -------------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ conversations."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -157,3 +158,33 @@ def test_the_report_section_says_whether_the_choice_transfers() -> None:
     small = sweep_section(constructed_sweep(store, "report-small", {BASELINE_ID: base[:2], "c_up": [0.5, 0.6]}), store)
     assert small["out_of_sample"] is None
     assert small["transfer"].startswith("In-sample only: 2 conversations, fewer than 4 to cross-validate")
+
+
+def test_two_conversations_give_no_interval_and_no_recommendation(capsys: pytest.CaptureFixture[str]) -> None:
+    """Over two conversations the 95% t-interval of a 0..1 score was -2.8 .. +3.5 (a quantile of
+    12.7 on one degree of freedom), printed with a "within noise" warning. Below three
+    conversations there is no interval, in words, and the best row is no recommendation."""
+    from lcm_lab.cli import print_json
+    from lcm_lab.report.sweep_section import sweep_section
+
+    store = LabStore(":memory:")
+    sweep_id = constructed_sweep(store, "two", {BASELINE_ID: [0.2, 0.3], "c_up": [0.3, 0.9]})
+    rec = recommend(sweep_id, store)
+    (row,) = rec.tradeoff
+    assert row["n"] == 2 and row["difference"] == pytest.approx(0.35)
+    assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"]) and row["within_noise"] is False
+    assert row["no_interval"] == "2 paired conversation(s): too few to give an interval (at least 3 needed)"
+    assert not any("within noise" in w for w in rec.warnings)
+    assert rec.doubts == [w for w in rec.warnings if w.startswith("measured on 2 conversations: too few to give an interval")]
+    assert "not what new ones will show" in rec.doubts[0]
+    text = rec.snippet()
+    assert "not a recommendation" in text.splitlines()[0]
+    assert "diff +0.35 no interval  n=2" in text and "-2.8" not in text
+    print_json(rec.as_json())  # what `lcm-lab recommend --json` prints
+    shown = json.loads(capsys.readouterr().out)["tradeoff"][0]
+    assert (shown["ci_low"], shown["ci_high"], shown["no_interval"]) == (None, None, row["no_interval"])
+    section = sweep_section(sweep_id, store)
+    assert section["chosen"].startswith("none: freshTailCount=16 is best in this sweep, but measured on 2 conversations")
+    # three conversations give an interval again (its width is then the data's to tell)
+    three = recommend(constructed_sweep(store, "three", {BASELINE_ID: [0.2, 0.3, 0.4], "c_up": [0.3, 0.9, 0.5]}), store)
+    assert three.tradeoff[0]["no_interval"] is None and three.tradeoff[0]["ci_low"] < 0.4 < three.tradeoff[0]["ci_high"]

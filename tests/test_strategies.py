@@ -274,6 +274,37 @@ def test_clawvault_model_failure_is_an_error_or_a_recorded_fallback(server: Fake
         assert any(r["error_class"] for r in Ledger(store).calls())
 
 
+def test_a_reply_without_observation_lines_is_a_failed_call_in_a_notebook_as_in_a_sweep(server: FakeOpenAIServer) -> None:
+    """With ``on_model_failure="fallback"`` a reply holding no observation line is replaced by the
+    regex observer: a sweep counted it as a failed call (the run's record), ``run_strategy`` did not
+    (the summarizer's tally saw an answer) and said nothing. Both count it now, by one rule."""
+    from lcm_lab.summarizers.call_checks import ModelCallsWarning, calls_so_far, check_run
+    from lcm_lab.sweeps.work import _failed_model_calls
+
+    server.clear()
+    server.set_responder(observer_responder)
+    with LabStore(":memory:") as store:
+        model = LiteLLMSummarizer("openai/fake-model", api_base=server.base_url, api_key="sk-test", ledger=Ledger(store), max_retries=0)
+        server.enqueue(Reply(text="I could not find anything worth noting."))  # the first batch's reply
+        talk = chat(["we chose Kafka " * 80, "ok", "then we chose Redis " * 80, "ok"])
+        with pytest.warns(ModelCallsWarning) as caught:
+            run = run_strategy(talk, "clawvault", model, 2000, observe_threshold=100, on_model_failure="fallback")
+        calls = run.calls()
+        assert len(calls) == 2 and [c.failed for c in calls] == ["no observation line in the reply", None]
+        (shown,) = [w for w in caught.list if issubclass(w.category, ModelCallsWarning)]
+        assert shown.filename == __file__ and shown.message.failed == 1  # type: ignore[union-attr]
+        assert "1 of 2 model calls failed (no observation line in the reply ×1)" in str(shown.message)
+        assert _failed_model_calls(run, model) == 1  # the sweep's count of the same run
+        server.enqueue(Reply(text="nothing here"))  # a conversation of one batch whose reply is unusable
+        before = calls_so_far(model)
+        dud = run_strategy(chat(["we picked Postgres " * 80, "ok"]), "clawvault", model, 2000, observe_threshold=100,
+                           on_model_failure="fallback", check_calls=False)
+        with pytest.raises(ModelCallsFailedError, match="no observation line in the reply"):
+            check_run(dud, model, before)
+        with pytest.raises(ModelCallsFailedError, match="no observation line in the reply"):
+            _failed_model_calls(dud, model)
+
+
 # -- CLI --------------------------------------------------------------------------------------
 
 

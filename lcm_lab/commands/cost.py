@@ -85,6 +85,7 @@ def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     from lcm_lab.cost.validate import session_model
     from lcm_lab.engine.replay.driver import replay
     from lcm_lab.host.recorded import recorded_calls
+    from lcm_lab.summarizers.call_checks import collected_call_warnings
 
     loaded = _read(path).conversations[0]
     config, _ = read_config(args.config)
@@ -93,7 +94,8 @@ def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     calibration = calibrate_conversation(loaded.conversation, prices, loaded.events)
     run = replay(loaded.conversation, config, summarizer, token_budget=args.token_budget, check_calls=False)  # session_cost says it
     refs = reference_costs(loaded.conversation, prices, calibration, loaded.events)
-    cost = session_cost(run, prices, calibration)  # every model call failed: ModelCallsFailedError (one line)
+    with collected_call_warnings():  # the library's warning, said once below
+        cost = session_cost(run, prices, calibration)  # every model call failed: ModelCallsFailedError (one line)
     if cost.warning:
         print(f"warning: {cost.warning}", file=sys.stderr)
     out = {"session": path.name, "strategy": "lcm", "token_budget": args.token_budget, "turns": len(run.turns), **cost.totals()}

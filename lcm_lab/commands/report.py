@@ -26,7 +26,7 @@ from lcm_lab.cli import (
     print_json,
 )
 from lcm_lab.commands._summarizer_args import add_summarizer_arguments, named_summarizer, summarizer_from_args
-from lcm_lab.errors import NotFoundError, UnknownNameError
+from lcm_lab.errors import NotFoundError, UnknownNameError, shown_path
 
 DRAINS = ("for the emergency drains of question turns of stored runs a model wrote (a run of the offline\n"
           "or a stub summarizer is rebuilt with its own); the calls are recorded in the store's ledger")  # fmt: skip
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if not runs:
             latest = latest_run_id(store)
             if latest is None:
-                raise NotFoundError(f"the store {store.path} has no replays yet; run `lcm-lab replay FILE` first")
+                raise NotFoundError(f"the store {shown_path(store.path)} has no replays yet; run `lcm-lab replay FILE` first")
             runs = [latest]
         try:
             replays = [load_replay(store, run_id) for run_id in runs]

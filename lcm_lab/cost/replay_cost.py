@@ -18,6 +18,7 @@ conversation shares its calibration's miss model, so differences between them ar
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -59,7 +60,7 @@ class SessionCost:
     unpriced_summarizer_calls: int
     cached_summarizer_calls: int = 0
     failed_summarizer_calls: int = 0  # their summaries are the truncation fallback (the model gave none)
-    warning: str | None = None  # some summarizer calls failed: the counts (lcm_lab.summarizers.call_checks)
+    warning: str | None = None  # some summarizer calls failed or have no price: the counts (session_cost)
 
     @property
     def main_usd(self) -> float:
@@ -177,6 +178,17 @@ def _summarizer(turns: Iterable[TurnRecord]) -> tuple[int, float, int, int]:
     return len(calls), float(sum(priced)), len(calls) - len(priced), sum(1 for c in calls if c.cached)
 
 
+def _unpriced_model_calls(turns: Iterable[TurnRecord]) -> str | None:
+    """What to say of summarizer calls a named model answered that recorded no price (the cost map
+    does not know the model): ``summarizer_usd`` leaves them out. Calls of a summarizer that names
+    no model (``"unknown"``: the stubs, a function of the user's) and failed calls cost nothing to say."""
+    models = Counter(c.model for t in turns for c in t.calls if c.cost_usd is None and c.failure is None and c.model != "unknown")
+    if not models:
+        return None
+    named = ", ".join(f"{model} ×{count}" for model, count in models.most_common())
+    return f"{sum(models.values())} summarizer calls recorded no price ({named}: not in the cost map); summarizer_usd leaves them out"
+
+
 def calibrate_conversation(conversation: Conversation, prices: Prices, events: Sequence[RecordedEvent] | None = None) -> Calibration:
     """Calibrate on the recorded host calls of ``conversation`` (first 10%), or explain what is missing."""
     calls = recorded_calls(conversation, events or ())
@@ -193,18 +205,27 @@ def calibrate_conversation(conversation: Conversation, prices: Prices, events: S
     return calibrate_on_calls(calls, prices)
 
 
-def session_cost(run: ReplayLike, prices: Prices, calibration: Calibration) -> SessionCost:
+def session_cost(run: ReplayLike, prices: Prices, calibration: Calibration, *, warn: bool = True) -> SessionCost:
     """Price a replay's main-model calls and add its summarizer calls.
 
     Failed summarizer calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): a
     replay whose every model call failed is not priced (:class:`ModelCallsFailedError`: its
-    context is the truncation fallback's, not the model's); some failed calls are counted in
-    ``failed_summarizer_calls`` and ``warning``."""
-    from lcm_lab.summarizers.call_checks import check_calls, run_calls
+    context is the truncation fallback's, not the model's). Some failed calls, and calls a named
+    model answered that recorded no price (``summarizer_usd`` leaves their dollars out), make the result partial:
+    they are counted (``failed_summarizer_calls``, ``unpriced_summarizer_calls``), said in
+    ``warning`` and issued as one :class:`~lcm_lab.summarizers.call_checks.ModelCallsWarning` at
+    the caller's line, which a notebook shows under the cell. ``warn=False`` is for a caller that
+    says it in its own words (a sweep counts its runs' failed calls)."""
+    from lcm_lab.summarizers.call_checks import check_calls, run_calls, warn_failed_calls
 
-    failed, warning = check_calls(run_calls(run), run.conversation.session_id, "the replay was not priced")
+    where = run.conversation.session_id
+    failed, warning = check_calls(run_calls(run), where, "the replay was not priced")
     calls = simulate(replay_requests(run), calibration, prices)
     n, usd, unpriced, cached = _summarizer(run.turns)
+    if note := _unpriced_model_calls(run.turns):
+        warning = f"{warning}; {note}" if warning else f"{where}: {note}"
+    if warn:
+        warn_failed_calls(failed, warning)
     return SessionCost(calls, prices, calibration, n, usd, unpriced, cached, failed, warning)
 
 

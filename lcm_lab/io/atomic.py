@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from lcm_lab.errors import OutputError
+from lcm_lab.errors import OutputError, shown_path
 from lcm_lab.io.file_kind import kind_name
 from lcm_lab.io.processes import process_alive
 from lcm_lab.io.store_files import lab_store_for
@@ -50,8 +50,8 @@ def check_output_path(path: str | os.PathLike[str], inputs: Iterable[str | os.Pa
     """
     target = Path(path)
     if (store := lab_store_for(target)) is not None:
-        what = "a DuckDB database (a lab store?)" if store == target else f"a file of the lab store {store}"
-        raise OutputError(f"{target}: {what}; the lab never writes its outputs over a store's files "
+        what = "a DuckDB database (a lab store?)" if store == target else f"a file of the lab store {shown_path(store)}"
+        raise OutputError(f"{shown_path(target)}: {what}; the lab never writes its outputs over a store's files "
                           "— choose another path")  # fmt: skip
     try:
         st = os.lstat(target)

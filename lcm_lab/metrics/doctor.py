@@ -92,6 +92,26 @@ class Finding:
         return asdict(self)
 
 
+NEGATIVE_TOKENS_MEAN = ("lossless-claw never writes a count below zero, so the file was changed by something else, "
+                        "and budgets and size checks built on it mean nothing")
+
+
+def negative_token_warning(messages: int, summaries: int) -> str | None:
+    """The one warning for a file whose token counts the ``negative-token-count`` check finds
+    below zero, by how many (``load`` and ``replay`` give it; ``doctor`` names each row), or
+    ``None`` when there are none.
+
+    >>> negative_token_warning(3, 1)
+    'token_count is negative in 3 messages and 1 summary: lossless-claw never writes a count below zero, so the file was changed by something else, and budgets and size checks built on it mean nothing; `lcm-lab doctor` on the file names the rows (negative-token-count)'
+    """
+    counts = [f"{n:,} {what if n == 1 else plural}" for n, what, plural in
+              ((messages, "message", "messages"), (summaries, "summary", "summaries")) if n > 0]
+    if not counts:
+        return None
+    return (f"token_count is negative in {' and '.join(counts)}: {NEGATIVE_TOKENS_MEAN}; "
+            "`lcm-lab doctor` on the file names the rows (negative-token-count)")
+
+
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _THINK_OPENER = re.compile(r"^\s*(?:<\|think\|>|\[thinking\]|<(?:think|thinking|reasoning)>)", re.IGNORECASE)
 _TOOL_LEAK = re.compile(

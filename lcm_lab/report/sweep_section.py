@@ -45,16 +45,15 @@ def sweep_section(sweep_id: str, store: LabStore) -> dict[str, Any]:
     tokens = next((m for m in ("peak_context_tokens", "mean_context_tokens") if m in table.columns), None)
     if tokens is not None and objectives[0] != tokens:
         figure = _figure_html(plot_pareto(table, quality=objectives[0], tokens=tokens, cost=None, label="setting"))
-    noise = [w for w in rec.warnings if "within noise" in w]
     names = {str(cid): str(label) for label, cid in zip(table["setting"], table["config_id"], strict=True)}
     chosen = names.get(str(rec.config_id), str(rec.config_id))
     return {
         "sweep_id": sweep_id, "name": row["name"], "status": row["status"], "stats": row["stats"],
         "columns": columns, "rows": [[_format_cell(v) for v in r] for r in table[columns].itertuples(index=False)],
         "figure": figure,
-        # beside "within noise" the best row is not a recommendation: say so instead of naming it as one
+        # beside "within noise" or too few conversations the best row is not a recommendation: say so instead
         "chosen": ", ".join(f"{names.get(r.config_id, r.config_id)} (lossless-claw {r.engine})" for r in recs) if len(recs) > 1
-        else f"none beyond noise: {chosen} is best in this sweep, but {'; '.join(noise)}" if noise else chosen,
+        else f"none: {chosen} is best in this sweep, but {'; '.join(rec.doubts)}" if rec.doubts else chosen,
         "snippet": "\n\n".join(r.snippet() for r in recs), "recommended_run": first_ok_run(store, sweep_id, rec.config_id),
         "cost": " ".join(filter(None, (verdict_sentence(r.cost) for r in recs))),
         "out_of_sample": rec.out_of_sample if len(recs) == 1 else {r.engine: r.out_of_sample for r in recs},

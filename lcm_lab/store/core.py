@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lcm_lab.errors import MemoryLimitError, NotFoundError, StoreError, require_extra
+from lcm_lab.errors import MemoryLimitError, NotFoundError, StoreError, require_extra, shown_path
 from lcm_lab.io import env, interrupts
 from lcm_lab.io.surrogates import has_lone, replace_lone
 from lcm_lab.store import opening
@@ -94,7 +94,7 @@ def resolve_store_path(path: str | os.PathLike[str] | None) -> str:
         return MEMORY
     target = str(default_store_path() if path is None else Path(path).expanduser())
     if has_lone(target):  # a byte that is not UTF-8 in the name (Python keeps it as a lone surrogate)
-        raise StoreError(f"{target}: DuckDB cannot open a file whose name is not valid UTF-8; give the store another name")
+        raise StoreError(f"{shown_path(target)}: DuckDB cannot open a file whose name is not valid UTF-8; give the store another name")
     return target
 
 
@@ -295,7 +295,7 @@ class LabStore(StoreReads):
                 waited = time.monotonic() - started
                 if waited >= self.lock_timeout:
                     raise StoreBusyError(
-                        f"the lab store {self.path} is in use by {holder}: waited {self.lock_timeout:g} s. "
+                        f"the lab store {shown_path(self.path)} is in use by {holder}: waited {self.lock_timeout:g} s. "
                         f"Close the store there (store.close(), or finish the running command) and retry, "
                         f"or wait longer with {LOCK_TIMEOUT_ENV}=SECONDS."
                     ) from None
@@ -331,7 +331,7 @@ class LabStore(StoreReads):
             raw.close()
             self._raw = None
             raise ReadOnlyStoreError(
-                f"{self.path}: the store needs a schema upgrade ({pending[0]}…) but is open read-only; "
+                f"{shown_path(self.path)}: the store needs a schema upgrade ({pending[0]}…) but is open read-only; "
                 f"run one command that writes (e.g. lcm-lab load) where it is writable"
             )
         return []
@@ -371,7 +371,7 @@ class LabStore(StoreReads):
                         self.applied_migrations = migrated
                         install_token_macro(self._raw)
                         if unknown := self.newer_migrations:
-                            print(f"lcm-lab: warning: {self.path}: the store was written by a newer lcm_lab "
+                            print(f"lcm-lab: warning: {shown_path(self.path)}: the store was written by a newer lcm_lab "
                                   f"({', '.join(unknown[:3])}{' …' if len(unknown) > 3 else ''}); reading it "
                                   "read-only; upgrade lcm_lab to write to it", file=sys.stderr)
                         if not self.read_only:
@@ -594,10 +594,10 @@ class LabStore(StoreReads):
 def _no_store_here(path: str, *, default: bool) -> NotFoundError:
     if default:
         return NotFoundError(
-            f"no lab store yet at {path} (the default: ${HOME_ENV}/{STORE_FILE}, else ./.lcm_lab/{STORE_FILE}); "
+            f"no lab store yet at {shown_path(path)} (the default: ${HOME_ENV}/{STORE_FILE}, else ./.lcm_lab/{STORE_FILE}); "
             f"run `lcm-lab load PATH` first, or name an existing store with --db"
         )
-    return NotFoundError(f"no lab store at {path}; check --db, or run `lcm-lab load PATH --db {path}` to make one")
+    return NotFoundError(f"no lab store at {shown_path(path)}; check --db, or run `lcm-lab load PATH --db={shown_path(path)}` to make one")
 
 
 def _writable(path: str) -> bool:

@@ -350,7 +350,21 @@ def _import(
     store.execute(fill_token_estimates_sql("summaries", own))
     _derive_missing_summary_columns(store, schema, source_id, result)
     result.warnings += _unlisted_file_ids(store, schema, own)
+    result.warnings += _negative_token_counts(store, own)
     return result
+
+
+def _negative_token_counts(store: LabStore, own: str) -> list[str]:
+    """The doctor's ``negative-token-count`` finding as one warning of the load, counting the
+    messages and summaries whose ``token_count`` is below zero (kept as the file holds them)."""
+    counts = [int(store.fetch_all(f"SELECT count(*) FROM {table} WHERE {own} AND token_count < 0")[0][0])
+              for table in ("messages", "summaries")]
+    if not any(counts):
+        return []
+    from lcm_lab.metrics.doctor import negative_token_warning
+
+    warning = negative_token_warning(*counts)
+    return [warning] if warning else []
 
 
 def _unlisted_file_ids(store: LabStore, schema: LcmDbSchema, own: str) -> list[str]:

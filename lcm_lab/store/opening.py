@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from lcm_lab.errors import EnvironmentFaultError, StoreError
+from lcm_lab.errors import EnvironmentFaultError, StoreError, shown_path
 from lcm_lab.io import store_files
 from lcm_lab.io.atomic import remove_if_writer_died
 from lcm_lab.store import migrations
@@ -100,30 +100,30 @@ def inspect_store_file(path: str) -> StoreFileKind:
         info = target.stat()
     except FileNotFoundError:
         if target.is_symlink():
-            raise NotAStoreError(f"{path}: a symbolic link to a missing file; point --db at a lab store or a new path") from None
+            raise NotAStoreError(f"{shown_path(path)}: a symbolic link to a missing file; point --db at a lab store or a new path") from None
         return "new"
     except PermissionError:
-        raise EnvironmentFaultError(f"{path}: permission denied (cannot look at the lab store)") from None
+        raise EnvironmentFaultError(f"{shown_path(path)}: permission denied (cannot look at the lab store)") from None
     except NotADirectoryError:
-        raise NotAStoreError(f"{path}: a parent of this path is a file, not a directory") from None
+        raise NotAStoreError(f"{shown_path(path)}: a parent of this path is a file, not a directory") from None
     if stat.S_ISDIR(info.st_mode):
-        raise NotAStoreError(f"{path}: is a directory; --db names the store file itself, e.g. {target / 'lab.duckdb'}")
+        raise NotAStoreError(f"{shown_path(path)}: is a directory; --db names the store file itself, e.g. {shown_path(target / 'lab.duckdb')}")
     if not stat.S_ISREG(info.st_mode):
-        raise NotAStoreError(f"{path}: not a regular file, so not a lab store")
+        raise NotAStoreError(f"{shown_path(path)}: not a regular file, so not a lab store")
     if info.st_size == 0:
-        raise NotAStoreError(f"{path}: an empty file, not a lab store; delete it to start a new store there")
+        raise NotAStoreError(f"{shown_path(path)}: an empty file, not a lab store; delete it to start a new store there")
     try:
         with target.open("rb") as handle:
             head = handle.read(16)
     except PermissionError:
-        raise EnvironmentFaultError(f"{path}: permission denied (cannot read the lab store)") from None
+        raise EnvironmentFaultError(f"{shown_path(path)}: permission denied (cannot read the lab store)") from None
     if head.startswith(SQLITE_MAGIC):
         raise NotAStoreError(
-            f"{path}: a SQLite database (an lcm.db?), not a lab store; the lab never writes to it. "
-            f"Read it with `lcm-lab load {path}` and let --db name the lab's own DuckDB file"
+            f"{shown_path(path)}: a SQLite database (an lcm.db?), not a lab store; the lab never writes to it. "
+            f"Read it with `lcm-lab load {shown_path(path)}` and let --db name the lab's own DuckDB file"
         )
     if head[8:12] != DUCKDB_MAGIC:
-        raise NotAStoreError(f"{path}: not a lab store (not a DuckDB database file); pass a lab store or a new path")
+        raise NotAStoreError(f"{shown_path(path)}: not a lab store (not a DuckDB database file); pass a lab store or a new path")
     return "duckdb"
 
 
@@ -143,17 +143,17 @@ def _store_error(path: str, exc: duckdb.Error) -> Exception:
     if "lock" in lowered and ("conflicting" in lowered or "could not set lock" in lowered):
         return StoreLocked(text)
     if "different configuration" in lowered:
-        return StoreError(f"{path}: already open in this process in another mode (read-only vs read-write); close that store first")
+        return StoreError(f"{shown_path(path)}: already open in this process in another mode (read-only vs read-write); close that store first")
     if "replaying wal" in lowered:
         return _UnreplayableWal(first)
     if "read-only file system" in lowered or "readonly" in lowered.replace("-", ""):
-        return ReadOnlyStoreError(f"{path}: the file system is read-only; the store cannot be written here")
+        return ReadOnlyStoreError(f"{shown_path(path)}: the file system is read-only; the store cannot be written here")
     if "permission denied" in lowered:
-        return EnvironmentFaultError(f"{path}: permission denied (the lab store or its directory)")
+        return EnvironmentFaultError(f"{shown_path(path)}: permission denied (the lab store or its directory)")
     if "no space left" in lowered:
-        return EnvironmentFaultError(f"{path}: disk full (no space left on device); free space and retry")
+        return EnvironmentFaultError(f"{shown_path(path)}: disk full (no space left on device); free space and retry")
     return DamagedStoreError(
-        f"{path}: the lab store is damaged and DuckDB cannot read it ({first}); restore a backup, "
+        f"{shown_path(path)}: the lab store is damaged and DuckDB cannot read it ({first}); restore a backup, "
         f"or move the file aside to start a new store"
     )
 
@@ -166,10 +166,10 @@ def fault_while_open(path: str, exc: Exception, *, read_only: bool) -> BaseExcep
     text = str(exc)
     lowered = text.lower()
     if "no space left" in lowered or "disk is full" in lowered:
-        return EnvironmentFaultError(f"{path}: disk full (no space left on device); free space and run the command again")
+        return EnvironmentFaultError(f"{shown_path(path)}: disk full (no space left on device); free space and run the command again")
     if read_only and "read-only mode" in lowered:
         return ReadOnlyStoreError(
-            f"{path}: the store is open read-only (its file system is not writable) and this step must write "
+            f"{shown_path(path)}: the store is open read-only (its file system is not writable) and this step must write "
             f"to it; run it once where the store is writable"
         )
     return None
@@ -189,7 +189,7 @@ def require_lab_tables(raw: duckdb.DuckDBPyConnection, path: str, *, allow_empty
     if "schema_migrations" not in names and not (allow_empty and not names):
         held = f"tables {', '.join(sorted(names)[:3])}…" if names else "no tables"
         raise NotAStoreError(
-            f"{path}: a DuckDB database that is not a lab store ({held}); the lab will not write to it. "
+            f"{shown_path(path)}: a DuckDB database that is not a lab store ({held}); the lab will not write to it. "
             f"Pass a lab store or a new path"
         )
 
@@ -219,11 +219,11 @@ def require_complete(raw: duckdb.DuckDBPyConnection, path: str, *, newer: Sequen
         tables = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         if newer:
             raise NewerStoreError(
-                f"{path}: {_written_by_newer(newer)}, and it has no table {tables} that this lab reads; "
+                f"{shown_path(path)}: {_written_by_newer(newer)}, and it has no table {tables} that this lab reads; "
                 f"upgrade lcm_lab to use this store", list(newer)
             )
         raise DamagedStoreError(
-            f"{path}: the lab store is damaged: table{'s' if len(missing) > 1 else ''} {tables} "
+            f"{shown_path(path)}: the lab store is damaged: table{'s' if len(missing) > 1 else ''} {tables} "
             f"{'are' if len(missing) > 1 else 'is'} missing; restore a backup, or move the file aside and load "
             f"your data again into a new store"
         )
@@ -253,7 +253,7 @@ def open_existing(path: str, *, read_only: bool, look_first: bool = False) -> du
     except _UnreplayableWal as exc:
         if read_only:
             raise DamagedStoreError(
-                f"{path}: DuckDB cannot replay the store's log ({exc}); run any command that writes "
+                f"{shown_path(path)}: DuckDB cannot replay the store's log ({exc}); run any command that writes "
                 f"(e.g. `lcm-lab load`) where the store is writable to recover it"
             ) from None
         recover_unreplayable_wal(path)
@@ -281,10 +281,10 @@ def recover_unreplayable_wal(path: str) -> None:
         os.replace(wal, aside)
     if copy.exists():
         os.replace(copy, path)
-        what = f"restored the copy taken before the interrupted migration; the log is kept as {aside.name}"
+        what = f"restored the copy taken before the interrupted migration; the log is kept as {shown_path(aside.name)}"
     else:
-        what = f"changes after the last checkpoint were set aside in {aside.name}"
-    print(f"lcm-lab: recovered the lab store {path} after an interrupted write (DuckDB could not replay "
+        what = f"changes after the last checkpoint were set aside in {shown_path(aside.name)}"
+    print(f"lcm-lab: recovered the lab store {shown_path(path)} after an interrupted write (DuckDB could not replay "
           f"its log): {what}", file=sys.stderr)
 
 
@@ -339,12 +339,12 @@ def _os_store_error(path: str, exc: OSError, doing: str) -> StoreError | Environ
     import errno
 
     if exc.errno == errno.EROFS:
-        return ReadOnlyStoreError(f"{path}: cannot {doing}: the file system is read-only")
+        return ReadOnlyStoreError(f"{shown_path(path)}: cannot {doing}: the file system is read-only")
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return EnvironmentFaultError(f"{path}: cannot {doing}: permission denied")
+        return EnvironmentFaultError(f"{shown_path(path)}: cannot {doing}: permission denied")
     if exc.errno == errno.ENOSPC:
-        return EnvironmentFaultError(f"{path}: cannot {doing}: disk full (no space left on device)")
-    return EnvironmentFaultError(f"{path}: cannot {doing}: {exc.strerror or exc}")
+        return EnvironmentFaultError(f"{shown_path(path)}: cannot {doing}: disk full (no space left on device)")
+    return EnvironmentFaultError(f"{shown_path(path)}: cannot {doing}: {exc.strerror or exc}")
 
 
 
@@ -379,7 +379,7 @@ def refuse_newer(raw: duckdb.DuckDBPyConnection, path: str) -> None:
     means, so its own writes (and its migrations, and the clean-up of killed loads) could break it."""
     if unknown := unknown_migrations(raw):
         raise NewerStoreError(
-            f"{path}: {_written_by_newer(unknown)}; this lab will not write to it: upgrade lcm_lab "
+            f"{shown_path(path)}: {_written_by_newer(unknown)}; this lab will not write to it: upgrade lcm_lab "
             f"(reading commands such as `lcm-lab report` still read it)", unknown
         )
 
@@ -389,10 +389,10 @@ def newer_store_fault(path: str, exc: Exception, unknown: Sequence[str]) -> Newe
     step that must write, or a table or column this lab expects that the newer schema changed."""
     if isinstance(exc, (duckdb.CatalogException, duckdb.BinderException)):
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return NewerStoreError(f"{path}: {_written_by_newer(unknown)}, and this lab cannot read it ({first}); "
+        return NewerStoreError(f"{shown_path(path)}: {_written_by_newer(unknown)}, and this lab cannot read it ({first}); "
                                f"upgrade lcm_lab", list(unknown))
     if "read-only mode" in str(exc).lower():
-        return NewerStoreError(f"{path}: {_written_by_newer(unknown)}, so it is open read-only, and this step "
+        return NewerStoreError(f"{shown_path(path)}: {_written_by_newer(unknown)}, so it is open read-only, and this step "
                                f"must write to it; upgrade lcm_lab", list(unknown))
     return None
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
-from lcm_lab.errors import UnknownNameError
+from lcm_lab.errors import UnknownNameError, shown_path
 
 if TYPE_CHECKING:
     import polars as pl
@@ -486,7 +486,7 @@ def load_replay(store: LabStore, run_id: str) -> Replay | StrategyRun:
     rows = store.fetch_all("SELECT payload FROM replays WHERE run_id = ?", [run_id])
     if not rows:
         known = ", ".join(r[0] for r in store.fetch_all("SELECT run_id FROM replays ORDER BY created_at DESC LIMIT 5"))
-        raise UnknownNameError(f"no replay {run_id!r} in {store.path}" + (f" (recent: {known})" if known else " (the store has no replays yet)"))
+        raise UnknownNameError(f"no replay {run_id!r} in {shown_path(store.path)}" + (f" (recent: {known})" if known else " (the store has no replays yet)"))
     return replay_from_bytes(rows[0][0], f"run {run_id}'s payload")
 
 

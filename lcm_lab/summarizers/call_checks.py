@@ -8,17 +8,19 @@ comparison, a priced replay, a sweep's runs):
   the caller saves nothing;
 * **some calls failed**: the result stands, with a warning that counts them by reason.
 
-The calls are counted either by a model summarizer's live tally (:func:`calls_so_far` before,
-:func:`calls_since` after) or from the calls a result recorded (:func:`recorded_calls`). The two
-agree call for call: a call retried after a 429 or a 5xx is one call in both, and a compaction
-pass the engine dropped because the credentials were refused is one refused call in both; only
-the live tally keeps the first error's text.
+The calls are counted from the calls a result recorded (:func:`run_calls`, for a notebook's run
+and a sweep's alike): a call whose reply the result could not use failed, whatever the transport
+said (a clawvault reply with no observation line). A model summarizer's live tally
+(:func:`calls_so_far` before, :func:`calls_since` after) agrees on the transport's failures call
+for call (a call retried after a 429 or a 5xx is one call in both, and a compaction pass the
+engine dropped because the credentials were refused is one refused call in both) and lends the
+message its words: only the live tally keeps the first error's text.
 
 ``lab.replay`` and every strategy's ``run`` apply the rule themselves (:func:`check_run`): the
 error is raised, and the warning is a :class:`ModelCallsWarning`, which a notebook shows under the
 cell. A caller that says it in its own words passes ``check_calls=False`` and calls
 :func:`check_calls`; a library result that keeps the warning in a field (``compare_versions``,
-``whatif.rewrite``) issues the same :class:`ModelCallsWarning` too (:func:`warn_failed_calls`).
+``whatif.rewrite``, ``session_cost``) issues the same :class:`ModelCallsWarning` too (:func:`warn_failed_calls`).
 The CLI collects the warning (:func:`collected_call_warnings`) and prints it as its one
 ``warning:`` line.
 
@@ -55,7 +57,8 @@ class ModelCallsFailedError(ModelError):
 
 class ModelCallsWarning(UserWarning):
     """Some model calls of a result failed: their summaries are the truncation fallback, the rest
-    came from the model. The message counts them by reason; ``failed`` is how many failed."""
+    came from the model. The message counts them by reason; ``failed`` is how many failed. A priced
+    replay (``session_cost``) also counts here the summarizer calls it has no price for."""
 
     def __init__(self, message: str, failed: int) -> None:
         super().__init__(message)
@@ -137,16 +140,25 @@ def recorded_calls(calls: Iterable[Any], refused_passes: int = 0, credential: st
     return CallTally(len(calls) + refused_passes, dict(failures), auth, auth)
 
 
-def run_calls(run: Any, summarizer: object = None) -> CallTally:
-    """:func:`recorded_calls` of a replay or a strategy run: its turns' calls and the passes dropped
-    for refused credentials (the summarizer's ``credential()`` names the key to fix, when it has
-    one). An LCM strategy run's calls are those of the replay it carries; another strategy's are
-    its own (``ModelCall.failure``: clawvault's compression calls)."""
+def run_calls(run: Any, summarizer: object = None, before: CallTally | None = None) -> CallTally:
+    """How the one rule counts a finished replay's or strategy run's calls, for every caller (a
+    notebook's run, a sweep's unit, a priced replay): :func:`recorded_calls` of its turns' calls and
+    the passes dropped for refused credentials (the summarizer's ``credential()`` names the key to
+    fix, when it has one). An LCM strategy run's calls are those of the replay it carries; another
+    strategy's are its own (``ModelCall.failure``: clawvault's compression calls, a reply with no
+    observation line among the failed ones, which the summarizer's live tally counts as answered).
+    With ``before`` (:func:`calls_so_far`) the messages are the live tally's (the first error's
+    text, the provider's words on refused credentials), the counts still the run's."""
     run = getattr(run, "replay", None) or run
     refused = sum(1 for turn in run.turns for sweep in getattr(turn, "sweeps", ()) if sweep.auth_failure)
     credential = getattr(summarizer, "credential", None)
     named = credential() if refused and callable(credential) else None
-    return recorded_calls((call for turn in run.turns for call in turn.calls), refused, named)
+    recorded = recorded_calls((call for turn in run.turns for call in turn.calls), refused, named)
+    live = calls_since(summarizer, before)
+    if live is None or not recorded.failed:
+        return recorded
+    return CallTally(recorded.calls, recorded.failures, live.first_error or recorded.first_error,
+                     live.auth_error or recorded.auth_error)
 
 
 def check_calls(tally: CallTally | None, where: str, outcome: str) -> tuple[int, str | None]:
@@ -171,11 +183,9 @@ def check_run(run: Any, summarizer: object, before: CallTally | None) -> int:
     to the line outside the lab that asked for the run (a notebook cell, a script). Returns how
     many failed.
 
-    The calls are the summarizer's live tally since ``before`` (:func:`calls_so_far`) when it keeps
-    one, else what the run recorded (:func:`run_calls`)."""
-    tally = calls_since(summarizer, before)
-    if tally is None:
-        tally = run_calls(run, summarizer)
+    The calls are counted by :func:`run_calls`, as a sweep counts them; ``before``
+    (:func:`calls_so_far`) lends the summarizer's live tally's words to the message."""
+    tally = run_calls(run, summarizer, before)
     failed, message = check_calls(tally, run.conversation.session_id, "the replay was not saved")
     warn_failed_calls(failed, message)
     return failed
@@ -185,7 +195,7 @@ def warn_failed_calls(failed: int, message: str | None) -> None:
     """Show what :func:`check_calls` returned as one :class:`ModelCallsWarning`, attributed to the
     line outside the lab that asked for the result (a notebook cell, a script); nothing when no
     call failed (``message`` is ``None``). Every library result that keeps the warning in a field
-    of its own (``compare_versions``, ``whatif.rewrite``) issues it here too, so a notebook shows it."""
+    of its own (``compare_versions``, ``whatif.rewrite``, ``session_cost``) issues it here too, so a notebook shows it."""
     if message is not None:
         warnings.warn(ModelCallsWarning(message, failed), stacklevel=_first_level_outside_the_lab())
 

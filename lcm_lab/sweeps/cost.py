@@ -49,7 +49,7 @@ def price_run(run: Any, conversation: Any, run_id: str) -> tuple[list[Any], dict
                              f"(a pi, OpenClaw or Claude Code session): {exc}") from None
         hit = _PRICING[id(conversation)] = (conversation, pricing)
     pricing = hit[1]
-    cost = session_cost(run, pricing.prices, pricing.calibration)
+    cost = session_cost(run, pricing.prices, pricing.calibration, warn=False)  # the sweep counts a run's failed calls
     scores = scores_from_costs(cost, pricing.references, run_id=run_id)
     bill = cost.bill()
     if bill is None:

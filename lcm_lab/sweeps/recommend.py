@@ -12,7 +12,9 @@ Only an LCM configuration has plugin settings: when a sweep over strategies is w
 by another strategy, the recommendation says so and gives no ``openclaw.json`` / ``LCM_*``
 lines for it (it names the best LCM configuration instead). The in-sample trade-off per metric is the mean paired
 difference (chosen − defaults) over conversations with a 95% t-interval; a warning says when an interval includes 0 (within noise)
-or when there is a single conversation (no interval at all), and when a headline objective
+or when fewer than three conversations were paired: then there is no interval (NaN, with the reason in ``no_interval``), since a
+t-interval over two values spans several times any score's scale, and the difference describes those conversations only,
+not new ones (the rule of :func:`~lcm_lab.sweeps.results.config_table`); also when a headline objective
 (``qa_retention``, ``fact_retention``) of the chosen configuration is not above its chance control
 (or has none: the sweep had no second conversation of the same kind to read as chance). A sweep
 that priced its runs also states the chosen configuration's saving against the defaults in $ per
@@ -36,7 +38,7 @@ from lcm_lab.errors import DataError, OptionError
 from lcm_lab.sweeps.choice import DEFAULT_FOLDS, MIN_CONVERSATIONS, choose, cross_validate, setting_label
 from lcm_lab.sweeps.cost import cost_verdict, stored_cost_rows, verdict_lines
 from lcm_lab.sweeps.metrics import CHANCE_COLUMNS
-from lcm_lab.sweeps.results import sweep_df
+from lcm_lab.sweeps.results import MIN_INTERVAL_CONVERSATIONS, sweep_df
 from lcm_lab.sweeps.run import BASELINE_ID, baseline_id
 from lcm_lab.sweeps.spec import ENGINE_KEY
 
@@ -81,12 +83,16 @@ class Recommendation(NamedTuple):
             "tradeoff_sample": "in-sample",
         }
 
+    @property
+    def doubts(self) -> list[str]:
+        """The warnings beside which the best configuration of the sweep is not a recommendation:
+        a difference within noise, too few conversations for an interval, a choice that does not transfer."""
+        return [w for w in self.warnings if any(mark in w for mark in _DOUBTS)]
+
     def snippet(self) -> str:
         """Human-readable: the openclaw.json fragment, the env lines, the trade-off and warnings
         (for a non-LCM winner: no plugin settings, and which LCM configuration came best)."""
-        # beside "within noise" or "does not transfer" the winner of the sweep is not a recommendation
-        doubt = next((w for w in self.warnings if "within noise" in w or "does not transfer" in w), None)
-        what = "recommended configuration" if doubt is None else "best configuration of this sweep (not a recommendation: see the warnings)"
+        what = "recommended configuration" if not self.doubts else "best configuration of this sweep (not a recommendation: see the warnings)"
         lines = [f"# sweep {self.sweep_id}: {what} {self.config_id} {json.dumps(self.params)}",
                  f"# tuned on lossless-claw {self.engine}: settings tuned on one version are not another's"]
         if any(isinstance(v, float) and v != _rounded(v) for v in self.params.values()):
@@ -106,7 +112,7 @@ class Recommendation(NamedTuple):
         lines += ["", "# in-sample trade-off against the plugin defaults (chosen − defaults on the conversations it was "
                   "chosen on, paired over conversations, 95% interval)"]
         for t in self.tradeoff:
-            interval = "no interval" if t["ci_low"] is None else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
+            interval = "no interval" if t["no_interval"] else f"[{t['ci_low']:+.4g}, {t['ci_high']:+.4g}]"
             diff = "n/a" if t["difference"] is None else f"{t['difference']:+.4g}"
             # the chance control on the headline's own scale: below 0 it scores under plain truncation
             below = " (below plain truncation)" if isinstance(t.get("chance"), float) and t["chance"] < 0 else ""
@@ -116,6 +122,10 @@ class Recommendation(NamedTuple):
         lines += verdict_lines(self.cost)
         lines += [f"WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+_TOO_FEW = "too few to give an interval"
+_DOUBTS = ("within noise", "does not transfer", _TOO_FEW)
 
 
 def _fmt(value: float | None) -> str:
@@ -315,8 +325,11 @@ def _tradeoff(frame: pd.DataFrame, config_id: str, metrics: list[str], objective
     base = ok[ok.config_id == BASELINE_ID].set_index("conversation")
     shared = [c for c in chosen.index if c in base.index]
     rows, warnings = [], []
-    if len(shared) == 1:
-        warnings.append("measured on a single conversation: no interval; add conversations before trusting the difference")
+    if 0 < len(shared) < MIN_INTERVAL_CONVERSATIONS:
+        on = "a single conversation" if len(shared) == 1 else f"{len(shared)} conversations"
+        warnings.append(f"measured on {on}: {_TOO_FEW} (at least {MIN_INTERVAL_CONVERSATIONS} needed); the difference "
+                        "says what happened on these conversations, not what new ones will show; add conversations "
+                        "before trusting it")
     if not shared:
         warnings.append("the plugin defaults did not run on these conversations: no trade-off can be measured")
     for m in metrics:
@@ -324,14 +337,16 @@ def _tradeoff(frame: pd.DataFrame, config_id: str, metrics: list[str], objective
                  if chosen.at[c, m] is not None and base.at[c, m] is not None
                  and not math.isnan(float(chosen.at[c, m])) and not math.isnan(float(base.at[c, m]))]
         diffs = [a - b for a, b in pairs]
-        lo, hi = t_interval(diffs)
-        defined = len(diffs) >= 2 and not math.isnan(lo)
+        lo, hi = t_interval(diffs) if len(diffs) >= MIN_INTERVAL_CONVERSATIONS else (math.nan, math.nan)
+        defined = not math.isnan(lo)
         row = {
             "metric": m, "direction": objectives.get(m, "constraint"), "n": len(diffs),
             "chosen": sum(a for a, _ in pairs) / len(pairs) if pairs else None,
             "defaults": sum(b for _, b in pairs) / len(pairs) if pairs else None,
             "difference": sum(diffs) / len(diffs) if diffs else None,
-            "ci_low": lo if defined else None, "ci_high": hi if defined else None,
+            "ci_low": lo, "ci_high": hi,
+            "no_interval": None if defined else f"{len(diffs)} paired conversation(s): {_TOO_FEW} "
+                                                f"(at least {MIN_INTERVAL_CONVERSATIONS} needed)",
         }
         row["within_noise"] = bool(defined and lo <= 0 <= hi)
         if row["within_noise"] and config_id != BASELINE_ID:
