@@ -200,8 +200,12 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
                         "to cross-validate; the trade-off is measured on the conversations the choice was made on")
     elif not oos.transfers and config_id != BASELINE_ID:
         warnings.insert(0, f"{first}: {oos.verdict(names)}")
+    for session, keys in (row["stats"].get("shared_sessions") or {}).items():
+        warnings.append(f"conversations {', '.join(keys)} are one session ({session}): the intervals and the "
+                        "cross-validation count them as independent conversations, so they overstate how surely the "
+                        "choice holds on new ones; list each session once")
     if config_id == BASELINE_ID:
-        warnings.insert(0, "the plugin defaults scored best: no change recommended")
+        warnings.insert(0, _defaults_best(table, first))
     cost = cost_verdict(stored_cost_rows(sweep_id, store), stored_id, baseline_id(engine)) if config_id != BASELINE_ID else None
     if cost is not None and cost["within_noise"]:
         warnings.append(f"cost_usd: the saving against the defaults is within noise (90% paired interval "
@@ -230,6 +234,16 @@ def recommend(sweep_id: str, store: LabStore | None = None, *, folds: int = DEFA
                           lcm_json, cost, out_of_sample, engine)
 
 
+def _defaults_best(table: pd.DataFrame, metric: str) -> str:
+    """Why no change is recommended: the defaults beat the rest on ``metric``, or every
+    configuration scored the same (a tie: the swept knobs change nothing on these conversations)."""
+    values = {round(float(v), 12) for v in table[metric].dropna()} if metric in table else set()
+    if len(values) == 1 and len(table) > 1:
+        return (f"every configuration scored the same {metric} as the plugin defaults (a tie): the swept settings "
+                "change nothing on these conversations, so no change is recommended")
+    return "the plugin defaults scored best: no change recommended"
+
+
 def _refuse_without_finished_runs(frame: pd.DataFrame, sweep_id: str, status: str) -> None:
     """A :class:`~lcm_lab.errors.DataError` for a sweep with no finished run to recommend from (one
     stopped before any run ended, or whose runs all failed)."""
@@ -245,6 +259,11 @@ def _one_engine(frame: pd.DataFrame, sweep_id: str, engine: str | None) -> tuple
     """The rows of one lossless-claw version (other strategies' rows, which have none, stay), with
     that version's plugin defaults named :data:`BASELINE_ID`, and the version."""
     engines = sorted({str(e) for e in frame[ENGINE_KEY].dropna()}) if ENGINE_KEY in frame else []
+    if engine is None and len(engines) > 1:
+        # the sweep always replays the default version's defaults; a sweep that tunes one other
+        # version only is that version's (its own defaults are its reference)
+        tuned = sorted({str(e) for e in frame[~frame.baseline.astype(bool)][ENGINE_KEY].dropna()})
+        engine = tuned[0] if len(tuned) == 1 else None
     if engine is None:
         if len(engines) > 1:
             raise OptionError(f"sweep {sweep_id} replays several lossless-claw versions ({', '.join(engines)}); settings "

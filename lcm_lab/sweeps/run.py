@@ -96,23 +96,51 @@ def load_spec(spec: SweepSpec | Mapping[str, Any] | str | Path) -> SweepSpec:
     return parse_spec(spec)
 
 
+def source_names(paths: Sequence[Path]) -> list[str]:
+    """A name per source file for its conversations' keys: the file name, or, where two different
+    files share it, as many parent folders as tell them apart (one file listed twice keeps one name).
+
+    >>> source_names([Path("/a/x/s.jsonl"), Path("/b/x/s.jsonl"), Path("/c/t.json")])
+    ['a/x/s.jsonl', 'b/x/s.jsonl', 't.json']
+    """
+    resolved = [p.resolve() for p in paths]
+    names = [p.name for p in resolved]
+    depth = 1
+    while True:
+        clash = {n for n in names if len({r for r, m in zip(resolved, names, strict=True) if m == n}) > 1}
+        if not clash or depth >= max(len(r.parts) for r in resolved):
+            return names
+        depth += 1
+        names = ["/".join(r.parts[-depth:]) if n in clash else n for r, n in zip(resolved, names, strict=True)]
+
+
+def shared_sessions(loaded: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``session id -> keys`` of the sessions that appear as more than one of the sweep's
+    conversations (copies, or parts of one session in several files)."""
+    keys: dict[str, list[str]] = {}
+    for key, item in loaded.items():
+        keys.setdefault(str(item.conversation.session_id), []).append(key)
+    return {session: found for session, found in keys.items() if len(found) > 1}
+
+
 def read_conversations(spec: SweepSpec) -> Conversations:
-    """The spec's conversations keyed ``<file name>#<index>``, with their QA items, the host's
-    recorded events (for the ``recorded`` strategy) and their chance-control donors
-    (:func:`chance_donors`)."""
+    """The spec's conversations keyed ``<file name>#<index>`` (:func:`source_names`: two files of
+    one name are told apart by their folders), with their QA items, the host's recorded events (for
+    the ``recorded`` strategy) and their chance-control donors (:func:`chance_donors`)."""
     from lcm_lab.io.transcripts import read_transcript
 
     loaded: dict[str, Any] = {}
     counts = []
-    for source in spec.conversations:
-        path = source.file()
+    paths = [source.file() for source in spec.conversations]
+    for path in paths:
         if not path.exists():
             raise MissingFileError(f"conversations.path: {path} not found")
+    for source, path, name in zip(spec.conversations, paths, source_names(paths), strict=True):
         read = read_transcript(path).conversations
         counts.append(len(read))
         stop = None if source.limit is None else source.skip + source.limit
         for index, item in list(enumerate(read))[source.skip : stop]:
-            loaded[f"{path.name}#{index}"] = item
+            loaded[f"{name}#{index}"] = item
     if not loaded:
         sources = "; ".join(f"{s.file().name}: {counts[i]} conversation(s), skip {s.skip}" for i, s in enumerate(spec.conversations))
         raise SweepSpecError(f"conversations: the sources hold no conversations past skip ({sources}); "
@@ -124,6 +152,7 @@ def read_conversations(spec: SweepSpec) -> Conversations:
         {key: tuple(getattr(item, "events", ()) or ()) for key, item in loaded.items()},
         donors,
         no_donor,
+        shared_sessions(loaded),
     )
 
 
@@ -388,6 +417,8 @@ def sweep(
             session.flush()
             calls, hits = session.counts()
         stats = _stats(store, sweep_id, before, calls, hits, time.perf_counter() - started)
+        if data.shared:
+            stats["shared_sessions"] = data.shared
         set_sweep_status(store, sweep_id, outcome, stats)
         store.release()
     assert session is not None  # it ran to the end

@@ -35,13 +35,15 @@ class Unit(NamedTuple):
 class Conversations(NamedTuple):
     """The sweep's conversations by key, with LoCoMo QA items and recorded host events where the
     source has them, and each conversation's chance-control donor: the key of another of the
-    sweep's conversations (``donors``), or why there is none (``no_donor``)."""
+    sweep's conversations (``donors``), or why there is none (``no_donor``); ``shared``: the sessions
+    that appear as several of the conversations (which are then not independent)."""
 
     conversations: dict[str, Any]
     qa_items: dict[str, tuple[Any, ...]]
     events: dict[str, tuple[Any, ...]] = {}  # noqa: RUF012  (never mutated)
     donors: dict[str, str] = {}  # noqa: RUF012  (never mutated)
     no_donor: dict[str, str] = {}  # noqa: RUF012  (never mutated)
+    shared: dict[str, list[str]] = {}  # noqa: RUF012  (never mutated) session id -> keys of one session listed more than once
 
 
 class StoredRun(NamedTuple):
