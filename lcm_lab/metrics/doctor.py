@@ -24,8 +24,9 @@ design is not a finding: a promoted (published) node's content is cleared (``cle
 the canonical summary holds it), finished batches are deleted 7 days after their last update
 (``deleteFinishedBatches``), so most summaries have no pending row, and an unpublished node was never
 seen by the model. Checks of those tables: ``pending-node-without-batch``,
-``published-batch-missing-summary`` and ``broken-pending-link`` (errors: the rows contradict
-each other), ``ready-node-without-content`` (warning: a prepared node that would publish nothing)
+``published-batch-missing-summary``, ``broken-pending-link`` and ``cyclic-pending-dag`` (a
+node among its own children, through ``pending_summary_node_children``; errors: the rows
+contradict each other), ``ready-node-without-content`` (warning: a prepared node that would publish nothing)
 and ``receipt-without-messages`` (warning: receipts record more messages for a session than the
 file holds — expected only after retention pruning or ``pruneHeartbeatOk``).
 """
@@ -68,6 +69,7 @@ CHECKS: dict[str, Severity] = {
     "pending-node-without-batch": "error",
     "published-batch-missing-summary": "error",
     "broken-pending-link": "error",
+    "cyclic-pending-dag": "error",
     "ready-node-without-content": "warning",
     "receipt-without-messages": "warning",
 }
@@ -140,7 +142,8 @@ def content_checks(content: str, model: str | None) -> list[tuple[str, str]]:
 
 
 def _find_cycles(sources: dict[str, list[str]]) -> list[list[str]]:
-    """Cycles in the summary -> source-summary graph (each reported once, by its smallest id)."""
+    """Cycles in a graph of ids (summary -> source summaries, pending node -> child nodes), each
+    reported once, from its smallest id."""
     color: dict[str, int] = {}
     cycles: list[list[str]] = []
     seen_keys: set[frozenset[str]] = set()
@@ -170,6 +173,12 @@ def _find_cycles(sources: dict[str, list[str]]) -> list[list[str]]:
                 path.append(child)
                 stack.append((child, iter(sources.get(child, ()))))
     return cycles
+
+
+def _cycle_text(cycle: list[str]) -> str:
+    """``a -> b -> a``; an empty id is shown as ``''`` and said (a bare ``->`` named nothing)."""
+    text = " -> ".join(node or "''" for node in cycle)
+    return text + " (the id '' is empty)" if "" in cycle else text
 
 
 def diagnose(rows: LcmDbRows) -> list[Finding]:
@@ -210,7 +219,7 @@ def diagnose(rows: LcmDbRows) -> list[Finding]:
     graph = {sid: [str(e.target) for e in edges] for sid, edges in parent_edges.items()}
     for cycle in _find_cycles(graph):
         owner = summaries.get(cycle[0])
-        add(owner.conversation_id if owner else -1, cycle[0], "cyclic-dag", " -> ".join(cycle))
+        add(owner.conversation_id if owner else -1, cycle[0], "cyclic-dag", _cycle_text(cycle))
 
     # -- messages ------------------------------------------------------------------------------
     negative: dict[int, list[MessageRow]] = defaultdict(list)
@@ -339,6 +348,13 @@ def _pending_checks(rows: LcmDbRows, messages: dict[int, MessageRow], summaries:
             add(cid, None, "broken-pending-link", f"pending node {owner.node_id} child {child.ordinal} -> missing summary {child.child_summary_id}")
         elif child.child_node_id is None and child.child_summary_id is None:
             add(cid, None, "broken-pending-link", f"pending node {owner.node_id} child {child.ordinal} names neither a node nor a summary")
+    children: dict[str, list[str]] = defaultdict(list)
+    for child in sorted(rows.pending_node_children, key=lambda c: (c.node_id, c.ordinal)):
+        if child.child_node_id is not None:
+            children[child.node_id].append(child.child_node_id)
+    for cycle in _find_cycles(children):
+        owner = nodes.get(cycle[0])
+        add(owner.conversation_id if owner else -1, None, "cyclic-pending-dag", f"pending nodes {_cycle_text(cycle)}")
 
 
 def _receipt_checks(rows: LcmDbRows, add: _Add) -> None:
