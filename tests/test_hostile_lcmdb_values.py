@@ -17,6 +17,10 @@ from faults import sha256
 from lcm_lab.cli import main
 
 _UNCONSTRAINED = ("CREATE TABLE m2 AS SELECT * FROM messages", "DROP TABLE messages", "ALTER TABLE m2 RENAME TO messages")
+_REAL_COUNT = ("values of the wrong type in number columns (messages.token_count 217 row(s); the first: "
+               "messages.token_count of message_id 1 is real 12.7)")  # fmt: skip
+_TEXT_NUMBERS = ("values of the wrong type in number columns (messages.seq 1 row(s), summaries.depth 2 row(s); the "
+                 "first: messages.seq of message_id 7 is text 'x')")  # fmt: skip
 
 # case -> (statements run on the copy, what load's line says, what doctor's line says)
 CASES = {
@@ -43,6 +47,13 @@ CASES = {
     "summaries of another shape": (
         ["DROP TABLE summaries", "CREATE TABLE summaries(a, b, c)"],
         "not a lossless-claw lcm.db (table summaries has no", "not a lossless-claw lcm.db (table summaries has no",
+    ),
+    # SQLite keeps what its INTEGER affinity cannot convert without loss; the stdlib reader's
+    # Arrow column read 12.7 as 12, silently (and the replay ran on those counts)
+    "a real token count": (["UPDATE messages SET token_count = 12.7"], _REAL_COUNT, _REAL_COUNT),
+    "text in integer columns": (
+        ["UPDATE summaries SET depth = 'deep' WHERE rowid <= 2", "UPDATE messages SET seq = 'x' WHERE message_id = 7"],
+        _TEXT_NUMBERS, _TEXT_NUMBERS,
     ),
     "no summary_parents": (["DROP TABLE summary_parents"], None, "not an lcm.db (missing tables: summary_parents)"),
 }
@@ -74,6 +85,7 @@ def test_load_refuses_values_the_plugin_never_writes(
     statements, load_says, _ = CASES[case]
     db = _crafted(tmp_path, statements)
     before = sha256(db)
+    assert load_says is not None
     assert main(["load", "--backend", backend, "--db", str(tmp_path / "lab.duckdb"), str(db)]) == 2
     _one_line(capsys, load_says)
     assert sha256(db) == before
