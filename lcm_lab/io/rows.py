@@ -22,13 +22,19 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from lcm_lab.engine.ingest.message import SKIP_NON_PERSISTABLE, IngestResult, to_stored_message
+from lcm_lab.engine.ingest.message import (
+    SKIP_NON_PERSISTABLE,
+    IngestResult,
+    to_stored_message,
+    unreadable_time,
+)
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.io.surrogates import lone_warning, storable
 
 FLUSH_ROWS = 20_000
+SHOWN_TIMES = 3  # unreadable times a load's warning shows (all are counted)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # ...or after about this much text, whichever comes first: rows of big messages would otherwise
 # hold hundreds of MB before 20,000 of them are buffered.
@@ -93,7 +99,14 @@ class WriteCounts:
     events: int = 0
     not_stored: dict[str, int] = field(default_factory=dict)  # by skip reason
     not_stored_roles: dict[str, int] = field(default_factory=dict)  # non-persistable-role skips by role
+    # messages stored without a time because theirs is unreadable, and the first few (line, value)
+    unreadable_times: int = 0
+    unreadable_time_examples: list[tuple[int, object]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    def note_unreadable_times(self, count: int, examples: Iterable[tuple[int, object]]) -> None:
+        self.unreadable_times += count
+        self.unreadable_time_examples = [*self.unreadable_time_examples, *examples][:SHOWN_TIMES]
 
 
 @dataclass(frozen=True)
@@ -217,6 +230,8 @@ def build_rows(
                     seq += 1
                     entry_seq = seq
                     row = _entry_message_row(cid, seq, entry, stored)
+                    if stored.created_at is None and (bad := unreadable_time(message, entry.timestamp)) is not None:
+                        counts.note_unreadable_times(1, [(entry.line, bad)])
                     buffers.add("messages", row, len(row["content"] or "") + len(row["raw"] or ""))
                     for part in stored.parts:
                         buffers.add("message_parts", _part_row(cid, seq, part), _part_size(part))
@@ -275,6 +290,32 @@ def build_rows(
         counts.warnings.append(f"{count} value(s) of {column} beyond 64-bit integers stored as NULL "
                                "(the entry is kept; its raw JSON keeps the number as JavaScript reads it)")
     return counts
+
+
+def unreadable_time_warning(counts: WriteCounts, path: str) -> str | None:
+    """The one warning about the messages of ``path`` whose time lossless-claw cannot read
+    (``'garbage'``, ``''``, ``1e30``, month 13: :func:`~lcm_lab.engine.ingest.message.unreadable_time`),
+    in every transcript format; ``None`` if there are none. A missing time (no key, null) is no
+    warning, as NULL is none in an lcm.db.
+
+    >>> print(unreadable_time_warning(WriteCounts(unreadable_times=4, unreadable_time_examples=[(2, "garbage")]), "s.jsonl"))
+    s.jsonl: 4 message(s) carry a time lossless-claw cannot read (line 2: 'garbage', …): stored without a time (NULL), as an lcm.db's unreadable times are
+    """
+    if not counts.unreadable_times:
+        return None
+    shown = ", ".join(f"line {line}: {value!r}" for line, value in counts.unreadable_time_examples)
+    more = ", …" if counts.unreadable_times > len(counts.unreadable_time_examples) else ""
+    return (f"{path}: {counts.unreadable_times} message(s) carry a time lossless-claw cannot read ({shown}{more}): "
+            "stored without a time (NULL), as an lcm.db's unreadable times are")
+
+
+def entries_time_warning(entries: Iterable[InputEntry], path: str) -> str | None:
+    """:func:`unreadable_time_warning` for entries replayed without being loaded."""
+    counts = WriteCounts()
+    for entry in entries:
+        if entry.message is not None and (bad := unreadable_time(entry.message, entry.timestamp)) is not None:
+            counts.note_unreadable_times(1, [(entry.line, bad)])
+    return unreadable_time_warning(counts, path)
 
 
 def not_stored_warning(counts: WriteCounts) -> str | None:
