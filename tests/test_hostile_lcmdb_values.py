@@ -7,9 +7,11 @@ constraints where the value needs it (SQLite would refuse a NULL ``seq`` otherwi
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
+import duckdb
 import pytest
 from conftest import FIXTURES, gunzip_to
 from faults import sha256
@@ -144,3 +146,28 @@ def test_file_ids_that_are_no_json_array_are_said(
     err = capsys.readouterr().err
     assert "summaries.file_ids of sum_" in err and "is not a JSON array of file ids" in err, err
     assert err.count("is not a JSON array") == 1  # one summary, one warning
+
+
+@pytest.mark.parametrize("backend", ["scanner", "sqlite3"])
+def test_a_role_the_schema_refuses_is_kept_with_one_warning_and_a_doctor_finding(
+    backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``role = 'developer'`` breaks the messages table's CHECK: lossless-claw never writes it but
+    reads it back as it is (assembly and the leaf header use the stored role), so the lab keeps
+    it and says so; before, neither load, replay nor doctor said a word."""
+    db = _crafted(tmp_path, ["PRAGMA ignore_check_constraints = ON",
+                             "UPDATE messages SET role = 'developer' WHERE message_id IN (4, 9)"])  # fmt: skip
+    said = (f"warning: {db}: messages.role holds a value the table's CHECK does not allow (system, user, assistant, "
+            "tool): 'developer' in 2 row(s) (the first: message_id 4); lossless-claw never writes one but reads it "
+            "back as it is, and so does the lab")  # fmt: skip
+    store = tmp_path / "lab.duckdb"
+    assert main(["load", "--backend", backend, "--db", str(store), str(db)]) == 0
+    assert [line.strip() for line in capsys.readouterr().err.splitlines() if "messages.role" in line] == [said]
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT role, count(*) FROM messages WHERE role = 'developer' GROUP BY 1").fetchall() == [("developer", 2)]
+    assert main(["replay", "--no-save", str(db)]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "messages.role" in line] == [said]
+    assert main(["doctor", str(db), "--json"]) == 1
+    (finding,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (finding["check"], finding["severity"]) == ("unknown-message-role", "error")
+    assert finding["evidence"] == "role 'developer' (the schema allows system, user, assistant, tool) in 2 message(s): message_id 4, 9"

@@ -231,6 +231,49 @@ def refuse_wrong_types(conn: sqlite3.Connection, schema: LcmDbSchema) -> None:
                         "and the lab does not guess what was meant")  # fmt: skip
 
 
+# The roles the messages table's CHECK constraint allows (spec §1; runtime toolResult is stored as tool).
+MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+
+
+class UnknownRole(NamedTuple):
+    """A ``messages.role`` value outside :data:`MESSAGE_ROLES`: how many rows hold it, and the first."""
+
+    role: str
+    rows: int
+    first_message_id: int
+
+
+def unknown_roles(conn: sqlite3.Connection, schema: LcmDbSchema) -> list[UnknownRole]:
+    """Every ``messages.role`` value the table's CHECK constraint does not allow (``'developer'``),
+    most rows first. lossless-claw never writes one (the constraint refuses it), but it reads a
+    stored role back as it is: the assembler hands it to the model and the leaf source header
+    names it, so the lab keeps it too and says so (:func:`unknown_role_warning`, the doctor's
+    ``unknown-message-role``)."""
+    if not schema.has("messages", "role"):
+        return []
+    allowed = ", ".join(f"'{role}'" for role in MESSAGE_ROLES)
+    sql = (f"SELECT CAST(role AS TEXT), count(*), min(message_id) FROM messages WHERE role NOT IN ({allowed})"
+           " GROUP BY 1 ORDER BY 2 DESC, 1")  # fmt: skip
+    try:
+        return [UnknownRole(str(role), int(rows), int(first)) for role, rows, first in conn.execute(sql)]
+    except sqlite3.DatabaseError as exc:
+        raise SqliteReadError(f"{schema.path}: corrupt or unreadable table messages ({exc})") from exc
+
+
+def unknown_role_warning(found: list[UnknownRole], shown: int = 3) -> str | None:
+    """The one warning about roles outside the schema's CHECK; ``None`` without any.
+
+    >>> print(unknown_role_warning([UnknownRole("developer", 2, 40)]))
+    messages.role holds a value the table's CHECK does not allow (system, user, assistant, tool): 'developer' in 2 row(s) (the first: message_id 40); lossless-claw never writes one but reads it back as it is, and so does the lab
+    """
+    if not found:
+        return None
+    values = "; ".join(f"{u.role!r} in {u.rows:,} row(s) (the first: message_id {u.first_message_id})" for u in found[:shown])
+    more = f"; and {len(found) - shown} more value(s)" if len(found) > shown else ""
+    return (f"messages.role holds a value the table's CHECK does not allow ({', '.join(MESSAGE_ROLES)}): {values}{more}; "
+            "lossless-claw never writes one but reads it back as it is, and so does the lab")
+
+
 def unreadable_time_warnings(found: list[UnreadableTime], shown: int = 3) -> list[str]:
     """One warning per table and column, naming the rows (the first ``shown``) and their values.
 

@@ -7,7 +7,9 @@ severities (``docs/metrics.md`` has the full table):
   (an edge or context item points at a missing row), ``cross-conversation-link``,
   ``cyclic-dag``, ``orphaned-context-item``, ``leaf-without-sources``,
   ``condensed-without-sources``, ``negative-token-count`` (a count the plugin never writes: the
-  file was changed by something else, and budgets and size checks built on it mean nothing).
+  file was changed by something else, and budgets and size checks built on it mean nothing),
+  ``unknown-message-role`` (a role the messages table's CHECK refuses, such as ``developer``:
+  written by something else; the plugin and the lab read it back as it is).
 * **warning** — a summary lost quality in a way the plugin records or that is visible in its
   content: every fallback/truncation/cap marker the plugin writes (``src/summarize.ts``, ``src/summary-fallback.ts``, ``src/compaction.ts``) (``truncation-fallback``,
   ``directive-omitted-fallback``, ``summarizer-fallback``, ``legacy-emergency-fallback``,
@@ -39,6 +41,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Literal, Protocol
 
+from lcm_lab.io.lcmdb import MESSAGE_ROLES
 from lcm_lab.io.lcmdb_rows import ContextRow, EdgeRow, LcmDbRows, MessageRow, SummaryRow
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
@@ -63,6 +66,7 @@ CHECKS: dict[str, Severity] = {
     "summary-larger-than-source": "warning",
     "depth-mismatch": "warning",
     "negative-token-count": "error",
+    "unknown-message-role": "error",
     "unreachable-summary": "info",
     "duplicate-context-ref": "info",
     # 1.0's pending summaries and receipts
@@ -230,6 +234,14 @@ def diagnose(rows: LcmDbRows) -> list[Finding]:
         shown = ", ".join(f"message_id {m.message_id} ({m.token_count})" for m in bad[:3])
         more = f" and {len(bad) - 3} more messages" if len(bad) > 3 else ""
         add(cid, None, "negative-token-count", f"{shown}{more}")
+    foreign: dict[tuple[int, str], list[MessageRow]] = defaultdict(list)
+    for message in rows.messages:
+        if message.role not in MESSAGE_ROLES:
+            foreign[(message.conversation_id, message.role)].append(message)
+    for (cid, role), bad in sorted(foreign.items()):
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        add(cid, None, "unknown-message-role", f"role {role!r} (the schema allows {', '.join(MESSAGE_ROLES)}) in "
+            f"{len(bad)} message(s): message_id {', '.join(str(m.message_id) for m in bad[:3])}{more}")  # fmt: skip
 
     # -- summaries -----------------------------------------------------------------------------
     for summary in rows.summaries:

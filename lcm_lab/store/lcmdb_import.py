@@ -34,6 +34,8 @@ from lcm_lab.io.lcmdb import (
     iter_table_batches,
     refuse_wrong_types,
     row_key_sql,
+    unknown_role_warning,
+    unknown_roles,
     unreadable_time_warnings,
     unreadable_times,
 )
@@ -330,6 +332,8 @@ def _import(
     refuse_wrong_types(conn, schema)  # before either backend reads a value as another
     unreadable = unreadable_times(conn, schema)  # read as NULL, one warning per column
     result.warnings += unreadable_time_warnings(unreadable)
+    if (roles := unknown_role_warning(unknown_roles(conn, schema))) is not None:
+        result.warnings.append(roles)
     store.con.register(_UNREADABLE, pa.table({"tbl": [u.table for u in unreadable], "col": [u.column for u in unreadable],
                                               "key": [u.key for u in unreadable]}, schema=_UNREADABLE_SCHEMA))  # fmt: skip
     try:
