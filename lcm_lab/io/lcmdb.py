@@ -231,7 +231,7 @@ def refuse_wrong_types(conn: sqlite3.Connection, schema: LcmDbSchema) -> None:
                         "and the lab does not guess what was meant")  # fmt: skip
 
 
-# The roles the messages table's CHECK constraint allows (spec §1; runtime toolResult is stored as tool).
+# The roles the messages table's CHECK constraint allows (src/db/migration.ts; a runtime toolResult is stored as tool).
 MESSAGE_ROLES = ("system", "user", "assistant", "tool")
 
 
