@@ -9,6 +9,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import FIXTURES, gunzip_to, unpacked
@@ -58,7 +59,7 @@ CAP_VARIANTS = ("text\n[Capped to ~600]", "text\n[Capped]")
 EMPTY_SOURCE_FALLBACK = "[Truncated from 0 tokens]"
 
 
-def build_db(path: Path, summaries: list[dict[str, object]], *, extra_sql: str = "") -> Path:
+def build_db(path: Path, summaries: list[dict[str, Any]], *, extra_sql: str = "") -> Path:
     """One conversation with 4 messages; each summary dict is a leaf over messages 1-2 unless
     it says otherwise; all summaries go into the context after the two tail messages."""
     con = sqlite3.connect(path)
@@ -77,9 +78,9 @@ def build_db(path: Path, summaries: list[dict[str, object]], *, extra_sql: str =
             "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, model) VALUES (?, 1, ?, ?, ?, ?, ?)",
             (sid, kind, int(spec.get("depth", 0)), str(spec["content"]), int(spec.get("tokens", 20)), str(spec.get("model", "m1"))),
         )
-        for i, mid in enumerate(spec.get("messages", [1, 2] if kind == "leaf" else [])):  # type: ignore[arg-type]
+        for i, mid in enumerate(spec.get("messages", [1, 2] if kind == "leaf" else [])):
             con.execute("INSERT INTO summary_messages VALUES (?, ?, ?)", (sid, mid, i))
-        for i, parent in enumerate(spec.get("parents", [])):  # type: ignore[arg-type]
+        for i, parent in enumerate(spec.get("parents", [])):
             con.execute("INSERT INTO summary_parents VALUES (?, ?, ?)", (sid, parent, i))
         if spec.get("in_context", True):
             con.execute("INSERT INTO context_items (conversation_id, ordinal, item_type, summary_id) VALUES (1, ?, 'summary', ?)", (ordinal, sid))
@@ -199,6 +200,14 @@ def test_structural_errors(tmp_path: Path) -> None:
     assert sum(1 for _, c in found if c == "cyclic-dag") == 1
     severities = {f.check: f.severity for f in diagnose(read_lcmdb_rows(db))}
     assert severities["cyclic-dag"] == "error" and severities["unreachable-summary"] == "info"
+
+
+def test_a_cycle_through_an_empty_id_says_the_id_is_empty(tmp_path: Path) -> None:
+    """A self-loop on the summary id ``''`` read as evidence ``->``, naming nothing."""
+    db = build_db(tmp_path / "e.db", [{"id": "", "kind": "condensed", "depth": 1, "content": "c", "parents": [""]}])
+    (cycle,) = [f for f in diagnose(read_lcmdb_rows(db)) if f.check == "cyclic-dag"]
+    assert cycle.evidence == "'' -> '' (the id '' is empty)"
+    assert main(["doctor", str(db), "--fail-on", "error"]) == 1  # an error finding
 
 
 def test_negative_token_counts_are_their_own_finding(tmp_path: Path) -> None:

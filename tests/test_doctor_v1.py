@@ -118,6 +118,28 @@ def test_more_ways_to_break_the_pending_tables(tmp_path: Path) -> None:
     assert "no conversation of that session exists" in finding.evidence
 
 
+def test_a_cycle_among_pending_node_children_is_an_error(tmp_path: Path) -> None:
+    """A pending node among its own children (two nodes each the other's child, one its own) was "no findings"."""
+    two = "(SELECT node_id FROM pending_summary_nodes ORDER BY node_id LIMIT 2)"
+    db = broken(
+        tmp_path,
+        "INSERT INTO pending_summary_node_children (node_id, ordinal, child_node_id)"
+        f" SELECT a.node_id, 100, b.node_id FROM {two} a, {two} b WHERE a.node_id <> b.node_id",
+        "INSERT INTO pending_summary_node_children (node_id, ordinal, child_node_id) SELECT max(node_id), 100, max(node_id)"
+        " FROM pending_summary_nodes",
+    )
+    conn = sqlite3.connect(db)
+    first, second, last = (row[0] for row in conn.execute(
+        "SELECT node_id FROM pending_summary_node_children WHERE ordinal = 100 ORDER BY node_id"))  # fmt: skip
+    conn.close()
+    findings = diagnose(read_lcmdb_rows(db))
+    assert [(f.check, f.severity, f.evidence) for f in findings] == [
+        ("cyclic-pending-dag", "error", f"pending nodes {first} -> {second} -> {first}"),
+        ("cyclic-pending-dag", "error", f"pending nodes {last} -> {last}"),
+    ]
+    assert main(["doctor", str(db), "--fail-on", "error"]) == 1
+
+
 def test_cli_exit_codes_on_1_0_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", str(SYNTH)]) == 0
     assert "19 pending summary nodes (1 not published), 34 turn receipts" in capsys.readouterr().err

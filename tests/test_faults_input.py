@@ -20,10 +20,13 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
+import lcm_lab as lab
+from lcm_lab.io.surrogates import lone_warning
 from tests.faults import assert_one_line_error, child_env, lab_command, run_lab
 
 
@@ -41,7 +44,7 @@ def pi_session(path: Path, messages: int = 6, session_id: str = "s1") -> Path:
     return path
 
 
-def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
     with duckdb.connect(str(db), read_only=True) as con:
         return con.execute(sql).fetchall()
 
@@ -361,3 +364,24 @@ def test_lone_surrogates_in_a_claude_code_session(tmp_path: Path) -> None:
     replay = run_lab("replay", "--db", str(db), str(session))
     _no_traceback(replay)
     assert replay.returncode == 0, replay.stderr[-2000:]
+
+
+def test_a_lone_surrogate_is_counted_once_though_stored_in_several_columns(tmp_path: Path) -> None:
+    """Each surrogate is stored in every copy of its value (a message's raw JSON, content and
+    parts; a Claude Code line and the message made from it): 2 in one pi message were "6 lone
+    surrogates", 15 in a Claude Code session 22. Now the warning counts what the file held."""
+    pi = tmp_path / "pi.jsonl"
+    pi.write_text(pi_session(tmp_path / "g.jsonl").read_text().replace('"hello 3"', '"lone \\ud800 here \\udfff"')
+                  .replace('"id": "s1"', '"id": "s\\udc80"'))  # fmt: skip
+    fixture = Path(__file__).parent / "fixtures" / "transcripts" / "claude-code-mini.jsonl"
+    cc = tmp_path / "cc.jsonl"
+    cc.write_text(fixture.read_text().replace("Please fix the flaky test", "Please fix \\udfff the test")
+                  .replace('"cc-mini-session"', '"cc-\\ud800-session"'))  # fmt: skip
+    sqlite_store = _openclaw_store(tmp_path / "agent.sqlite", [0, 1, 2], text="lone \ud800 here")
+    expected = {pi: 3, cc: cc.read_text().count("\\ud800") + 1, sqlite_store: 1}
+    assert expected[cc] == 15  # the session id on every line, and one in a message
+    for source, count in expected.items():
+        with lab.LabStore(tmp_path / f"{source.name}.duckdb") as store:
+            (result,) = lab.load(source, store, progress=False)
+        said = [w for w in result.warnings if "lone surrogate" in w]
+        assert said == [lone_warning(count)], source

@@ -7,9 +7,11 @@ constraints where the value needs it (SQLite would refuse a NULL ``seq`` otherwi
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
+import duckdb
 import pytest
 from conftest import FIXTURES, gunzip_to
 from faults import sha256
@@ -17,6 +19,10 @@ from faults import sha256
 from lcm_lab.cli import main
 
 _UNCONSTRAINED = ("CREATE TABLE m2 AS SELECT * FROM messages", "DROP TABLE messages", "ALTER TABLE m2 RENAME TO messages")
+_REAL_COUNT = ("values of the wrong type in number columns (messages.token_count 217 row(s); the first: "
+               "messages.token_count of message_id 1 is real 12.7)")  # fmt: skip
+_TEXT_NUMBERS = ("values of the wrong type in number columns (messages.seq 1 row(s), summaries.depth 2 row(s); the "
+                 "first: messages.seq of message_id 7 is text 'x')")  # fmt: skip
 
 # case -> (statements run on the copy, what load's line says, what doctor's line says)
 CASES = {
@@ -43,6 +49,13 @@ CASES = {
     "summaries of another shape": (
         ["DROP TABLE summaries", "CREATE TABLE summaries(a, b, c)"],
         "not a lossless-claw lcm.db (table summaries has no", "not a lossless-claw lcm.db (table summaries has no",
+    ),
+    # SQLite keeps what its INTEGER affinity cannot convert without loss; the stdlib reader's
+    # Arrow column read 12.7 as 12, silently (and the replay ran on those counts)
+    "a real token count": (["UPDATE messages SET token_count = 12.7"], _REAL_COUNT, _REAL_COUNT),
+    "text in integer columns": (
+        ["UPDATE summaries SET depth = 'deep' WHERE rowid <= 2", "UPDATE messages SET seq = 'x' WHERE message_id = 7"],
+        _TEXT_NUMBERS, _TEXT_NUMBERS,
     ),
     "no summary_parents": (["DROP TABLE summary_parents"], None, "not an lcm.db (missing tables: summary_parents)"),
 }
@@ -74,6 +87,7 @@ def test_load_refuses_values_the_plugin_never_writes(
     statements, load_says, _ = CASES[case]
     db = _crafted(tmp_path, statements)
     before = sha256(db)
+    assert load_says is not None
     assert main(["load", "--backend", backend, "--db", str(tmp_path / "lab.duckdb"), str(db)]) == 2
     _one_line(capsys, load_says)
     assert sha256(db) == before
@@ -132,3 +146,28 @@ def test_file_ids_that_are_no_json_array_are_said(
     err = capsys.readouterr().err
     assert "summaries.file_ids of sum_" in err and "is not a JSON array of file ids" in err, err
     assert err.count("is not a JSON array") == 1  # one summary, one warning
+
+
+@pytest.mark.parametrize("backend", ["scanner", "sqlite3"])
+def test_a_role_the_schema_refuses_is_kept_with_one_warning_and_a_doctor_finding(
+    backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``role = 'developer'`` breaks the messages table's CHECK: lossless-claw never writes it but
+    reads it back as it is (assembly and the leaf header use the stored role), so the lab keeps
+    it and says so; before, neither load, replay nor doctor said a word."""
+    db = _crafted(tmp_path, ["PRAGMA ignore_check_constraints = ON",
+                             "UPDATE messages SET role = 'developer' WHERE message_id IN (4, 9)"])  # fmt: skip
+    said = (f"warning: {db}: messages.role holds a value the table's CHECK does not allow (system, user, assistant, "
+            "tool): 'developer' in 2 row(s) (the first: message_id 4); lossless-claw never writes one but reads it "
+            "back as it is, and so does the lab")  # fmt: skip
+    store = tmp_path / "lab.duckdb"
+    assert main(["load", "--backend", backend, "--db", str(store), str(db)]) == 0
+    assert [line.strip() for line in capsys.readouterr().err.splitlines() if "messages.role" in line] == [said]
+    with duckdb.connect(str(store), read_only=True) as con:
+        assert con.execute("SELECT role, count(*) FROM messages WHERE role = 'developer' GROUP BY 1").fetchall() == [("developer", 2)]
+    assert main(["replay", "--no-save", str(db)]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "messages.role" in line] == [said]
+    assert main(["doctor", str(db), "--json"]) == 1
+    (finding,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (finding["check"], finding["severity"]) == ("unknown-message-role", "error")
+    assert finding["evidence"] == "role 'developer' (the schema allows system, user, assistant, tool) in 2 message(s): message_id 4, 9"

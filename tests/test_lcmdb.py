@@ -6,18 +6,19 @@ import importlib
 import sqlite3
 from pathlib import Path
 
+import duckdb
 import pytest
 from conftest import FIXTURES, gunzip_to, sqlite_counts, unpacked
 
 from lcm_lab.loading.dispatch import load_lcm_db
 from lcm_lab.store import LabStore
-from lcm_lab.store.lcmdb_import import BACKENDS, ScannerFailed
+from lcm_lab.store.lcmdb_import import BACKENDS
 
 VERSION_DBS = sorted((FIXTURES / "lcm-db-versions").glob("*.db.gz"))
 LAB_NAME = {"summary_parents": "summary_sources"}
 
 
-def lab_counts(lab: LabStore, source_id: int) -> dict[str, int]:
+def lab_counts(lab: LabStore, source_id: int | None) -> dict[str, int]:
     own = f"conversation_id IN (SELECT conversation_id FROM conversations WHERE source_id = {source_id})"
     tables = ("conversations", "messages", "message_parts", "summaries", "summary_sources", "summary_messages",
               "context_items", "large_files")
@@ -177,20 +178,24 @@ def test_loading_the_same_db_twice_adds_nothing(store: LabStore, tmp_path: Path)
 
 
 def test_scanner_failure_falls_back_to_sqlite3_with_a_warning(store: LabStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    load_module = importlib.import_module("lcm_lab.loading.dispatch")
+    """The fallback is one warning line in the user's words: DuckDB's message ran over two lines
+    and told the user to ``SET sqlite_all_varchar=true``, a setting of no lab command."""
+    import_module = importlib.import_module("lcm_lab.store.lcmdb_import")
+    real = import_module._import
 
-    real = load_module.import_lcm_db
-
-    def flaky(lab, conn, schema, source_id, *, scanner_alias=None):  # type: ignore[no-untyped-def]
+    def flaky(lab, conn, schema, source_id, scanner_alias):  # type: ignore[no-untyped-def]
         if scanner_alias:
             lab.execute("INSERT INTO conversations (conversation_id, source_id, kind) VALUES (999, ?, 'x')", [source_id])
-            raise ScannerFailed(f"{schema.path}: SQLite scanner failed (simulated)")
-        return real(lab, conn, schema, source_id, scanner_alias=None)
+            raise duckdb.Error('Mismatch Type Error: Invalid type in column "x": simulated\n'
+                                "* SET sqlite_all_varchar=true to load all columns as VARCHAR")  # fmt: skip
+        return real(lab, conn, schema, source_id, scanner_alias)
 
-    monkeypatch.setattr(load_module, "import_lcm_db", flaky)
-    result = load_lcm_db(FIXTURES / "lcm-db-versions" / "lcm-v0.15.3.db.gz", store)
+    monkeypatch.setattr(import_module, "_import", flaky)
+    gz = FIXTURES / "lcm-db-versions" / "lcm-v0.15.3.db.gz"
+    result = load_lcm_db(gz, store)
     assert result.status == "loaded" and result.details["backend"] == "sqlite3"
-    assert any("read with the stdlib sqlite3 reader instead" in w for w in result.warnings)
+    assert result.warnings == (f"{gz}: DuckDB's SQLite reader could not read the file (Mismatch Type Error: Invalid type "
+                               """in column "x": simulated); read it with Python's sqlite3 reader instead""",)  # fmt: skip
     assert store.fetch_all("SELECT count(*) FROM conversations WHERE conversation_id = 999")[0][0] == 0  # rolled back
     assert result.messages == 217
 

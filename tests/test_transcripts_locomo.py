@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from lcm_lab.io.transcripts import LOCOMO_JSON, TranscriptFormatError, detect_format, read_transcript
+from lcm_lab.io.transcripts import (
+    LOCOMO_JSON,
+    TranscriptFormatError,
+    TranscriptRead,
+    detect_format,
+    read_transcript,
+)
 from lcm_lab.io.transcripts.locomo import parse_locomo_date
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,7 +25,7 @@ FULL_LOCOMO = REPO / "datasets" / "locomo" / "locomo10.json"
 
 
 @pytest.fixture(scope="module")
-def locomo_slice():  # noqa: ANN201
+def locomo_slice() -> TranscriptRead:
     return read_transcript(SLICE)
 
 
@@ -30,7 +36,7 @@ def test_date_parsing() -> None:
 
 
 @pytest.mark.parametrize("index", [0, 1])
-def test_conversion_matches_the_reference_converter(locomo_slice, index: int) -> None:  # noqa: ANN001
+def test_conversion_matches_the_reference_converter(locomo_slice: TranscriptRead, index: int) -> None:
     with gzip.open(REFERENCE_INPUTS / f"locomo-conv-{index}.jsonl.gz", "rt", encoding="utf-8") as handle:
         reference = [json.loads(line) for line in handle]
     meta = json.loads((REFERENCE_INPUTS / f"locomo-conv-{index}.meta.json").read_text())
@@ -46,14 +52,14 @@ def test_conversion_matches_the_reference_converter(locomo_slice, index: int) ->
         assert json.dumps(ours.message) == json.dumps(theirs["message"])
         assert ours.timestamp == theirs["timestamp"]
     assert [e.line for e in conversation.entries] == list(range(2, len(ref_entries) + 2))
-    roles = Counter(e.message["role"] for e in conversation.entries)
+    roles = Counter((e.message or {})["role"] for e in conversation.entries)
     assert roles == {"user": meta["user"], "assistant": meta["assistant"]}
-    captions = sum("[shares image: " in e.message["content"][0]["text"] for e in conversation.entries)
+    captions = sum("[shares image: " in (e.message or {})["content"][0]["text"] for e in conversation.entries)
     assert captions == meta["captions"]
     assert len(loaded.meta["session_dates"]) == meta["sessions"]
 
 
-def test_dialogue_ids_and_qa_items(locomo_slice) -> None:  # noqa: ANN001
+def test_dialogue_ids_and_qa_items(locomo_slice: TranscriptRead) -> None:
     loaded = locomo_slice.conversations[0]
     entries = loaded.conversation.entries
     assert entries[0].entry_id == "D1:1" and entries[2].entry_id == "D1:3"
@@ -103,13 +109,26 @@ def test_odd_evidence_and_unknown_speakers_are_reported(tmp_path: Path) -> None:
     path.write_text(json.dumps([sample]))
     read = read_transcript(path)
     (loaded,) = read.conversations
-    assert [e.message["role"] for e in loaded.conversation.entries] == ["user", "user"]
+    assert [(e.message or {}).get("role") for e in loaded.conversation.entries] == ["user", "user"]
     (qa,) = loaded.qa_items
     assert qa.answer == "2024" and qa.evidence == ("D1:1", "D1:2")
     messages = [issue.message for issue in read.issues]
     assert any("Carol" in m for m in messages) and any("no question" in m for m in messages)
     assert read.skipped_lines == 1
     assert loaded.conversation.entries[1].timestamp == "2024-03-02T09:01:00.000Z"
+
+
+def test_evidence_ids_missing_from_the_conversation_are_one_counted_warning(tmp_path: Path) -> None:
+    dialogue = {"speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "I like red"}]}  # fmt: skip
+    qa = [{"question": f"q{n}?", "answer": "red", "evidence": [f"D9:{n}", "D1:1"], "category": 1} for n in range(7)]
+    path = tmp_path / "ghost.json"
+    path.write_text(json.dumps([{"sample_id": "ghost", "conversation": dialogue, "qa": qa}]))
+    read = read_transcript(path)
+    (issue,) = read.issues
+    assert issue.message == ("7 QA evidence id(s) name no dialogue line of their sample (D9:0 in ghost, D9:1 in ghost, "
+                             "D9:2 in ghost, D9:3 in ghost, D9:4 in ghost, …); kept as is, so no message supports them")
+    assert not issue.skipped and read.conversations[0].qa_items[6].evidence == ("D9:6", "D1:1")
 
 
 def test_full_locomo_has_10_conversations_and_1986_questions() -> None:
@@ -120,3 +139,6 @@ def test_full_locomo_has_10_conversations_and_1986_questions() -> None:
     categories = Counter(q.category for c in read.conversations for q in c.qa_items)
     assert categories == {1: 282, 2: 321, 3: 96, 4: 841, 5: 446}
     assert all(not issue.skipped for issue in read.issues)
+    # the dataset's own three evidence ids that name no line of their conversation
+    assert read.issues[-1].message.startswith("3 QA evidence id(s) name no dialogue line of their sample "
+                                              "(D10:19 in conv-42, D4:36 in conv-47, D30:05 in conv-50);")

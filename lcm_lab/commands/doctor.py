@@ -2,7 +2,8 @@
 
 Read-only: the file is never modified (WAL databases are read from a private copy). One finding
 per row (conversation, summary id, severity, check, evidence); ``--json`` prints one JSON object
-per line instead, ``--csv`` the rows as CSV. Exit status: 0 clean, 1 findings at or above ``--fail-on``, 2 unreadable input.
+per line instead, ``--csv`` the rows as CSV. Exit status: 0 clean, 1 findings at or above ``--fail-on``
+(by default any finding; an error finding always), 2 unreadable input.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--fail-on",
         choices=("info", "warning", "error"),
         default="info",
-        help="lowest severity that makes the exit status 1 (default: info, i.e. any finding)",
+        help="lowest severity that makes the exit status 1 (default: info, i.e. any finding; errors always do)",
     )
     parser.add_argument("--list-checks", action="store_true", help="print every check with its severity and exit")
     parser.set_defaults(func=run)

@@ -132,6 +132,7 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
     """The conversations to replay, with their lab-store ids when they came through the store."""
     from lcm_lab.io.file_kind import unreadable_reason
     from lcm_lab.io.growing import reading_up_to
+    from lcm_lab.io.rows import entries_time_warning
     from lcm_lab.io.transcripts import LCM_DB, detect_format, read_transcript
     from lcm_lab.loading.dispatch import load_lcm_db
 
@@ -177,6 +178,8 @@ def _conversations(args: argparse.Namespace, store: Any) -> list[tuple[Conversat
         if not 0 <= index < len(conversations):
             raise OptionError(f"--conversation {index}: out of range; {path} has {len(conversations)} conversation(s)")
         conversations = [conversations[index]]
+    if (note := entries_time_warning((e for c in conversations for e in c.entries), str(path))) is not None:
+        print(f"warning: {note}", file=sys.stderr)  # as load says it
     return [(c, None) for c in conversations]
 
 

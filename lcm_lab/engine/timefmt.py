@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -23,6 +24,7 @@ _US_ABBREVIATIONS = {
 }  # fmt: skip
 _US_PREFIXES = ("America/", "US/", "Canada/", "Atlantic/Bermuda", "Pacific/Honolulu", "PST8PDT", "MST7MDT",
                 "CST6CDT", "EST5EDT", "EST", "MST", "HST")  # fmt: skip
+MAX_TIME_MS = 8.64e15  # ECMAScript TimeClip bound: a Date beyond it is invalid
 _UTC_NAMES = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Zulu", "Etc/Zulu", "GMT", "Etc/GMT"}
 
 
@@ -61,20 +63,23 @@ def _has_offset(text: str) -> bool:
 def message_time_ms(message: Mapping[str, Any], envelope: str | None = None) -> int | None:
     """A message line's time in epoch ms: ``message.timestamp`` when it is a number, else the
     line's ISO ``timestamp`` (``envelope``), else an ISO ``message.timestamp``; ``None`` without
-    one (reference-runs-deferred README §2).
+    one (reference-runs-deferred README §2), or when it is no time (a number past JavaScript's
+    dates, such as ``1e30``, is no time at all: the clock does not jump to it).
 
     >>> message_time_ms({"timestamp": 1000}), message_time_ms({}, "1970-01-01T00:00:02.000Z"), message_time_ms({})
     (1000, 2000, None)
+    >>> message_time_ms({"timestamp": 1e30}), message_time_ms({}, "garbage")
+    (None, None)
     """
     stamp = message.get("timestamp")
     if isinstance(stamp, int | float) and not isinstance(stamp, bool):
-        return int(stamp)
+        return int(stamp) if math.isfinite(stamp) and abs(stamp) <= MAX_TIME_MS else None
     text = envelope if envelope else (stamp if isinstance(stamp, str) else None)
     if not text:
         return None
     try:
         return round(parse_utc(text).timestamp() * 1000)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from lcm_lab.errors import DataError
 from lcm_lab.io.lcmdb_version import V1_DROPPED, LcmDbVersion, detect_version
 from lcm_lab.io.sqlite_read import SqliteReadError, SqliteSnapshot
 
@@ -186,6 +187,91 @@ def unreadable_times(conn: sqlite3.Connection, schema: LcmDbSchema) -> list[Unre
             except sqlite3.DatabaseError as exc:
                 raise SqliteReadError(f"{schema.path}: corrupt or unreadable table {table} ({exc})") from exc
     return found
+
+
+# What SQLite may hold in a column of each declared number type the plugin writes: its INTEGER
+# affinity stores 12.0 and '12' as the integer 12, so what is left is a value it could not
+# convert without loss (a real 12.7, a text 'abc', a blob).
+_STORED_TYPES = {"INTEGER": "'integer'", "REAL": "'real', 'integer'"}
+
+
+def refuse_wrong_types(conn: sqlite3.Connection, schema: LcmDbSchema) -> None:
+    """Raise one :class:`~lcm_lab.errors.DataError` naming every number column of the file's
+    lossless-claw tables that holds a value of another type, with how many rows do and the
+    first one. lossless-claw writes none, and no rule reads one as the plugin would: a
+    ``token_count`` of 12.7 reached the stdlib reader's Arrow column as 12, silently, and a
+    replay then ran on counts the file does not hold. Both backends and ``doctor`` call it."""
+    found: list[str] = []
+    first = ""
+    for table, columns in CANONICAL.items():
+        checked = [c for c in columns if c.sql_type in _STORED_TYPES and table in schema.tables and schema.has(table, c.name)]
+        if not checked:
+            continue
+        bad = [f"""sum(typeof("{c.name}") NOT IN ('null', {_STORED_TYPES[c.sql_type]}))""" for c in checked]
+        try:
+            counts = conn.execute(f'SELECT {", ".join(bad)} FROM "{table}"').fetchone()
+            for column, count in zip(checked, counts, strict=True):
+                if not count:
+                    continue
+                found.append(f"{table}.{column.name} {count:,} row(s)")
+                if not first:
+                    key = row_key_sql(table) if table in ROW_KEYS else "CAST(rowid AS VARCHAR)"
+                    where = f"""typeof("{column.name}") NOT IN ('null', {_STORED_TYPES[column.sql_type]})"""
+                    row, kind, value = conn.execute(
+                        f'SELECT {key}, typeof("{column.name}"), "{column.name}" FROM "{table}" WHERE {where} LIMIT 1'
+                    ).fetchone()
+                    shown = f"{len(value)} bytes" if isinstance(value, bytes) else repr(value if kind == "real" else str(value)[:40])
+                    named = ":".join(ROW_KEYS.get(table, ("rowid",)))
+                    first = f"; the first: {table}.{column.name} of {named} {row} is {kind} {shown}"
+        except sqlite3.DatabaseError as exc:
+            raise SqliteReadError(f"{schema.path}: corrupt or unreadable table {table} ({exc})") from exc
+    if found:
+        raise DataError(f"{schema.path}: values of the wrong type in number columns ({', '.join(found)}{first}); "
+                        "lossless-claw writes only numbers of the declared type there, so the file was changed by something else, "
+                        "and the lab does not guess what was meant")  # fmt: skip
+
+
+# The roles the messages table's CHECK constraint allows (src/db/migration.ts; a runtime toolResult is stored as tool).
+MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+
+
+class UnknownRole(NamedTuple):
+    """A ``messages.role`` value outside :data:`MESSAGE_ROLES`: how many rows hold it, and the first."""
+
+    role: str
+    rows: int
+    first_message_id: int
+
+
+def unknown_roles(conn: sqlite3.Connection, schema: LcmDbSchema) -> list[UnknownRole]:
+    """Every ``messages.role`` value the table's CHECK constraint does not allow (``'developer'``),
+    most rows first. lossless-claw never writes one (the constraint refuses it), but it reads a
+    stored role back as it is: the assembler hands it to the model and the leaf source header
+    names it, so the lab keeps it too and says so (:func:`unknown_role_warning`, the doctor's
+    ``unknown-message-role``)."""
+    if not schema.has("messages", "role"):
+        return []
+    allowed = ", ".join(f"'{role}'" for role in MESSAGE_ROLES)
+    sql = (f"SELECT CAST(role AS TEXT), count(*), min(message_id) FROM messages WHERE role NOT IN ({allowed})"
+           " GROUP BY 1 ORDER BY 2 DESC, 1")  # fmt: skip
+    try:
+        return [UnknownRole(str(role), int(rows), int(first)) for role, rows, first in conn.execute(sql)]
+    except sqlite3.DatabaseError as exc:
+        raise SqliteReadError(f"{schema.path}: corrupt or unreadable table messages ({exc})") from exc
+
+
+def unknown_role_warning(found: list[UnknownRole], shown: int = 3) -> str | None:
+    """The one warning about roles outside the schema's CHECK; ``None`` without any.
+
+    >>> print(unknown_role_warning([UnknownRole("developer", 2, 40)]))
+    messages.role holds a value the table's CHECK does not allow (system, user, assistant, tool): 'developer' in 2 row(s) (the first: message_id 40); lossless-claw never writes one but reads it back as it is, and so does the lab
+    """
+    if not found:
+        return None
+    values = "; ".join(f"{u.role!r} in {u.rows:,} row(s) (the first: message_id {u.first_message_id})" for u in found[:shown])
+    more = f"; and {len(found) - shown} more value(s)" if len(found) > shown else ""
+    return (f"messages.role holds a value the table's CHECK does not allow ({', '.join(MESSAGE_ROLES)}): {values}{more}; "
+            "lossless-claw never writes one but reads it back as it is, and so does the lab")
 
 
 def unreadable_time_warnings(found: list[UnreadableTime], shown: int = 3) -> list[str]:

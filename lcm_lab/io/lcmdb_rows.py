@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lcm_lab.errors import DataError
-from lcm_lab.io.lcmdb import UnreadableTime, read_lcmdb_schema, unreadable_times
+from lcm_lab.io.lcmdb import UnreadableTime, read_lcmdb_schema, refuse_wrong_types, unreadable_times
 from lcm_lab.io.sqlite_read import SqliteReadError, sqlite_snapshot
 
 
@@ -185,6 +185,7 @@ def read_rows(conn: sqlite3.Connection, path: str) -> LcmDbRows:
     missing = [t for t in _REQUIRED if t not in tables]
     if missing:
         raise SqliteReadError(f"{path}: not an lcm.db (missing tables: {', '.join(missing)})")
+    refuse_wrong_types(conn, schema)
     where: list[str] = []
     try:
         rows = _read_rows(conn, path, tables, where)

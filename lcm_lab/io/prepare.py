@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from lcm_lab.io.fingerprint import FileFingerprint, fingerprint, unchanged_since
 from lcm_lab.io.growing import reading_up_to
 from lcm_lab.io.model import LoadedConversation
-from lcm_lab.io.rows import Sink, Start, WriteCounts, build_rows, not_stored_warning
+from lcm_lab.io.rows import Sink, Start, WriteCounts, build_rows, load_warnings
 from lcm_lab.io.scratch import scratch_directory
 
 # A conversation is split across workers from this many entries on (below, a worker's start-up
@@ -89,8 +89,7 @@ def read_and_build(path: Path, read: Callable[[], Any] | None = None, *, spool: 
         files: list[tuple[str, str, int]] = []
         starts = [Start(cid=index) for index in range(len(result.conversations))]
         counts = build_rows(result.conversations, starts, _spool_sink(spool, files), kind=result.kind, source_id=0)
-        if (note := not_stored_warning(counts)) is not None:
-            counts.warnings.append(note)
+        counts.warnings += load_warnings(counts, str(path))
     if not unchanged_since(fp, path):
         raise RuntimeError(f"{path}: changed while it was read")  # the parent reads it again
     issues = tuple(str(issue) for issue in result.issues)
@@ -230,4 +229,6 @@ def _merge(total: WriteCounts, part: WriteCounts, *, first: bool) -> None:
         total.not_stored[reason] = total.not_stored.get(reason, 0) + count
     for role, count in part.not_stored_roles.items():
         total.not_stored_roles[role] = total.not_stored_roles.get(role, 0) + count
+    total.note_unreadable_times(part.unreadable_times, part.unreadable_time_examples)
+    total.lone_surrogates += part.lone_surrogates
     total.warnings.extend(part.warnings)

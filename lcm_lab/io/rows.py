@@ -22,13 +22,19 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from lcm_lab.engine.ingest.message import SKIP_NON_PERSISTABLE, IngestResult, to_stored_message
+from lcm_lab.engine.ingest.message import (
+    SKIP_NON_PERSISTABLE,
+    IngestResult,
+    to_stored_message,
+    unreadable_time,
+)
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import InputEntry, StoredMessage, StoredPart
 from lcm_lab.io.model import LoadedConversation
-from lcm_lab.io.surrogates import lone_warning, storable
+from lcm_lab.io.surrogates import count_lone, lone_warning, storable
 
 FLUSH_ROWS = 20_000
+SHOWN_TIMES = 3  # unreadable times a load's warning shows (all are counted)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # ...or after about this much text, whichever comes first: rows of big messages would otherwise
 # hold hundreds of MB before 20,000 of them are buffered.
@@ -93,7 +99,16 @@ class WriteCounts:
     events: int = 0
     not_stored: dict[str, int] = field(default_factory=dict)  # by skip reason
     not_stored_roles: dict[str, int] = field(default_factory=dict)  # non-persistable-role skips by role
+    # messages stored without a time because theirs is unreadable, and the first few (line, value)
+    unreadable_times: int = 0
+    # lone surrogates in what was read, each counted once (stored as U+FFFD, in every copy)
+    lone_surrogates: int = 0
+    unreadable_time_examples: list[tuple[int, object]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    def note_unreadable_times(self, count: int, examples: Iterable[tuple[int, object]]) -> None:
+        self.unreadable_times += count
+        self.unreadable_time_examples = [*self.unreadable_time_examples, *examples][:SHOWN_TIMES]
 
 
 @dataclass(frozen=True)
@@ -121,8 +136,6 @@ class _Buffers:
         self.rows: dict[str, list[dict[str, Any]]] = {}
         self.pending = 0
         self.pending_bytes = 0
-        # Lone surrogates replaced by U+FFFD in text columns (lcm_lab.io.surrogates).
-        self.replaced = 0
         # "table.column" -> integers beyond 64 bits stored as NULL.
         self.out_of_range: dict[str, int] = {}
 
@@ -168,8 +181,7 @@ class _Buffers:
     def _storable(self, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
         out = {}
         for name, values in columns.items():
-            out[name], count = storable(values)
-            self.replaced += count
+            out[name], _ = storable(values)
         return out
 
 
@@ -199,12 +211,22 @@ def build_rows(
     for item, start in zip(loaded, starts, strict=True):
         conv = item.conversation
         cid = start.cid
+        # A lone surrogate is stored in every copy of its value (a message's raw JSON, content and
+        # parts; a Claude Code line and the message made from it), so it is counted once, where
+        # it was read: in the raw source lines a reader keeps, else in the entry's message; in
+        # the header (meta) unless every line is kept raw (Claude Code: meta is made from them).
+        raw_entries = item.meta.get(RAW_ENTRIES)
+        kept_lines = {int(key) for key in raw_entries} if raw_entries else set()
+        header_read = not kept_lines or any(entry.line not in kept_lines for entry in conv.entries)
         if start.appended:
             counts.appended_conversations += 1
         else:
             counts.conversations += 1
-            buffers.add("conversations", _conversation_row(cid, source_id, kind, item))
-        _add_raw_lines(buffers, cid, item.meta.get(RAW_ENTRIES), after=start.line)
+            row = _conversation_row(cid, source_id, kind, item)
+            buffers.add("conversations", row)
+            if header_read:
+                counts.lone_surrogates += count_lone(row["meta"])
+        counts.lone_surrogates += _add_raw_lines(buffers, cid, raw_entries, after=start.line)
         seq = start.seq
         for position, entry in enumerate(conv.entries[start.position:], start=start.position):
             message = entry.message
@@ -217,13 +239,19 @@ def build_rows(
                     seq += 1
                     entry_seq = seq
                     row = _entry_message_row(cid, seq, entry, stored)
+                    if stored.created_at is None and (bad := unreadable_time(message, entry.timestamp)) is not None:
+                        counts.note_unreadable_times(1, [(entry.line, bad)])
                     buffers.add("messages", row, len(row["content"] or "") + len(row["raw"] or ""))
+                    if entry.line not in kept_lines:
+                        counts.lone_surrogates += count_lone(row["raw"])
                     for part in stored.parts:
                         buffers.add("message_parts", _part_row(cid, seq, part), _part_size(part))
                     counts.messages += 1
                 else:
                     # Not stored by lossless-claw (pi-only role, or a skip rule): kept with the entry.
                     message_json = dumps(message)
+                    if entry.line not in kept_lines:
+                        counts.lone_surrogates += count_lone(message_json)
                     reason = result.skip_reason or "skipped"
                     counts.not_stored[reason] = counts.not_stored.get(reason, 0) + 1
                     if reason == SKIP_NON_PERSISTABLE:
@@ -247,15 +275,18 @@ def build_rows(
             counts.summaries += _add_dag(buffers, cid, item)
             counts.context_items += len(conv.context_items)
         for index, event in enumerate(item.events[start.event:], start=start.event):
+            event_json = dumps(dict(event.raw)) if event.raw else None
             buffers.add(
                 "recorded_events",
                 {
                     "conversation_id": cid, "event_index": index, "kind": event.kind, "line": event.line,
                     "entry_id": event.entry_id, "timestamp": event.timestamp, "summary": event.summary,
                     "first_kept_entry_id": event.first_kept_entry_id, "tokens_before": event.tokens_before,
-                    "raw": dumps(dict(event.raw)) if event.raw else None,
+                    "raw": event_json,
                 },
             )
+            if event.line not in kept_lines:
+                counts.lone_surrogates += count_lone(event_json)
             counts.events += 1
         for qa in item.qa_items:
             if qa.qa_id in start.known_qa:
@@ -267,14 +298,46 @@ def build_rows(
                     "category": qa.category, "evidence": list(qa.evidence), "adversarial_answer": qa.adversarial_answer,
                 },
             )
+            counts.lone_surrogates += sum(map(count_lone, (qa.question, qa.answer, qa.adversarial_answer, *qa.evidence)))
             counts.qa_items += 1
     buffers.flush()
-    if buffers.replaced:
-        counts.warnings.append(lone_warning(buffers.replaced))
     for column, count in buffers.out_of_range.items():
         counts.warnings.append(f"{count} value(s) of {column} beyond 64-bit integers stored as NULL "
                                "(the entry is kept; its raw JSON keeps the number as JavaScript reads it)")
     return counts
+
+
+def unreadable_time_warning(counts: WriteCounts, path: str) -> str | None:
+    """The one warning about the messages of ``path`` whose time lossless-claw cannot read
+    (``'garbage'``, ``''``, ``1e30``, month 13: :func:`~lcm_lab.engine.ingest.message.unreadable_time`),
+    in every transcript format; ``None`` if there are none. A missing time (no key, null) is no
+    warning, as NULL is none in an lcm.db.
+
+    >>> print(unreadable_time_warning(WriteCounts(unreadable_times=4, unreadable_time_examples=[(2, "garbage")]), "s.jsonl"))
+    s.jsonl: 4 message(s) carry a time lossless-claw cannot read (line 2: 'garbage', …): stored without a time (NULL), as an lcm.db's unreadable times are
+    """
+    if not counts.unreadable_times:
+        return None
+    shown = ", ".join(f"line {line}: {value!r}" for line, value in counts.unreadable_time_examples)
+    more = ", …" if counts.unreadable_times > len(counts.unreadable_time_examples) else ""
+    return (f"{path}: {counts.unreadable_times} message(s) carry a time lossless-claw cannot read ({shown}{more}): "
+            "stored without a time (NULL), as an lcm.db's unreadable times are")
+
+
+def load_warnings(counts: WriteCounts, path: str) -> list[str]:
+    """The load's warnings made from a file's counts, each once (after its parts are merged)."""
+    notes = [not_stored_warning(counts), unreadable_time_warning(counts, path),
+             lone_warning(counts.lone_surrogates) if counts.lone_surrogates else None]  # fmt: skip
+    return [note for note in notes if note is not None]
+
+
+def entries_time_warning(entries: Iterable[InputEntry], path: str) -> str | None:
+    """:func:`unreadable_time_warning` for entries replayed without being loaded."""
+    counts = WriteCounts()
+    for entry in entries:
+        if entry.message is not None and (bad := unreadable_time(entry.message, entry.timestamp)) is not None:
+            counts.note_unreadable_times(1, [(entry.line, bad)])
+    return unreadable_time_warning(counts, path)
 
 
 def not_stored_warning(counts: WriteCounts) -> str | None:
@@ -314,17 +377,20 @@ def _conversation_row(cid: int, source_id: int, kind: str, item: LoadedConversat
     }
 
 
-def _add_raw_lines(buffers: _Buffers, cid: int, raw_entries: Mapping[int, Any] | None, *, after: int) -> None:
+def _add_raw_lines(buffers: _Buffers, cid: int, raw_entries: Mapping[int, Any] | None, *, after: int) -> int:
     """One ``raw_lines`` row per kept source line after line ``after``, through the flushing
     buffers (a reader may hand a lazy mapping that parses each line again on access: only one
-    is held at a time, and lines already stored are not parsed)."""
+    is held at a time, and lines already stored are not parsed); the lone surrogates they hold."""
+    lone = 0
     if not raw_entries:
-        return
+        return lone
     for key in raw_entries:
         line = int(key)
         if line > after:
             text = dumps(raw_entries[key])
             buffers.add("raw_lines", {"conversation_id": cid, "line": line, "raw": text}, len(text or ""))
+            lone += count_lone(text)
+    return lone
 
 
 def _token_estimate(content: str | None) -> int | None:

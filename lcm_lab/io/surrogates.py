@@ -9,7 +9,8 @@ The policy, applied here and only at those edges (never before the engine):
 * **The store's columns**, plain text and JSON alike (a message's content, a session id, a
   query parameter, the ``raw`` and ``meta`` JSON): U+FFFD, as the plugin's lcm.db holds it
   (Node writes a JavaScript string to SQLite as UTF-8, a lone surrogate as U+FFFD). Counted,
-  so a load says how many it replaced. Not the JSON escape ``\udXXX`` in JSON columns: DuckDB's
+  so a load says how many the file held (each once, though a value is stored in several columns:
+  :func:`lcm_lab.io.rows.build_rows`). Not the JSON escape ``\udXXX`` in JSON columns: DuckDB's
   JSON reader refuses it ("no low surrogate in string"), so every later query of that value
   would fail (and with pyarrow < 19 the insert itself did).
 * **A saved replay's payload** (compressed JSON that only Python reads): the JSON escape
@@ -35,6 +36,11 @@ REPLACEMENT = "\ufffd"
 def has_lone(text: str) -> bool:
     """Whether ``text`` holds a surrogate code point (one UTF-8 cannot encode)."""
     return not text.isascii() and _LONE.search(text) is not None
+
+
+def count_lone(text: str | None) -> int:
+    """How many surrogate code points ``text`` holds (``None`` holds none)."""
+    return 0 if not text or text.isascii() else len(_LONE.findall(text))
 
 
 def replace_lone(text: str) -> tuple[str, int]:

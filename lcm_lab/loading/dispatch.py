@@ -242,7 +242,7 @@ def _load_lcm_db_once(lab: LabStore, target: Path, fp: FileFingerprint, backend:
                 try:
                     return job.run(scanner=True)
                 except ScannerFailed as exc:
-                    return job.run(scanner=False, warnings=[f"{exc}; read with the stdlib sqlite3 reader instead"])
+                    return job.run(scanner=False, warnings=[f"{exc}; read it with Python's sqlite3 reader instead"])
             return job.run(scanner=False)
         finally:
             conn.close()

@@ -7,7 +7,9 @@ severities (``docs/metrics.md`` has the full table):
   (an edge or context item points at a missing row), ``cross-conversation-link``,
   ``cyclic-dag``, ``orphaned-context-item``, ``leaf-without-sources``,
   ``condensed-without-sources``, ``negative-token-count`` (a count the plugin never writes: the
-  file was changed by something else, and budgets and size checks built on it mean nothing).
+  file was changed by something else, and budgets and size checks built on it mean nothing),
+  ``unknown-message-role`` (a role the messages table's CHECK refuses, such as ``developer``:
+  written by something else; the plugin and the lab read it back as it is).
 * **warning** — a summary lost quality in a way the plugin records or that is visible in its
   content: every fallback/truncation/cap marker the plugin writes (``src/summarize.ts``, ``src/summary-fallback.ts``, ``src/compaction.ts``) (``truncation-fallback``,
   ``directive-omitted-fallback``, ``summarizer-fallback``, ``legacy-emergency-fallback``,
@@ -24,8 +26,9 @@ design is not a finding: a promoted (published) node's content is cleared (``cle
 the canonical summary holds it), finished batches are deleted 7 days after their last update
 (``deleteFinishedBatches``), so most summaries have no pending row, and an unpublished node was never
 seen by the model. Checks of those tables: ``pending-node-without-batch``,
-``published-batch-missing-summary`` and ``broken-pending-link`` (errors: the rows contradict
-each other), ``ready-node-without-content`` (warning: a prepared node that would publish nothing)
+``published-batch-missing-summary``, ``broken-pending-link`` and ``cyclic-pending-dag`` (a
+node among its own children, through ``pending_summary_node_children``; errors: the rows
+contradict each other), ``ready-node-without-content`` (warning: a prepared node that would publish nothing)
 and ``receipt-without-messages`` (warning: receipts record more messages for a session than the
 file holds — expected only after retention pruning or ``pruneHeartbeatOk``).
 """
@@ -38,6 +41,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Literal, Protocol
 
+from lcm_lab.io.lcmdb import MESSAGE_ROLES
 from lcm_lab.io.lcmdb_rows import ContextRow, EdgeRow, LcmDbRows, MessageRow, SummaryRow
 from lcm_lab.metrics.base import Score
 from lcm_lab.metrics.dag import Dag
@@ -62,12 +66,14 @@ CHECKS: dict[str, Severity] = {
     "summary-larger-than-source": "warning",
     "depth-mismatch": "warning",
     "negative-token-count": "error",
+    "unknown-message-role": "error",
     "unreachable-summary": "info",
     "duplicate-context-ref": "info",
     # 1.0's pending summaries and receipts
     "pending-node-without-batch": "error",
     "published-batch-missing-summary": "error",
     "broken-pending-link": "error",
+    "cyclic-pending-dag": "error",
     "ready-node-without-content": "warning",
     "receipt-without-messages": "warning",
 }
@@ -160,7 +166,8 @@ def content_checks(content: str, model: str | None) -> list[tuple[str, str]]:
 
 
 def _find_cycles(sources: dict[str, list[str]]) -> list[list[str]]:
-    """Cycles in the summary -> source-summary graph (each reported once, by its smallest id)."""
+    """Cycles in a graph of ids (summary -> source summaries, pending node -> child nodes), each
+    reported once, from its smallest id."""
     color: dict[str, int] = {}
     cycles: list[list[str]] = []
     seen_keys: set[frozenset[str]] = set()
@@ -190,6 +197,12 @@ def _find_cycles(sources: dict[str, list[str]]) -> list[list[str]]:
                 path.append(child)
                 stack.append((child, iter(sources.get(child, ()))))
     return cycles
+
+
+def _cycle_text(cycle: list[str]) -> str:
+    """``a -> b -> a``; an empty id is shown as ``''`` and said (a bare ``->`` named nothing)."""
+    text = " -> ".join(node or "''" for node in cycle)
+    return text + " (the id '' is empty)" if "" in cycle else text
 
 
 def diagnose(rows: LcmDbRows) -> list[Finding]:
@@ -230,7 +243,7 @@ def diagnose(rows: LcmDbRows) -> list[Finding]:
     graph = {sid: [str(e.target) for e in edges] for sid, edges in parent_edges.items()}
     for cycle in _find_cycles(graph):
         owner = summaries.get(cycle[0])
-        add(owner.conversation_id if owner else -1, cycle[0], "cyclic-dag", " -> ".join(cycle))
+        add(owner.conversation_id if owner else -1, cycle[0], "cyclic-dag", _cycle_text(cycle))
 
     # -- messages ------------------------------------------------------------------------------
     negative: dict[int, list[MessageRow]] = defaultdict(list)
@@ -241,6 +254,14 @@ def diagnose(rows: LcmDbRows) -> list[Finding]:
         shown = ", ".join(f"message_id {m.message_id} ({m.token_count})" for m in bad[:3])
         more = f" and {len(bad) - 3} more messages" if len(bad) > 3 else ""
         add(cid, None, "negative-token-count", f"{shown}{more}")
+    foreign: dict[tuple[int, str], list[MessageRow]] = defaultdict(list)
+    for message in rows.messages:
+        if message.role not in MESSAGE_ROLES:
+            foreign[(message.conversation_id, message.role)].append(message)
+    for (cid, role), bad in sorted(foreign.items()):
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        add(cid, None, "unknown-message-role", f"role {role!r} (the schema allows {', '.join(MESSAGE_ROLES)}) in "
+            f"{len(bad)} message(s): message_id {', '.join(str(m.message_id) for m in bad[:3])}{more}")  # fmt: skip
 
     # -- summaries -----------------------------------------------------------------------------
     for summary in rows.summaries:
@@ -359,6 +380,13 @@ def _pending_checks(rows: LcmDbRows, messages: dict[int, MessageRow], summaries:
             add(cid, None, "broken-pending-link", f"pending node {owner.node_id} child {child.ordinal} -> missing summary {child.child_summary_id}")
         elif child.child_node_id is None and child.child_summary_id is None:
             add(cid, None, "broken-pending-link", f"pending node {owner.node_id} child {child.ordinal} names neither a node nor a summary")
+    children: dict[str, list[str]] = defaultdict(list)
+    for child in sorted(rows.pending_node_children, key=lambda c: (c.node_id, c.ordinal)):
+        if child.child_node_id is not None:
+            children[child.node_id].append(child.child_node_id)
+    for cycle in _find_cycles(children):
+        owner = nodes.get(cycle[0])
+        add(owner.conversation_id if owner else -1, None, "cyclic-pending-dag", f"pending nodes {_cycle_text(cycle)}")
 
 
 def _receipt_checks(rows: LcmDbRows, add: _Add) -> None:

@@ -32,7 +32,10 @@ from lcm_lab.io.lcmdb import (
     LcmDbSchema,
     UnreadableTime,
     iter_table_batches,
+    refuse_wrong_types,
     row_key_sql,
+    unknown_role_warning,
+    unknown_roles,
     unreadable_time_warnings,
     unreadable_times,
 )
@@ -272,7 +275,9 @@ def import_lcm_db(
         return _import(store, conn, schema, source_id, scanner_alias)
     except duckdb.Error as exc:
         if backend == "scanner":
-            raise ScannerFailed(f"{schema.path}: SQLite scanner failed ({exc})") from exc
+            # DuckDB's message runs over lines and suggests its own settings: its first line is said
+            reason = str(exc).splitlines()[0].strip() if str(exc).strip() else type(exc).__name__
+            raise ScannerFailed(f"{schema.path}: DuckDB's SQLite reader could not read the file ({reason})") from exc
         raise
 
 
@@ -324,8 +329,11 @@ def _import(
 ) -> LcmDbImport:
     params = {"source_id": source_id, "base": store.next_id("conversations", "conversation_id") - 1}
     result = LcmDbImport(backend="scanner" if scanner_alias else "sqlite3")
+    refuse_wrong_types(conn, schema)  # before either backend reads a value as another
     unreadable = unreadable_times(conn, schema)  # read as NULL, one warning per column
     result.warnings += unreadable_time_warnings(unreadable)
+    if (roles := unknown_role_warning(unknown_roles(conn, schema))) is not None:
+        result.warnings.append(roles)
     store.con.register(_UNREADABLE, pa.table({"tbl": [u.table for u in unreadable], "col": [u.column for u in unreadable],
                                               "key": [u.key for u in unreadable]}, schema=_UNREADABLE_SCHEMA))  # fmt: skip
     try:

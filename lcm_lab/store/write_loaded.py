@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from lcm_lab.io.model import LoadedConversation
 from lcm_lab.io.prepare import SPLIT_MIN_ENTRIES, Prepared, build_rows_split
-from lcm_lab.io.rows import Start, WriteCounts, build_rows, not_stored_warning
+from lcm_lab.io.rows import Start, WriteCounts, build_rows, load_warnings
 from lcm_lab.store.sources import LOADED_SQL
 
 if TYPE_CHECKING:
@@ -157,8 +157,7 @@ def insert_loaded(
             counts = build_rows_split(loaded[0], starts[0], sink, kind=kind, source_id=source_id, workers=workers)
     else:
         counts = build_rows(loaded, starts, sink, kind=kind, source_id=source_id)
-    if (note := not_stored_warning(counts)) is not None:
-        counts.warnings.append(note)
+    counts.warnings += load_warnings(counts, path)
     counts.warnings[:0] = warnings
     return counts
 

@@ -32,6 +32,7 @@ from lcm_lab.engine.ingest.content import (
 from lcm_lab.engine.ingest.identity import identity_hash, sender_metadata_json, stable_event_key
 from lcm_lab.engine.ingest.large_payloads import FileIdFactory, Interceptor, default_file_id
 from lcm_lab.engine.js.strings import js_trim, js_trim_start
+from lcm_lab.engine.timefmt import MAX_TIME_MS
 from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import LargeFile, StoredMessage
 
@@ -42,6 +43,7 @@ __all__ = [
     "format_created_at",
     "is_persistable",
     "to_stored_message",
+    "unreadable_time",
 ]
 
 RUNTIME_CONTEXT_SENTINEL = (
@@ -91,8 +93,6 @@ def _is_error_without_content(message: Mapping[str, Any]) -> bool:
 
 # -- created_at ------------------------------------------------------------------------------
 
-_MAX_TIME_MS = 8.64e15  # ECMAScript TimeClip bound
-
 
 def _civil_from_days(days: int) -> tuple[int, int, int]:
     """Proleptic Gregorian date of a day number (0 = 1970-01-01), any year."""
@@ -114,7 +114,7 @@ def format_created_at(epoch_ms: float) -> str | None:
     >>> format_created_at(1772441611571)
     '2026-03-02 08:53:31'
     """
-    if not math.isfinite(epoch_ms) or abs(epoch_ms) > _MAX_TIME_MS:
+    if not math.isfinite(epoch_ms) or abs(epoch_ms) > MAX_TIME_MS:
         return None
     ms = int(epoch_ms)  # TimeClip truncates toward zero
     days, rest = divmod(ms, 86_400_000)
@@ -182,7 +182,21 @@ def _parse_utc_timestamp_ms(value: str) -> float | None:
         + ((hour * 60 + minute - offset) * 60 + second) * 1000
         + millis
     )
-    return float(total) if abs(total) <= _MAX_TIME_MS else None
+    return float(total) if abs(total) <= MAX_TIME_MS else None
+
+
+def _time_value(message: Mapping[str, Any], envelope_timestamp: str | None) -> Any:
+    """What ``created_at`` is read from: the first of ``timestamp`` / ``createdAt`` /
+    ``created_at`` that is not null, when a number or a string that is not blank, else the JSONL
+    envelope timestamp."""
+    value: Any = None
+    for key in ("timestamp", "createdAt", "created_at"):
+        if message.get(key) is not None:
+            value = message[key]
+            break
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    return value if isinstance(value, str) and js_trim(value) else envelope_timestamp
 
 
 def created_at_for(message: Mapping[str, Any], envelope_timestamp: str | None = None) -> str | None:
@@ -190,23 +204,32 @@ def created_at_for(message: Mapping[str, Any], envelope_timestamp: str | None = 
 
     The first of ``timestamp`` / ``createdAt`` / ``created_at`` that is not null: an epoch-ms
     number, or a date string; else the JSONL envelope timestamp. ``None`` means the plugin would
-    fall back to the insert time (``datetime('now')``).
+    fall back to the insert time (``datetime('now')``): no time, or one it cannot read
+    (:func:`unreadable_time`).
     """
-    value: Any = None
-    for key in ("timestamp", "createdAt", "created_at"):
-        if message.get(key) is not None:
-            value = message[key]
-            break
+    value = _time_value(message, envelope_timestamp)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return format_created_at(float(value))
-    if isinstance(value, str) and js_trim(value):
-        chosen: str | None = value
-    else:
-        chosen = envelope_timestamp
-    if chosen is None or not js_trim(chosen):
+    if value is None or not js_trim(value):
         return None
-    ms = _parse_utc_timestamp_ms(chosen)
+    ms = _parse_utc_timestamp_ms(value)
     return format_created_at(ms) if ms is not None else None
+
+
+def unreadable_time(message: Mapping[str, Any], envelope_timestamp: str | None = None) -> object:
+    """The time a message carries that :func:`created_at_for` cannot read (``'garbage'``, ``''``,
+    ``1e30``, month 13), or ``None`` when it reads one or the message has none (no key, null: a
+    missing time, as NULL is in an lcm.db). The message is stored without a time either way.
+
+    >>> unreadable_time({"timestamp": 1e30}), unreadable_time({}, "garbage"), unreadable_time({}, None), unreadable_time({"timestamp": 5})
+    (1e+30, 'garbage', None, None)
+    """
+    if created_at_for(message, envelope_timestamp) is not None:
+        return None
+    value = _time_value(message, envelope_timestamp)
+    if value is None:  # a blank string or a value of another type, and no envelope
+        value = next((message[key] for key in ("timestamp", "createdAt", "created_at") if message.get(key) is not None), None)
+    return value
 
 
 # -- ingest ----------------------------------------------------------------------------------

@@ -116,6 +116,16 @@ def iso_to_epoch_ms(value: object) -> int | None:
     return round(moment.timestamp() * 1000)
 
 
+def _stamp(message: dict[str, Any], epoch: int | None) -> dict[str, Any]:
+    """``message`` with its ``timestamp`` last, as pi writes it; none when the line's time is not an
+    ISO time with a zone, never epoch 0 in its place (that dated such messages 1970-01-01). The
+    stored time is then read from the line's text like any other (a time without a zone as UTC);
+    one that is no time is stored as NULL, and the load counts it (``io/rows``)."""
+    if epoch is not None:
+        message["timestamp"] = epoch
+    return message
+
+
 def _convert_block(block: object) -> object:
     if not isinstance(block, dict):
         return block
@@ -291,7 +301,7 @@ class _ConversationBuilder:
                 runtime["responseId"] = message_id
             runtime["usage"] = _usage(None)
             runtime["stopReason"] = "stop"
-            runtime["timestamp"] = iso_to_epoch_ms(timestamp) or 0
+            _stamp(runtime, iso_to_epoch_ms(timestamp))
             index = self._new(_Draft(line, entry_id, timestamp, "message", runtime, [line]))
             self._note_calls(index, blocks)
             if message_id:
@@ -311,7 +321,7 @@ class _ConversationBuilder:
 
     def _add_user(self, line: int, entry_id: str | None, raw: dict[str, Any], message: dict[str, Any],
                   timestamp: str | None) -> None:  # fmt: skip
-        epoch = iso_to_epoch_ms(timestamp) or 0
+        epoch = iso_to_epoch_ms(timestamp)
         content = message.get("content")
         runtime_messages: list[dict[str, Any]] = []
         if isinstance(content, list):
@@ -322,9 +332,9 @@ class _ConversationBuilder:
                 else:
                     others.append(_convert_block(block))
             if others:
-                runtime_messages.append({"role": "user", "content": others, "timestamp": epoch})
+                runtime_messages.append(_stamp({"role": "user", "content": others}, epoch))
         else:
-            runtime_messages.append({"role": "user", "content": content if content is not None else "", "timestamp": epoch})
+            runtime_messages.append(_stamp({"role": "user", "content": content if content is not None else ""}, epoch))
         for index, runtime in enumerate(runtime_messages):
             part_id = entry_id if index == 0 or entry_id is None else f"{entry_id}:{index}"
             entry = self._new(_Draft(line, part_id, timestamp, "message", runtime, [line], pick=index))
@@ -342,7 +352,7 @@ class _ConversationBuilder:
             )
             self.pending_boundary = None
 
-    def _tool_result(self, line: int, block: dict[str, Any], epoch: int) -> dict[str, Any]:
+    def _tool_result(self, line: int, block: dict[str, Any], epoch: int | None) -> dict[str, Any]:
         call_id = block.get("tool_use_id")
         name = self.tool_names.get(call_id) if isinstance(call_id, str) else None
         if name is None:
@@ -360,14 +370,13 @@ class _ConversationBuilder:
             content = [_convert_block(b) for b in raw_content]
         else:
             content = []
-        return {
+        return _stamp({
             "role": "toolResult",
             "toolCallId": call_id,
             "toolName": name or "unknown",
             "content": content,
             "isError": block.get("is_error") is True,
-            "timestamp": epoch,
-        }
+        }, epoch)  # fmt: skip
 
     def entries(self) -> tuple[tuple[InputEntry, ...], dict[int, tuple[int, ...]]]:
         """The held entries and each entry's line → the lines merged into it (``hold`` only)."""

@@ -36,6 +36,7 @@ from lcm_lab.io.transcripts.jsonl import parse_json_bytes, read_all_bytes
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _EVIDENCE_ID = re.compile(r"D\d+:\d+")
 _DATE_FORMAT = "%I:%M %p on %d %B, %Y"
+_SHOWN_MISSING = 5  # missing evidence ids named in the one warning (all are counted)
 _DIALOGUE_KEYS = frozenset({"speaker", "dia_id", "text", "blip_caption"})
 
 
@@ -199,6 +200,18 @@ def _convert_sample(sample: Mapping[str, Any], index: int, where: str, issues: l
     )
 
 
+def _missing_evidence(conversations: tuple[LoadedConversation, ...]) -> list[str]:
+    """``id in sample`` for every well-formed evidence id that names no dialogue line of its sample
+    (the real locomo10.json has three, such as ``D30:05``); malformed ids are said where read."""
+    missing = []
+    for item in conversations:
+        known = {entry.entry_id for entry in item.conversation.entries}
+        sample_id = item.conversation.meta.get("sample_id")
+        missing += [f"{ref} in {sample_id}" for qa in item.qa_items for ref in qa.evidence
+                    if _EVIDENCE_ID.fullmatch(ref) and ref not in known]  # fmt: skip
+    return missing
+
+
 def looks_like_locomo(value: object) -> bool:
     """True for a LoCoMo document: a list of samples (or one sample) with a conversation."""
     samples = value if isinstance(value, list) else [value]
@@ -223,6 +236,11 @@ def read_locomo_json(path: str | Path) -> TranscriptRead:
     samples = document if isinstance(document, list) else [document]
     issues: list[LoadIssue] = []
     conversations = tuple(_convert_sample(sample, index, display, issues) for index, sample in enumerate(samples))
+    missing = _missing_evidence(conversations)
+    if missing:
+        shown = ", ".join(missing[:_SHOWN_MISSING]) + (", …" if len(missing) > _SHOWN_MISSING else "")
+        issues.append(LoadIssue(display, None, f"{len(missing)} QA evidence id(s) name no dialogue line of their "
+                                f"sample ({shown}); kept as is, so no message supports them", skipped=False))
     return TranscriptRead(
         path=display,
         kind=LOCOMO_JSON,
