@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from lcm_lab.engine.assembly.sent import serialized_cost
 from lcm_lab.engine.types import AssembledItem
 from lcm_lab.errors import DataError, OptionError
+from lcm_lab.metrics.base import runtime_text
 from lcm_lab.viz._style import (
     LEGEND_ON_TOP,
     LEGEND_ROOM,
@@ -61,7 +62,15 @@ class ContextInfo(NamedTuple):
 
 
 def _text_of(message: Mapping[str, Any]) -> str:
+    """The text a person reads of one item the model receives (unescaped; previews escape it).
+
+    A message without ``content`` is pi's ``bashExecution`` (``command`` and ``output``, which the
+    engine's token estimate counts as they stand): its ``$ command`` and output, as
+    :func:`~lcm_lab.metrics.base.runtime_text` renders them.
+    """
     content = message.get("content")
+    if content is None:
+        return runtime_text(message)
     if isinstance(content, str):
         return content
     if isinstance(content, list):
