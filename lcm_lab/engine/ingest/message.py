@@ -36,6 +36,7 @@ from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import LargeFile, StoredMessage
 
 __all__ = [
+    "MAX_TIME_MS",
     "RUNTIME_CONTEXT_SENTINEL",
     "IngestResult",
     "created_at_for",
@@ -91,7 +92,7 @@ def _is_error_without_content(message: Mapping[str, Any]) -> bool:
 
 # -- created_at ------------------------------------------------------------------------------
 
-_MAX_TIME_MS = 8.64e15  # ECMAScript TimeClip bound
+MAX_TIME_MS = 8.64e15  # ECMAScript TimeClip bound
 
 
 def _civil_from_days(days: int) -> tuple[int, int, int]:
@@ -114,7 +115,7 @@ def format_created_at(epoch_ms: float) -> str | None:
     >>> format_created_at(1772441611571)
     '2026-03-02 08:53:31'
     """
-    if not math.isfinite(epoch_ms) or abs(epoch_ms) > _MAX_TIME_MS:
+    if not math.isfinite(epoch_ms) or abs(epoch_ms) > MAX_TIME_MS:
         return None
     ms = int(epoch_ms)  # TimeClip truncates toward zero
     days, rest = divmod(ms, 86_400_000)
@@ -182,7 +183,7 @@ def _parse_utc_timestamp_ms(value: str) -> float | None:
         + ((hour * 60 + minute - offset) * 60 + second) * 1000
         + millis
     )
-    return float(total) if abs(total) <= _MAX_TIME_MS else None
+    return float(total) if abs(total) <= MAX_TIME_MS else None
 
 
 def created_at_for(message: Mapping[str, Any], envelope_timestamp: str | None = None) -> str | None:
