@@ -223,6 +223,8 @@ class _Session:
                    score_cost=bool(named & set(COST_METRICS)), metrics=metrics)
 
     def units(self, points: Iterable[Point]) -> list[Unit]:
+        """The units of ``points`` still to run (each configuration on each conversation), counted
+        into the progress bar's total as they are planned, before anything is recorded or run."""
         out = []
         for p in points:
             for index, key in enumerate(self.data.conversations):
@@ -233,12 +235,12 @@ class _Session:
                 run_id = f"{self.sweep_id}_{p.config_id}_{index}"
                 out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget,
                                 p.strategy, p.strategy_params, p.engine))
+        if self.bar is not None:
+            self.bar.total = (self.bar.total or 0) + len(out)
+            self.bar.refresh()
         return out
 
     def run(self, units: list[Unit]) -> None:
-        if self.bar is not None:
-            self.bar.total = (self.bar.total or 0) + len(units)
-            self.bar.refresh()
         for batch in self.runner.run_batches(units):
             self.write(batch)
             if self.bar is not None:
@@ -307,12 +309,16 @@ class _Session:
                     record_entries(self.ledger, entries)
                 self.store.release()
 
-    def register(self, p: Point, *, trial: int | None, baseline: bool = False) -> None:
-        from lcm_lab.store.sweeps import register_config
+    def register(self, points: Sequence[Point], *, trials: Sequence[int | None] | None = None, baseline: bool = False) -> None:
+        """Record configurations, each with its trial number (none: baselines), in one statement."""
+        from lcm_lab.store.sweeps import ConfigRow, register_configs
 
         # plugin_config holds what to ship to lossless-claw: nothing for another strategy
-        plugin = p.config.to_plugin_config(minimal=True) if p.config is not None else {}
-        register_config(self.store, self.sweep_id, p.config_id, p.params, plugin, trial=trial, baseline=baseline)
+        register_configs(self.store, self.sweep_id, [
+            ConfigRow(p.config_id, p.params, p.config.to_plugin_config(minimal=True) if p.config is not None else {},
+                      trial, baseline)
+            for p, trial in zip(points, trials or [None] * len(points), strict=True)
+        ])  # fmt: skip
 
     def counts(self) -> tuple[int, int]:
         shared = getattr(self, "shared", None)
@@ -398,11 +404,9 @@ def sweep(
 def _run_session(session: _Session, spec: SweepSpec) -> None:
     """Register and run every configuration the spec chooses, the plugin defaults first."""
     baseline = Point(BASELINE_ID, {}, LcmConfig())
-    session.register(baseline, trial=None, baseline=True)
     # the plugin defaults under every other engine the sweep varies: each version's own reference
     others = [engine_baseline(e) for e in spec.engines() if e != DEFAULT_ENGINE]
-    for p in others:
-        session.register(p, trial=None, baseline=True)
+    session.register([baseline, *others], baseline=True)
     if others:
         session.run(session.units(others))
     if spec.search.method == "optuna":
@@ -411,9 +415,9 @@ def _run_session(session: _Session, spec: SweepSpec) -> None:
         run_study(session, baseline)
         return
     points = grid_points(spec) if spec.search.method == "grid" else random_points(spec)
-    for i, p in enumerate(points):
-        session.register(p, trial=i)
-    session.run(session.units([baseline, *points]))
+    units = session.units([baseline, *points])  # the bar's total, before the configurations are recorded
+    session.register(points, trials=range(len(points)))
+    session.run(units)
 
 
 def _with_every_metric(result: UnitResult) -> UnitResult:
