@@ -396,6 +396,7 @@ def test_cli_sweep_json_sweeps_and_recommend(tmp_path: Path) -> None:
     assert "Sweep test" in text and f"({result['sweep_id']}, done)" in text
     assert "fact_retention 95% CI" in text and "LCM_LEAF_CHUNK_TOKENS=2000" in text
     assert "<th>setting</th>" in text and "freshTailCount=" in text  # configurations named by their knobs, not config ids
+    assert '<td class="num">32</td>' in text and "32.000" not in text and "1.000</td>" not in text  # knobs and trials as integers
     unknown = lcm_lab("recommend", "sw_nope", "--db", db)
     assert unknown.returncode == 2 and "unknown sweep id 'sw_nope'; known: " + result["sweep_id"] in unknown.stderr
     bad = tmp_path / "bad.yaml"
