@@ -380,6 +380,9 @@ def test_cli_sweep_json_sweeps_and_recommend(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["runs_ok"] == 3 and result["sweep_id"].startswith("sw_")
+    assert (result["executor"], result["workers"]) == ("serial", 1)  # one run at a time, whatever the cores
+    resumed = lcm_lab("sweep", str(spec_file), "--db", db, "--no-progress")
+    assert "3 already done;" in resumed.stdout and " s serially, one run at a time\n" in resumed.stdout, resumed.stdout
     listed = lcm_lab("sweeps", "--db", db, "--json")
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [r["sweep_id"] for r in rows] == [result["sweep_id"]] and rows[0]["status"] == "done"

@@ -74,7 +74,7 @@ class SweepResult(NamedTuple):
     cache_hits: int
     seconds: float
     executor: str
-    workers: int
+    workers: int  # units run at once: 1 on the serial executor, whatever workers= says
     failed_model_calls: int = 0  # in the runs that finished: summaries that are the fallback because the model gave none
     failed_before: int = 0  # of ``skipped``: units that failed in an earlier session and were not run again
 
@@ -398,7 +398,8 @@ def sweep(
         store.release()
     assert session is not None  # it ran to the end
     return SweepResult(sweep_id, stats["configs"], session.ok, session.failed, session.skipped, stats["naive_calls"],
-                       calls, hits, time.perf_counter() - started, chosen, n, session.failed_calls, session.skipped_failed)
+                       calls, hits, time.perf_counter() - started, chosen, 1 if chosen == "serial" else n,
+                       session.failed_calls, session.skipped_failed)
 
 
 def _run_session(session: _Session, spec: SweepSpec) -> None:
