@@ -238,7 +238,11 @@ def test_the_run_bar_has_its_total_before_the_configurations_are_recorded(tmp_pa
         seen.append((len(rows), bar.total, bar.n))
         return record(store, sweep_id, rows)
 
-    monkeypatch.setattr(run_module, "_progress", lambda enabled, sweep_id: bar)
+    def shown(enabled: bool, sweep_id: str, total: int) -> Bar:
+        bar.total = total
+        return bar
+
+    monkeypatch.setattr(run_module, "_progress", shown)
     monkeypatch.setattr(stored, "register_configs", spy)
     store = LabStore(tmp_path / "lab.duckdb")
     result = sweep(small_spec(), store=store)

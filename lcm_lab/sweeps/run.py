@@ -196,7 +196,8 @@ class _Session:
         self.reuse_calls = reuse_calls
         self.job = self._job(fault, metrics)
         self.runner = Runner(executor, self.job, workers, tick=self.flush)
-        self.bar = _progress(progress, sweep_id)
+        self.progress = progress
+        self.bar: Any = None  # shown once the first units are planned, with their count as its total
 
     def _job(self, fault: str | None, metrics: bytes | None) -> Job:
         s = self.spec.summarizer
@@ -235,8 +236,10 @@ class _Session:
                 run_id = f"{self.sweep_id}_{p.config_id}_{index}"
                 out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget,
                                 p.strategy, p.strategy_params, p.engine))
-        if self.bar is not None:
-            self.bar.total = (self.bar.total or 0) + len(out)
+        if self.bar is None:
+            self.bar = _progress(self.progress, self.sweep_id, len(out))
+        elif out:
+            self.bar.total += len(out)
             self.bar.refresh()
         return out
 
@@ -464,9 +467,9 @@ def _stored_spec(spec: SweepSpec) -> dict[str, Any]:
     return stored
 
 
-def _progress(enabled: bool, sweep_id: str) -> Any:
+def _progress(enabled: bool, sweep_id: str, total: int) -> Any:
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=0, desc=f"sweep {sweep_id}", unit="run")
+    return tqdm(total=total, desc=f"sweep {sweep_id}", unit="run")
