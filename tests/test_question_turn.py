@@ -244,3 +244,8 @@ def test_a_mistaken_question_is_an_option_error_naming_what_to_pass(engine: Engi
     empty = replay(Conversation("e"), LcmConfig(), StubV1Summarizer(), token_budget=500, engine=engine)
     with pytest.raises(OptionError, match="at least one turn.*this run has none"):
         empty.ask("q", after_turn=0)
+    truncated = get_strategy("truncate").run(chat, StubV1Summarizer(), 500)  # another strategy's run: the same checks
+    for call in (lambda: truncated.sent(2), lambda: truncated.ask("q", after_turn=True), lambda: truncated.ask("q", at=float("nan"))):
+        with pytest.raises(OptionError, match="turns that exist: 0 to 1|epoch milliseconds within"):
+            call()
+    assert truncated.sent(-1).turn == 1
