@@ -43,6 +43,8 @@ MISTAKES: dict[str, tuple[Callable[[Path, LabStore], Any], type[errors.UserError
     "a model without a price": (lambda t, s: lab.load_prices("nope/nope-model"), errors.NotFoundError),
     "an invalid sweep spec": (lambda t, s: lab.sweep({"name": "x", "bogus": 1}, store=s), errors.SpecError),
     "a sweep spec file that does not exist": (lambda t, s: lab.sweep(t / "missing.yaml", store=s), errors.NotFoundError),
+    "a question after a turn the run does not have": (lambda t, s: lab.replay(_conversation(), summarizer=lab.get_summarizer(
+        "offline"), token_budget=8000).ask("When?", after_turn=10**6), errors.OptionError),
     "recall of a run without its store": (lambda t, s: lab.recall("run_nope"), errors.OptionError),
     "an lcm.db as the lab store": (lambda t, s: LabStore(gunzip_to(FIXTURES / "lcm-db-versions" / "lcm-v0.15.3.db.gz", t)),
                                    errors.StoreError),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import re
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -28,6 +29,8 @@ from lcm_lab.engine.replay.driver import Replay, replay
 from lcm_lab.engine.replay.question import DEFAULT_DELAY_MS, SummarizerNeededError, branch_drain
 from lcm_lab.engine.replay.trace import attempt_record, question_turn_record, summary_keys
 from lcm_lab.engine.types import Conversation
+from lcm_lab.engine.versions import EngineVersion
+from lcm_lab.errors import OptionError
 from lcm_lab.io.transcripts import read_transcript
 from lcm_lab.store.replays import replay_from_bytes, replay_to_bytes
 from lcm_lab.strategies import get_strategy
@@ -155,9 +158,9 @@ def test_the_clock_and_the_backoff_decide_the_drain(conv0: Conversation) -> None
     moment = datetime.fromtimestamp(debt.next_attempt_after_ms / 1000, tz=UTC)
     assert result.ask("When?", at=moment).emergency_drain == due.emergency_drain
     assert result.ask("When?", at=moment.replace(tzinfo=None)).emergency_drain == due.emergency_drain
-    with pytest.raises(TypeError, match="datetime or epoch"):
+    with pytest.raises(OptionError, match="datetime or epoch"):
         result.ask("When?", at="tomorrow")  # type: ignore[arg-type]
-    with pytest.raises(IndexError, match="after_turn"):
+    with pytest.raises(OptionError, match="after_turn"):
         result.ask("When?", after_turn=len(result.turns))
 
 
@@ -213,3 +216,36 @@ def test_every_strategy_answers_the_question_turn(conv0: Conversation) -> None:
     searched = get_strategy("observer_regex", observe_threshold=2000, top_k=3).run(conv0, StubV1Summarizer(), 6000)
     on_topic = searched.ask("adoption agencies")
     assert on_topic.items != searched.ask("a painting of a sunset").items  # the search reads the question
+
+
+@pytest.mark.parametrize("engine", ["0.15.3", "1.0"])
+def test_a_mistaken_question_is_an_option_error_naming_what_to_pass(engine: EngineVersion) -> None:
+    from lcm_lab.engine.types import InputEntry
+
+    chat = Conversation("q", entries=(
+        InputEntry(2, "message", {"role": "user", "content": "hello " * 400, "timestamp": 0}),
+        InputEntry(3, "message", {"role": "assistant", "content": [{"type": "text", "text": "hi"}], "timestamp": 1000}),
+        InputEntry(4, "message", {"role": "user", "content": "and now?", "timestamp": 2000}),
+    ))  # fmt: skip
+    run = replay(chat, LcmConfig(fresh_tail_count=1), StubV1Summarizer(), token_budget=500, engine=engine)
+    exist = r"the replay has 2 turn\(s\); turns that exist: 0 to 1, or -1 to -2 from the end"
+    for turn in (2, -3, 10**30, True, 1.0, "1"):
+        with pytest.raises(OptionError, match=f"^after_turn={re.escape(repr(turn))}: {exist}$"):
+            run.ask("q", after_turn=turn)  # type: ignore[arg-type]
+    for at in (float("nan"), float("inf"), -10**18, 10**30, "tomorrow", True):
+        with pytest.raises(OptionError, match=r"^at=.*: expected a datetime or epoch milliseconds within ±8,640,000,000,000,000"):
+            run.ask("q", at=at)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match="question: expected the user's message as a string.*not NoneType"):
+        run.ask(None)  # type: ignore[arg-type]
+    for budget in (0, -5, 2.5, True):
+        with pytest.raises(OptionError, match=f"budget={budget!r}: expected a whole number of tokens"):
+            run.ask("q", budget=budget)  # type: ignore[arg-type]
+    assert run.ask("q", after_turn=-2, at=8.64e15).turn == 1  # the edges are accepted
+    empty = replay(Conversation("e"), LcmConfig(), StubV1Summarizer(), token_budget=500, engine=engine)
+    with pytest.raises(OptionError, match="at least one turn.*this run has none"):
+        empty.ask("q", after_turn=0)
+    truncated = get_strategy("truncate").run(chat, StubV1Summarizer(), 500)  # another strategy's run: the same checks
+    for call in (lambda: truncated.sent(2), lambda: truncated.ask("q", after_turn=True), lambda: truncated.ask("q", at=float("nan"))):
+        with pytest.raises(OptionError, match="turns that exist: 0 to 1|epoch milliseconds within"):
+            call()
+    assert truncated.sent(-1).turn == 1

@@ -124,3 +124,12 @@ def test_headlines_name_the_chance_donor(tmp_path: Path) -> None:
                            "value": [head.value], "details": [json.dumps(dict(head.details))]})
     text = write_report(planted_replay(), tmp_path / "d.html", scores=scores).read_text(encoding="utf-8")
     assert "chance donor: pi-mono/large-session.jsonl#0" in text
+
+
+def test_counts_held_as_floats_read_as_integers() -> None:
+    scores = pd.DataFrame({"run_id": ["planted-run"] * 3, "scope": ["run"] * 3, "scope_id": [""] * 3,
+                           "metric": ["compacting_turns", "fact_recall", "peak_context_tokens"], "value": [3.0, 0.5, 12345.0]})
+    flat = re.sub(r"\s+", " ", report(planted_replay(), scores=scores))
+    assert '<th>compacting_turns</th><td class="num">3</td>' in flat and ">3.000<" not in flat
+    assert '<th>fact_recall</th><td class="num">0.500</td>' in flat
+    assert '<th>peak_context_tokens</th><td class="num">12,345</td>' in flat

@@ -19,6 +19,7 @@ from lcm_lab.engine.assembly.sent import (
     strip_prefill,
 )
 from lcm_lab.engine.types import AssembledItem, Assembly
+from lcm_lab.errors import OptionError
 
 
 def _live(role: str, text: str, line: int, **extra: Any) -> AssembledItem:
@@ -165,6 +166,6 @@ def test_replay_sent_indexes_turns_like_the_host() -> None:
     assert second.prompt is not None and second.prompt.ref == 4
     assert second.bare is not None and [i.ref for i in second.bare.items] == [1, 2]  # turn 0's two messages
     assert run.turns[1].clock_ms == (2000, 2000) and run.turns[0].clock_ms == (0, 1000)
-    with pytest.raises(IndexError, match="outside"):
+    with pytest.raises(OptionError, match="turns that exist: 0 to 1"):
         run.sent(2)
     assert run.sent().turn is None and run.sent().prompt is None

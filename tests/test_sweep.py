@@ -219,6 +219,51 @@ def test_grid_sweep_stores_runs_scores_and_recommends(tmp_path: Path) -> None:
     assert len(sweep_df(result.sweep_id, store)) == 3
 
 
+def test_the_run_bar_has_its_total_before_the_configurations_are_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lcm_lab.store.sweeps as stored
+    import lcm_lab.sweeps.run as run_module
+
+    class Bar:
+        total, n = 0, 0
+
+        def refresh(self) -> None: ...
+        def close(self) -> None: ...
+        def update(self, k: int) -> None:
+            self.n += k
+
+    bar, seen, record = Bar(), [], stored.register_configs
+
+    def spy(store: LabStore, sweep_id: str, rows: Any) -> int:
+        rows = list(rows)
+        seen.append((len(rows), bar.total, bar.n))
+        return record(store, sweep_id, rows)
+
+    def shown(enabled: bool, sweep_id: str, total: int) -> Bar:
+        bar.total = total
+        return bar
+
+    monkeypatch.setattr(run_module, "_progress", shown)
+    monkeypatch.setattr(stored, "register_configs", spy)
+    store = LabStore(tmp_path / "lab.duckdb")
+    result = sweep(small_spec(), store=store)
+    # the defaults, then both grid points in one statement with the bar already at its 3 runs
+    assert seen == [(1, 0, 0), (2, 3, 0)] and bar.n == 3 == result.runs_ok
+    assert stored.trial_params(store, result.sweep_id) == [(0, {"freshTailCount": 8}), (1, {"freshTailCount": 32})]
+
+
+def test_configurations_are_recorded_in_one_statement_keeping_the_first_of_an_id() -> None:
+    from lcm_lab.store.sweeps import ConfigRow, config_count, register_configs, register_sweep, trial_params
+
+    store = LabStore(":memory:")
+    register_sweep(store, "sw_1", "x", {})
+    rows = [ConfigRow(f"c_{i}", {"freshTailCount": i}, {"freshTailCount": i}, i) for i in range(10_000)]
+    assert register_configs(store, "sw_1", [*rows, ConfigRow("c_0", {"freshTailCount": -1}, {}, 99)]) == 10_000
+    assert register_configs(store, "sw_1", [ConfigRow("c_1", {}, {}, 7), ConfigRow("base", {}, {}, None, True)]) == 2
+    assert config_count(store, "sw_1") == 10_001 and register_configs(store, "sw_1", []) == 0
+    assert trial_params(store, "sw_1")[:2] == [(0, {"freshTailCount": 0}), (1, {"freshTailCount": 1})]
+    assert store.fetch_all("SELECT trial, baseline, plugin_config FROM sweep_configs WHERE config_id = 'base'") == [(None, True, "{}")]
+
+
 def test_a_failing_configuration_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     from lcm_lab.sweeps.spec import config_id
 
@@ -339,6 +384,9 @@ def test_cli_sweep_json_sweeps_and_recommend(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["runs_ok"] == 3 and result["sweep_id"].startswith("sw_")
+    assert (result["executor"], result["workers"]) == ("serial", 1)  # one run at a time, whatever the cores
+    resumed = lcm_lab("sweep", str(spec_file), "--db", db, "--no-progress")
+    assert "3 already done;" in resumed.stdout and " s serially, one run at a time\n" in resumed.stdout, resumed.stdout
     listed = lcm_lab("sweeps", "--db", db, "--json")
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [r["sweep_id"] for r in rows] == [result["sweep_id"]] and rows[0]["status"] == "done"
@@ -355,6 +403,7 @@ def test_cli_sweep_json_sweeps_and_recommend(tmp_path: Path) -> None:
     assert "Sweep test" in text and f"({result['sweep_id']}, done)" in text
     assert "fact_retention 95% CI" in text and "LCM_LEAF_CHUNK_TOKENS=2000" in text
     assert "<th>setting</th>" in text and "freshTailCount=" in text  # configurations named by their knobs, not config ids
+    assert '<td class="num">32</td>' in text and "32.000" not in text and "1.000</td>" not in text  # knobs and trials as integers
     unknown = lcm_lab("recommend", "sw_nope", "--db", db)
     assert unknown.returncode == 2 and "unknown sweep id 'sw_nope'; known: " + result["sweep_id"] in unknown.stderr
     bad = tmp_path / "bad.yaml"

@@ -191,6 +191,23 @@ def test_cli_multi_conversation_file_needs_a_pick(capsys: pytest.CaptureFixture[
     assert status == 2 and "--conversation N" in err
 
 
+@pytest.mark.parametrize("output", [[], ["--csv"], ["--json"]])
+def test_a_session_without_turns_is_one_line_in_every_output(output: list[str], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"type":"session","version":3,"id":"s-empty","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n',
+                     encoding="utf-8")
+    status, out, err = _cli(["compare-versions", str(empty), "--token-budget", "1200", *output], capsys)
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "s-empty has no turns (no user message), so no version has anything to compare" in err
+
+
+def test_a_run_without_summaries_has_no_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_comparison, "run_engine", fake_second_engine({}))
+    cmp = compare_versions(GOLDEN, token_budget=1_000_000, summarizer="stub-v1", scores=False)
+    assert all(t["summaries"] == 0 and t["max_depth"] is None for t in cmp.totals)  # not -1
+
+
 def test_the_report_has_an_upgrade_section(monkeypatch: pytest.MonkeyPatch) -> None:
     from lcm_lab.report.build import report
 

@@ -130,6 +130,37 @@ def test_context_from_assembly() -> None:
         context_info(hand_replay(), source="model")  # type: ignore[arg-type]
 
 
+def test_a_shell_run_without_content_shows_its_command_and_output_escaped() -> None:
+    bash = {"role": "bashExecution", "command": "cat <b>x</b>", "output": "<script>1</script>\n" + "y" * 500, "exitCode": 0}
+    assembly = Assembly(
+        token_budget=50, estimated_tokens=9, selection_mode="full-fit", fresh_tail_ordinal=0, tail_tokens=9,
+        remaining_budget=41, evictable_total_tokens=0, stats={},
+        items=(AssembledItem("bashExecution", "live", 1, bash, 9),),
+    )
+    (row,) = context_info(hand_replay(assembly), -1, source="bare").rows
+    assert row.preview.startswith("$ cat &lt;b&gt;x&lt;/b&gt; &lt;script&gt;1&lt;/script&gt; yyy")
+    assert "<script>" not in row.preview and row.preview.endswith("…") and len(row.preview) < 200
+
+
+def test_the_pi_sessions_last_shell_output_is_shown_not_null() -> None:
+    # The demo's first run ends degraded on one live bashExecution message (`find .`, 13,104 tokens).
+    from lcm_lab.engine.replay.driver import replay
+    from lcm_lab.io.transcripts import read_transcript
+    from lcm_lab.report.build import _run_section
+    from lcm_lab.summarizers import get_summarizer
+
+    session = read_transcript(DATASETS / "pi-mono" / "before-compaction.jsonl").conversations[0]
+    run = replay(session.conversation, LcmConfig(), get_summarizer("offline"), token_budget=8000)
+    live = [i for i in run.sent().items if i.role == "bashExecution"]
+    assert live and "content" not in live[-1].message
+    info = context_info(run)
+    shell = [r for r in info.rows if r.role == "bashExecution"]
+    assert shell[-1].preview.startswith("$ find . ./.git/")
+    rows = _run_section(run, "defaults", "r0", 10)["context_rows"]
+    text = [r["text"] for r in rows if r["role"] == "bashExecution"][-1]
+    assert text.startswith("$ find .\n./") and text.endswith("more characters)") and "null" not in text
+
+
 def test_default_context_is_what_the_engine_sent() -> None:
     from report_data import planted_replay
 

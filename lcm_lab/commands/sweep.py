@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(result._asdict())
         return status
     print(f"sweep {result.sweep_id}: {result.configs} configurations, {result.runs_ok} runs ok, {result.runs_failed} failed, "
-          f"{result.skipped} already done; {result.seconds:.1f} s on {result.workers} {result.executor} worker(s)")
+          f"{result.skipped} already done; {result.seconds:.1f} s {_where(result.executor, result.workers)}")
     print(f"summarizer requests: {result.naive_calls} in a naive sweep, {result.calls_made} sent to a model, "
           f"{result.cache_hits} served from the ledger")
     try:
@@ -95,3 +95,15 @@ def _failures(result: Any, store: Any) -> int:
         print(f"warning: sweep {result.sweep_id}: {result.failed_before} runs that failed in an earlier session were not "
               "run again; --retry-failed runs them (sweep_df shows each error)", file=sys.stderr)  # fmt: skip
     return 0
+
+
+def _where(executor: str, workers: int) -> str:
+    """Where the runs ran, in words.
+
+    >>> _where("serial", 1), _where("processes", 1), _where("processes", 4), _where("threads", 16), _where("ray", 2)
+    ('serially, one run at a time', 'on 1 worker process', 'on 4 worker processes', 'on 16 threads', 'on 2 ray workers')
+    """
+    if executor == "serial":
+        return "serially, one run at a time"
+    kind = {"processes": "worker process", "threads": "thread"}.get(executor, f"{executor} worker")
+    return f"on {workers} {kind}{'' if workers == 1 else 'es' if kind.endswith('process') else 's'}"

@@ -4,7 +4,7 @@ as aligned text (tabulate) or as CSV for a spreadsheet (``--json`` is the machin
 >>> print(format_table([{"source": "a.jsonl", "tokens": 1200, "share": 0.5}, {"source": "b.db", "tokens": None, "share": 0.25}]))
 source      tokens    share
 --------  --------  -------
-a.jsonl       1200    0.500
+a.jsonl      1,200    0.500
 b.db             -    0.250
 >>> print(format_table([{"source": "a.jsonl", "share": 0.5}], fmt="csv"), end="")
 source,share
@@ -25,16 +25,34 @@ from lcm_lab.io.terminal import terminal_text
 TABLE_FORMATS = ("table", "csv")
 
 
-def cell(value: Any) -> str:
-    r"""A table cell for the terminal: ``-`` for missing (None or NaN), three decimals for floats.
+def number_text(value: numbers.Real | float) -> str:
+    """A number for people, in every table the lab prints or writes: a whole number as an integer
+    with thousands separators (a count that a table holds as a float, such as ``3.0`` turns or
+    trial ``0.0``, reads ``3`` and ``0``); otherwise three decimals below 10, one below 1,000 and
+    none above.
 
-    >>> cell(None), cell(float("nan")), cell(0.12345), cell(7), cell("x\x1b[2Jy")
+    >>> [number_text(v) for v in (3.0, 12000, 0.12345, -2.5, 123.456, 45678.9)]
+    ['3', '12,000', '0.123', '-2.500', '123.5', '45,679']
+    """
+    if isinstance(value, numbers.Integral):
+        return f"{value:,}"
+    number = float(value)
+    if number.is_integer():
+        return f"{int(number):,}"
+    size = abs(number)
+    return f"{number:.3f}" if size < 10 else f"{number:,.1f}" if size < 1000 else f"{number:,.0f}"
+
+
+def cell(value: Any) -> str:
+    r"""A table cell for the terminal: ``-`` for missing (None or NaN), numbers by :func:`number_text`.
+
+    >>> cell(None), cell(float("nan")), cell(0.12345), cell(7.0), cell("x\x1b[2Jy")
     ('-', '-', '0.123', '7', 'x\\x1b[2Jy')
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}"
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+        return number_text(value)
     # text from a user's files (summaries, evidence) reaches a terminal: control characters
     # escaped, newlines and tabs too (they would break the table's alignment)
     return terminal_text(str(value), keep="")

@@ -125,7 +125,7 @@ def runtime_text(message: Mapping[str, Any]) -> str:
         pieces.extend(v for k in ("output", "error") if isinstance(v := message.get(k), str))
     content = message.get("content", "")
     if isinstance(content, str):
-        return "\n".join([*pieces, content]) if pieces else content
+        return "\n".join([*pieces, content] if content else pieces) if pieces else content
     for block in content if isinstance(content, list | tuple) else ():
         if isinstance(block, str):
             pieces.append(block)

@@ -11,7 +11,7 @@ a summary's stated sentences — pointer lines do not count).
 ``decision_retention`` (run headline-shaped score) follows ``fact_retention``: ceiling the full
 history (1 by construction), floor plain truncation to the budget (fixed per conversation ×
 budget), chance another conversation's text of the method's size, unit ``decision``, 95 %
-bootstrap interval over decisions. ``todo_retention`` is the same restricted to open items.
+bootstrap interval over decisions. ``todo_retention`` is the same restricted to open items (unit ``todo``).
 
 >>> [(d.kind, d.terms) for d in tag_decisions([(1, "We decided to use DuckDB 1.5.5. Nice weather.")])]
 [('decision', ('DuckDB', '1.5.5'))]
@@ -112,6 +112,10 @@ def retained_all(decisions: Sequence[Decision], text: str) -> np.ndarray:
     return np.array([_retained_normalised(d, norm) for d in decisions], dtype=float)
 
 
+UNITS: dict[str, str] = {"decision_retention": "decision", "todo_retention": "todo"}
+"""What ``n`` counts in each headline: decisions (TODOs among them), or open items alone."""
+
+
 def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_text: str | None = None, seed: int = 0,
                     donor_label: str | None = None) -> list[Score]:
     """``decision_retention`` and ``todo_retention`` (run scope) with floor, ceiling, chance, CI."""
@@ -132,7 +136,7 @@ def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_t
     for metric, kinds in (("decision_retention", ("decision", "todo")), ("todo_retention", ("todo",))):
         items = [d for d in decisions if d.kind in kinds]
         if not items:
-            scores.append(headline(run_id, metric, raw=None, ceiling=None, floor=None, chance=None, n=0, unit="decision"))
+            scores.append(headline(run_id, metric, raw=None, ceiling=None, floor=None, chance=None, n=0, unit=UNITS[metric]))
             continue
         method = np.array([retained(d, usable) for d in items], dtype=float)
         floor = np.array([retained(d, floor_text) for d in items], dtype=float)
@@ -146,5 +150,5 @@ def decision_scores(run: Any, run_id: str, *, budget: int | None = None, donor_t
         elif donor_label:
             extra["chance_donor"] = donor_label
         scores.append(headline(run_id, metric, raw=float(method.mean()), ceiling=1.0, floor=float(floor.mean()), chance=chance,
-                               n=len(items), unit="decision", ci=ci, extra=extra))
+                               n=len(items), unit=UNITS[metric], ci=ci, extra=extra))
     return scores

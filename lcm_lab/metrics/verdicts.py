@@ -13,7 +13,7 @@ headline pools probes — one item asked at one probe point — instead of readi
 |---|---|---|---|---|---|---|---|
 | ``qa_retention`` | LoCoMo QA items (BM25 answer recall@10, offline proxy) | the start of every session after the item's last evidence | ``run.ask(question, after_turn=k)`` | ``truncate``'s ``ask`` at k | the item's gold evidence turns alone, each stated with its day and relative times resolved (:func:`qa_ceiling`) | another conversation truncated to the budget | QA item |
 | ``fact_retention`` | hard facts of the history up to k, type-weighted | session boundaries (LoCoMo) or user-turn starts at a stride | ``run.ask(PROBE_PROMPT, after_turn=k)`` usable (raw, or stated in a summary) | ``truncate``'s ``ask`` at k | 1 (every fact was extracted from the history) | a window of another conversation of the budget's size | fact |
-| ``decision_retention``, ``todo_retention`` | decisions and TODOs said up to k | as facts | as facts | as facts | 1 | as facts | decision |
+| ``decision_retention``, ``todo_retention`` | decisions and TODOs said up to k | as facts | as facts | as facts | 1 | as facts | decision (``todo_retention``: todo) |
 
 Value = ``(Σ method − Σ floor) / (Σ ceiling − Σ floor)`` over all probes (weighted by fact type for
 facts), with a 95 % cluster bootstrap interval resampling the cluster (an item's probes are
@@ -46,7 +46,7 @@ import numpy as np
 from lcm_lab.engine.types import Conversation, SentContext
 from lcm_lab.io.model import QAItem
 from lcm_lab.metrics.base import Score, per_conversation, runtime_text
-from lcm_lab.metrics.decisions import decision_scores, retained_all, tag_decisions
+from lcm_lab.metrics.decisions import UNITS, decision_scores, retained_all, tag_decisions
 from lcm_lab.metrics.fact_headline import (
     conversation_texts,
     fact_headline_scores,
@@ -409,7 +409,7 @@ def history_verdict_scores(run: Any, run_id: str, *, budget: int | None = None, 
     scores = [probe_headline(run_id, "fact_retention", rows["fact_retention"], unit="fact", protocol=protocol, seed=seed,
                              extra={**extra, "weighted_by": "fact type"})]
     for metric in HISTORY_HEADLINES:
-        scores.append(probe_headline(run_id, metric, rows[metric], unit="decision", protocol=protocol, seed=seed, extra=extra))
+        scores.append(probe_headline(run_id, metric, rows[metric], unit=UNITS[metric], protocol=protocol, seed=seed, extra=extra))
     return scores
 
 

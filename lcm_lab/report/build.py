@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +22,7 @@ from markupsafe import Markup
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import SentContext
 from lcm_lab.io.redaction import redact
+from lcm_lab.io.tables import number_text
 from lcm_lab.report._template import PAGE
 from lcm_lab.report.verdict_text import MIN_ITEMS, VERDICT_METRICS, Verdict, interval_text, meaning_lines
 from lcm_lab.summarizers.call_checks import calls_since, calls_so_far, check_calls, warn_failed_calls
@@ -273,18 +276,12 @@ def _headline_rows(frame: pd.DataFrame) -> list[list[str]]:
 
 
 def _format_cell(value: Any) -> str:
-    """A table cell: floats rounded for reading (3 decimals below 10, 1 below 1,000, whole numbers with
-    thousands separators above), NaN and None empty."""
+    """A table cell: numbers by :func:`~lcm_lab.io.tables.number_text` (a count held as a float
+    reads as an integer), NaN and None empty."""
     if isinstance(value, bool) or value is None:
         return "" if value is None else str(value)
-    if isinstance(value, float):
-        if value != value:
-            return ""
-        if value.is_integer() and abs(value) >= 10:
-            return f"{value:,.0f}"
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
-    if isinstance(value, int):
-        return f"{value:,}"
+    if isinstance(value, numbers.Real):
+        return number_text(value) if math.isfinite(value) else "" if value != value else str(value)
     return str(value)
 
 

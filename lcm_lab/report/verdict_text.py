@@ -147,7 +147,14 @@ def _value(r: Reading) -> str:
 
 
 def _plural(unit: str, n: int) -> str:
-    return unit if n == 1 or unit.endswith("s") else f"{unit}s"
+    """``unit`` for ``n`` of it.
+
+    >>> _plural("summary", 2), _plural("fact", 1), _plural("todo", 19), _plural("day", 3)
+    ('summaries', 'fact', 'todos', 'days')
+    """
+    if n == 1 or unit.endswith("s"):
+        return unit
+    return f"{unit[:-1]}ies" if unit.endswith("y") and unit[-2:-1] not in ("a", "e", "i", "o", "u") else f"{unit}s"
 
 
 def scale(details: Mapping[str, Any]) -> tuple[float, float]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens, resolve_message
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.replay.driver import Replay, replay
+from lcm_lab.engine.replay.turns import check_turn
 from lcm_lab.engine.tokens import MAX_TOKEN_BUDGET, check_token_budget, estimate_tokens
 from lcm_lab.engine.types import AssembledItem, Conversation, SentContext, StoredMessage
 from lcm_lab.errors import OptionError, SpecError
@@ -143,13 +144,14 @@ class StrategyRun:
         return self.memories[record.memory] if record is not None and record.memory >= 0 else ()
 
     def sent(self, turn: int | None = None, budget: int | None = None) -> SentContext:
-        """What the model receives at the start of ``turn`` (``None``: the end-of-run call)."""
+        """What the model receives at the start of ``turn`` (negative counts from the end; ``None``:
+        the end-of-run call); a turn the run does not have is an :class:`~lcm_lab.errors.OptionError`."""
         if self.replay is not None:
             return self.replay.sent(turn, budget)
         from lcm_lab.strategies import get_strategy
 
         return get_strategy(self.strategy, **self.strategy_params).sent(
-            self, turn, self.token_budget if budget is None else budget
+            self, None if turn is None else check_turn(turn, len(self.turns)), self.token_budget if budget is None else budget
         )
 
     def ask(

@@ -74,7 +74,7 @@ class SweepResult(NamedTuple):
     cache_hits: int
     seconds: float
     executor: str
-    workers: int
+    workers: int  # units run at once: 1 on the serial executor, whatever workers= says
     failed_model_calls: int = 0  # in the runs that finished: summaries that are the fallback because the model gave none
     failed_before: int = 0  # of ``skipped``: units that failed in an earlier session and were not run again
 
@@ -225,7 +225,8 @@ class _Session:
         self.reuse_calls = reuse_calls
         self.job = self._job(fault, metrics)
         self.runner = Runner(executor, self.job, workers, tick=self.flush)
-        self.bar = _progress(progress, sweep_id)
+        self.progress = progress
+        self.bar: Any = None  # shown once the first units are planned, with their count as its total
 
     def _job(self, fault: str | None, metrics: bytes | None) -> Job:
         s = self.spec.summarizer
@@ -252,6 +253,8 @@ class _Session:
                    score_cost=bool(named & set(COST_METRICS)), metrics=metrics)
 
     def units(self, points: Iterable[Point]) -> list[Unit]:
+        """The units of ``points`` still to run (each configuration on each conversation), counted
+        into the progress bar's total as they are planned, before anything is recorded or run."""
         out = []
         for p in points:
             for index, key in enumerate(self.data.conversations):
@@ -262,12 +265,14 @@ class _Session:
                 run_id = f"{self.sweep_id}_{p.config_id}_{index}"
                 out.append(Unit(self.sweep_id, p.config_id, key, run_id, p.config, self.spec.token_budget,
                                 p.strategy, p.strategy_params, p.engine))
+        if self.bar is None:
+            self.bar = _progress(self.progress, self.sweep_id, len(out))
+        elif out:
+            self.bar.total += len(out)
+            self.bar.refresh()
         return out
 
     def run(self, units: list[Unit]) -> None:
-        if self.bar is not None:
-            self.bar.total = (self.bar.total or 0) + len(units)
-            self.bar.refresh()
         for batch in self.runner.run_batches(units):
             self.write(batch)
             if self.bar is not None:
@@ -336,12 +341,16 @@ class _Session:
                     record_entries(self.ledger, entries)
                 self.store.release()
 
-    def register(self, p: Point, *, trial: int | None, baseline: bool = False) -> None:
-        from lcm_lab.store.sweeps import register_config
+    def register(self, points: Sequence[Point], *, trials: Sequence[int | None] | None = None, baseline: bool = False) -> None:
+        """Record configurations, each with its trial number (none: baselines), in one statement."""
+        from lcm_lab.store.sweeps import ConfigRow, register_configs
 
         # plugin_config holds what to ship to lossless-claw: nothing for another strategy
-        plugin = p.config.to_plugin_config(minimal=True) if p.config is not None else {}
-        register_config(self.store, self.sweep_id, p.config_id, p.params, plugin, trial=trial, baseline=baseline)
+        register_configs(self.store, self.sweep_id, [
+            ConfigRow(p.config_id, p.params, p.config.to_plugin_config(minimal=True) if p.config is not None else {},
+                      trial, baseline)
+            for p, trial in zip(points, trials or [None] * len(points), strict=True)
+        ])  # fmt: skip
 
     def counts(self) -> tuple[int, int]:
         shared = getattr(self, "shared", None)
@@ -423,17 +432,16 @@ def sweep(
         store.release()
     assert session is not None  # it ran to the end
     return SweepResult(sweep_id, stats["configs"], session.ok, session.failed, session.skipped, stats["naive_calls"],
-                       calls, hits, time.perf_counter() - started, chosen, n, session.failed_calls, session.skipped_failed)
+                       calls, hits, time.perf_counter() - started, chosen, 1 if chosen == "serial" else n,
+                       session.failed_calls, session.skipped_failed)
 
 
 def _run_session(session: _Session, spec: SweepSpec) -> None:
     """Register and run every configuration the spec chooses, the plugin defaults first."""
     baseline = Point(BASELINE_ID, {}, LcmConfig())
-    session.register(baseline, trial=None, baseline=True)
     # the plugin defaults under every other engine the sweep varies: each version's own reference
     others = [engine_baseline(e) for e in spec.engines() if e != DEFAULT_ENGINE]
-    for p in others:
-        session.register(p, trial=None, baseline=True)
+    session.register([baseline, *others], baseline=True)
     if others:
         session.run(session.units(others))
     if spec.search.method == "optuna":
@@ -442,9 +450,9 @@ def _run_session(session: _Session, spec: SweepSpec) -> None:
         run_study(session, baseline)
         return
     points = grid_points(spec) if spec.search.method == "grid" else random_points(spec)
-    for i, p in enumerate(points):
-        session.register(p, trial=i)
-    session.run(session.units([baseline, *points]))
+    units = session.units([baseline, *points])  # the bar's total, before the configurations are recorded
+    session.register(points, trials=range(len(points)))
+    session.run(units)
 
 
 def _with_every_metric(result: UnitResult) -> UnitResult:
@@ -490,9 +498,9 @@ def _stored_spec(spec: SweepSpec) -> dict[str, Any]:
     return stored
 
 
-def _progress(enabled: bool, sweep_id: str) -> Any:
+def _progress(enabled: bool, sweep_id: str, total: int) -> Any:
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=0, desc=f"sweep {sweep_id}", unit="run")
+    return tqdm(total=total, desc=f"sweep {sweep_id}", unit="run")

@@ -114,7 +114,7 @@ def run_study(session: _Session, baseline: Point) -> None:
         for _ in range(min(session.workers, total - number)):
             trial = study.ask()
             p = point(spec, suggest_params(trial, spec))
-            session.register(p, trial=number)
+            session.register([p], trials=[number])
             batch.append((trial, p, number))
             number += 1
         session.run(session.units(p for _, p, _ in batch))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from lcm_lab.engine.config.lcm_config import LcmConfig
 from lcm_lab.engine.types import Conversation
 from lcm_lab.engine.versions import ENGINE_VERSIONS
-from lcm_lab.errors import OptionError
+from lcm_lab.errors import DataError, OptionError
 from lcm_lab.io.model import LoadedConversation, QAItem
 from lcm_lab.upgrade._engines import check_versions, run_engine
 from lcm_lab.upgrade._headlines import HEADLINE_COLUMNS, headline_outcomes, headline_rows
@@ -186,6 +186,7 @@ def compare_versions(
     ``scores=False`` leaves the headlines out (what the model receives only: much faster).
 
     Failed model calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): a
+    A conversation without turns (no user message) is a :class:`~lcm_lab.errors.DataError`. A
     version whose every call failed raises :class:`ModelCallsFailedError` (its column would
     measure the truncation fallback); some failed calls are counted in ``warnings``, and each such
     version's count is issued as a :class:`~lcm_lab.summarizers.call_checks.ModelCallsWarning`
@@ -206,6 +207,9 @@ def compare_versions(
     failed: list[tuple[int, str]] = []  # per version whose calls partly failed: how many, and the warning
     for engine in engines:  # each version checked as it ends: a dead server stops the comparison at the first
         runs[engine] = run_engine(engine, conv, settings, writer, token_budget, check_calls=False)  # said below, per version
+        if not runs[engine].turns:  # every version alike: a table of zeros and "at None of 0 turns" said nothing
+            raise DataError(f"{conv.session_id} has no turns (no user message), so no version has anything to compare; "
+                            "pick a conversation with at least one user message")
         failed += _call_warnings(runs[engine], writer, f"{conv.session_id} under lossless-claw {engine}")
     rows = turn_rows(runs)
     outcomes = {engine: headline_outcomes(run, f"{conv.session_id}:{engine}", qa_items=items, chance_conversation=partner, seed=seed)

@@ -127,7 +127,7 @@ def totals(runs: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[d
             "summaries": len(run.summaries),
             "leaves": sum(1 for s in run.summaries if s.kind == "leaf"),
             "condensed": sum(1 for s in run.summaries if s.kind == "condensed"),
-            "max_depth": max((s.depth for s in run.summaries), default=-1),
+            "max_depth": max((s.depth for s in run.summaries), default=None),  # None: no summaries
             "clamped_turns": sum(1 for r in mine if r["clamped"]),
             "degraded_turns": sum(1 for r in mine if r["degraded"]),
             "summaries_sent_per_turn": sum(r["summaries_sent"] for r in mine) / n if n else None,

@@ -14,12 +14,13 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
-from numbers import Integral
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from lcm_lab.engine.assembly.sent import serialized_cost
+from lcm_lab.engine.replay.turns import check_turn
 from lcm_lab.engine.types import AssembledItem
 from lcm_lab.errors import DataError, OptionError
+from lcm_lab.metrics.base import runtime_text
 from lcm_lab.viz._style import (
     LEGEND_ON_TOP,
     LEGEND_ROOM,
@@ -61,7 +62,15 @@ class ContextInfo(NamedTuple):
 
 
 def _text_of(message: Mapping[str, Any]) -> str:
+    """The text a person reads of one item the model receives (unescaped; previews escape it).
+
+    A message without ``content`` is pi's ``bashExecution`` (``command`` and ``output``, which the
+    engine's token estimate counts as they stand): its ``$ command`` and output, as
+    :func:`~lcm_lab.metrics.base.runtime_text` renders them.
+    """
     content = message.get("content")
+    if content is None:
+        return runtime_text(message)
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -224,11 +233,7 @@ def plot_context_at(
 def _turn_record(replay: Any, turn: int) -> Any:
     """The record of ``turn`` (an index into the replay's turns, negative from the end), or an
     :class:`~lcm_lab.errors.OptionError` saying which turns exist."""
-    count = len(replay.turns)
-    if isinstance(turn, bool) or not isinstance(turn, Integral) or not -count <= turn < count:
-        which = f"0 to {count - 1}, or -1 to -{count} from the end" if count else "none"
-        raise OptionError(f"turn={turn!r}: the replay has {count} turn(s); turns that exist: {which}")
-    return replay.turns[turn]
+    return replay.turns[check_turn(turn, len(replay.turns))]
 
 
 def turn_caption(replay: Any, turn: int = -1) -> str:

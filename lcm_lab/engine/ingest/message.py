@@ -37,6 +37,7 @@ from lcm_lab.engine.tokens import estimate_tokens
 from lcm_lab.engine.types import LargeFile, StoredMessage
 
 __all__ = [
+    "MAX_TIME_MS",
     "RUNTIME_CONTEXT_SENTINEL",
     "IngestResult",
     "created_at_for",

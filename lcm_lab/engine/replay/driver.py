@@ -36,7 +36,7 @@ from lcm_lab.engine.js.depth import check_stored_depth
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.replay.commit_turn import run_commit_turn
 from lcm_lab.engine.replay.live import HostView, debt_pending_after, host_view_of_entries, host_view_of_stored
-from lcm_lab.engine.replay.turns import split_turns
+from lcm_lab.engine.replay.turns import check_turn, split_turns
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.timefmt import message_time_ms
 from lcm_lab.engine.tokens import check_token_budget
@@ -229,9 +229,7 @@ class Replay:
 
     def _sent_key(self, turn: int | None, budget: int | None) -> tuple[int, tuple[int | None, int]]:
         n = len(self.turns)
-        k = n if turn is None else (turn + n if turn < 0 else turn)
-        if not 0 <= k <= n or (turn is not None and k == n):
-            raise IndexError(f"turn {turn} is outside this replay's {n} turns")
+        k = n if turn is None else check_turn(turn, n)
         return k, (None if turn is None else k, self.token_budget if budget is None else budget)
 
     def ask(

@@ -31,9 +31,12 @@ from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens
 from lcm_lab.engine.assembly.sent import prompt_recall_identifiers
 from lcm_lab.engine.compaction.deferred import FORCED_EMERGENCY_ATTEMPTS, DebtRow, DeferredCompaction
 from lcm_lab.engine.compaction.sweep import Compactor, SimulatedClock
+from lcm_lab.engine.ingest.message import MAX_TIME_MS
 from lcm_lab.engine.protocol import Summarizer
+from lcm_lab.engine.replay.turns import check_turn
 from lcm_lab.engine.state import EngineState
 from lcm_lab.engine.timefmt import message_time_ms
+from lcm_lab.engine.tokens import check_token_budget
 from lcm_lab.engine.types import AssembledItem, DrainAttempt, SentContext
 from lcm_lab.errors import OptionError
 
@@ -82,16 +85,21 @@ def question_message(text: str, at_ms: int) -> dict[str, Any]:
 
 
 def epoch_ms(at: datetime | float) -> int:
-    """``at`` in epoch milliseconds (a naive ``datetime`` is UTC).
+    """``at`` in epoch milliseconds (a naive ``datetime`` is UTC); a time a JavaScript ``Date``
+    cannot hold (beyond ±8.64e15 ms, or not a number) is an :class:`~lcm_lab.errors.OptionError`.
 
     >>> epoch_ms(datetime(1970, 1, 1, 0, 0, 1)), epoch_ms(2500)
     (1000, 2500)
+    >>> epoch_ms(float("nan"))
+    Traceback (most recent call last):
+    lcm_lab.errors.OptionError: at=nan: expected a datetime or epoch milliseconds within ±8,640,000,000,000,000 (the times a JavaScript Date holds), e.g. 1772441611571
     """
     if isinstance(at, datetime):
         moment = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
         return round(moment.timestamp() * 1000)
-    if isinstance(at, bool) or not isinstance(at, int | float):
-        raise TypeError(f"at must be a datetime or epoch milliseconds, not {type(at).__name__}")
+    if isinstance(at, bool) or not isinstance(at, int | float) or not abs(at) <= MAX_TIME_MS:  # NaN fails too
+        raise OptionError(f"at={at!r}: expected a datetime or epoch milliseconds within ±{MAX_TIME_MS:,.0f} "
+                          "(the times a JavaScript Date holds), e.g. 1772441611571")
     return int(at)
 
 
@@ -117,17 +125,19 @@ def resolve_question(
 ) -> Question:
     """The :class:`Question` of ``run.ask(question, after_turn, at, budget=budget)`` (any strategy's run)."""
     if not isinstance(question, str):
-        raise TypeError(f"question must be a string, not {type(question).__name__}")
+        raise OptionError(f"question: expected the user's message as a string, e.g. \"When did we meet?\", "
+                          f"not {type(question).__name__}")
     n = len(run.turns)
     if n == 0:
-        raise ValueError("ask needs a run with at least one turn (the question follows a turn)")
-    k = n - 1 if after_turn is None else (after_turn + n if after_turn < 0 else after_turn)
-    if not 0 <= k < n:
-        raise IndexError(f"after_turn {after_turn} is outside this run's {n} turns")
+        raise OptionError("ask needs a run with at least one turn (the question follows one); this run has none: "
+                          "ask a run of a conversation with at least one user message")
+    k = n - 1 if after_turn is None else check_turn(after_turn, n, "after_turn")
+    if budget is not None:
+        check_token_budget(budget, "budget")
     if at is None:
         last = last_message_ms(run, k)
         if last is None:
-            raise ValueError(f"turn {k} has no message timestamps: pass at= (a datetime or epoch milliseconds)")
+            raise OptionError(f"turn {k} has no message timestamps: pass at= (a datetime or epoch milliseconds)")
         at_ms = last + DEFAULT_DELAY_MS
     else:
         at_ms = epoch_ms(at)

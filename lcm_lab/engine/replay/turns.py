@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 from lcm_lab.engine.types import InputEntry
+from lcm_lab.errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,22 @@ class Turn:
     def messages(self) -> tuple[Mapping[str, Any], ...]:
         """The runtime message dicts of the turn's message entries, in order (all roles)."""
         return tuple(entry.message for entry in self.entries if entry.message is not None)
+
+
+def check_turn(turn: Any, count: int, name: str = "turn") -> int:
+    """``turn`` as an index from 0 into a run's ``count`` turns (negative counts from the end), or
+    an :class:`~lcm_lab.errors.OptionError` naming ``name`` and the turns that exist.
+
+    >>> check_turn(-1, 3)
+    2
+    >>> check_turn(True, 3)
+    Traceback (most recent call last):
+    lcm_lab.errors.OptionError: turn=True: the replay has 3 turn(s); turns that exist: 0 to 2, or -1 to -3 from the end
+    """
+    if isinstance(turn, bool) or not isinstance(turn, Integral) or not -count <= int(turn) < count:
+        which = f"0 to {count - 1}, or -1 to -{count} from the end" if count else "none"
+        raise OptionError(f"{name}={turn!r}: the replay has {count} turn(s); turns that exist: {which}")
+    return int(turn) % count
 
 
 def _is_user_message(entry: InputEntry) -> bool:
