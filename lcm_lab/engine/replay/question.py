@@ -31,11 +31,10 @@ from lcm_lab.engine.assembly.bare import estimate_serialized_message_tokens
 from lcm_lab.engine.assembly.sent import prompt_recall_identifiers
 from lcm_lab.engine.compaction.deferred import FORCED_EMERGENCY_ATTEMPTS, DebtRow, DeferredCompaction
 from lcm_lab.engine.compaction.sweep import Compactor, SimulatedClock
-from lcm_lab.engine.ingest.message import MAX_TIME_MS
 from lcm_lab.engine.protocol import Summarizer
 from lcm_lab.engine.replay.turns import check_turn
 from lcm_lab.engine.state import EngineState
-from lcm_lab.engine.timefmt import message_time_ms
+from lcm_lab.engine.timefmt import MAX_TIME_MS, message_time_ms
 from lcm_lab.engine.tokens import check_token_budget
 from lcm_lab.engine.types import AssembledItem, DrainAttempt, SentContext
 from lcm_lab.errors import OptionError
