@@ -95,7 +95,7 @@ def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     run = replay(loaded.conversation, config, summarizer, token_budget=args.token_budget, check_calls=False)  # session_cost says it
     refs = reference_costs(loaded.conversation, prices, calibration, loaded.events)
     with collected_call_warnings():  # the library's warning, said once below
-        cost = session_cost(run, prices, calibration)  # every model call failed: ModelCallsFailedError (one line)
+        cost = session_cost(run, prices, calibration, summarizer)  # every model call failed: ModelCallsFailedError (one line)
     if cost.warning:
         print(f"warning: {cost.warning}", file=sys.stderr)
     out = {"session": path.name, "strategy": "lcm", "token_budget": args.token_budget, "turns": len(run.turns), **cost.totals()}

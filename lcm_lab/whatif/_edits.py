@@ -166,7 +166,7 @@ def rewrite(
     outcome = edits.rewrite(parent, ids, writer)
     from lcm_lab.summarizers.call_checks import check_calls, recorded_calls, warn_failed_calls
 
-    failed, warning = check_calls(recorded_calls(outcome.calls), f"rewrite of {parent.run_id}", "no derived run was saved")
+    failed, warning = check_calls(recorded_calls(outcome.calls, summarizer=writer), f"rewrite of {parent.run_id}", "no derived run was saved")
     what = f"depth {depth}" if depth is not None else (ids[0] if len(ids) == 1 else f"{len(ids)} summaries")
     by = described.get("model") or described["summarizer"]
     made = _derive(store, parent, outcome.replay, edit, outcome.calls, label or f"rewrite {what} with {by} of {_name(store, parent)}")
