@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,37 @@ def test_a_sweep_with_some_summaries_longer_than_their_input_warns_with_the_coun
     assert code == 0 and result["runs_ok"] == 3 and result["failed_model_calls"] == 1, err
     (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
     assert "1 summaries in finished runs are the truncation fallback because the model gave none or one not shorter" in warning
+
+
+# -- the size of an answer -------------------------------------------------------------------------
+
+HUGE = "HUGE " * 40_000  # 200,000 bytes for a call of a few hundred tokens (the cap: 64 KiB here)
+
+
+def ledger_texts(db: str) -> list[int]:
+    from lcm_lab.store import open_store
+
+    return [int(row[0] or 0) for row in open_store(db).fetch_all("SELECT length(response_text) FROM llm_calls")]
+
+
+def test_an_answer_bigger_than_its_request_allows_is_a_failed_call_not_stored(tmp_path: Path, config: list[str], server: FakeOpenAIServer,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Before: a 10 MB answer to every call was kept whole: a 20-turn replay peaked at 1.7 GB and left a 606 MB store."""
+    from fakeserver import Reply
+
+    server.enqueue(Reply(text=HUGE))  # the first call; the rest are answered as usual
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["replay", "--db", db, *OPTIONS, *config, "--api-base", server.base_url, "--json", str(session(tmp_path / "s.jsonl"))])
+    out, err = capsys.readouterr()
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert code == 0 and json.loads(out)["failed_calls"] == 1, err
+    assert "1 of " in warning and "model calls failed (response_too_large ×1; first error: the response was 200,000 bytes, " in warning
+    over, cap, max_tokens = re.search(r"bytes, ([\d,]+) bytes over the cap of ([\d,]+) \(32 bytes per token of max_tokens (\d+)", warning).groups()  # type: ignore[union-attr]
+    assert int(cap.replace(",", "")) == max(65_536, 32 * int(max_tokens)) == 200_000 - int(over.replace(",", ""))
+    assert "truncation fallback" in warning
+    assert max(ledger_texts(db)) < 10_000 and len(ledger_texts(db)) == len(server.completion_requests)
+    server.set_responder(lambda _body: HUGE)  # every call: nothing came from the model
+    code = main(["replay", "--db", db, *OPTIONS, *config, "--api-base", server.base_url, str(session(tmp_path / "s.jsonl"))])
+    out, err = capsys.readouterr()
+    assert code == 2 and "model calls failed (response_too_large ×" in err and "no summary came from the model" in err, err
+    assert saved_runs(db) == 1 and max(ledger_texts(db)) < 10_000

@@ -12,6 +12,9 @@ summarizer's :class:`~lcm_lab.summarizers.pool.CallPool`. Behaviour follows the 
   (:mod:`lcm_lab.summarizers.provider`, shared with the judge);
 * a timeout (``summary_timeout_ms`` per call) is not retried;
 * an empty or reasoning-only reply is retried once with ``max(2 × max_tokens, target)``;
+* a reply bigger than its request allows (:func:`~lcm_lab.summarizers.responses.oversize`: 32
+  bytes per token of ``max_tokens``, at least 64 KiB) is a failed call (``response_too_large``),
+  neither kept nor written to the ledger whole, and not retried;
 * when a call finally fails (timeout, retries exhausted, still empty), the result is the
   summarizer-internal fallback: a source prefix ending in
   ``[LCM fallback summary; truncated for context management]``.
@@ -45,7 +48,7 @@ from lcm_lab.summarizers.provider import (
     response_cost,
     retry_delay,
 )
-from lcm_lab.summarizers.responses import strip_reasoning, summarizer_fallback
+from lcm_lab.summarizers.responses import TOO_LARGE, oversize, strip_reasoning, summarizer_fallback
 from lcm_lab.summarizers.spend import SpendGuard
 
 
@@ -296,6 +299,9 @@ class LiteLLMSummarizer:
             if attempt.text:
                 outcome.text = attempt.text
                 return
+            if attempt.error_class == TOO_LARGE:  # asking again would read as much again
+                outcome.failure = TOO_LARGE
+                return
             if not empty_retried:
                 empty_retried = True
                 max_tokens = max(2 * request.max_tokens, request.target_tokens)
@@ -309,9 +315,16 @@ class LiteLLMSummarizer:
         message = getattr(choice, "message", None)
         raw = getattr(message, "content", None) if message is not None else None
         raw_text = raw if isinstance(raw, str) else None
-        text = strip_reasoning(raw_text)
         usage = getattr(response, "usage", None)
         cost = response_cost(response)  # None: no entry in litellm's price map (unknown, not zero)
+        too_big = oversize(raw_text, max_tokens)
+        if too_big is not None:  # neither kept nor stored: a failed call
+            return _Attempt(
+                attempt=number, max_tokens=max_tokens, latency_ms=latency, finish_reason=getattr(choice, "finish_reason", None),
+                input_tokens=getattr(usage, "prompt_tokens", None), output_tokens=getattr(usage, "completion_tokens", None),
+                cost_usd=cost, error_class=TOO_LARGE, error_message=too_big,
+            )
+        text = strip_reasoning(raw_text)
         return _Attempt(
             attempt=number, max_tokens=max_tokens, latency_ms=latency, text=text, raw_text=raw_text,
             finish_reason=getattr(choice, "finish_reason", None),
