@@ -181,3 +181,34 @@ def test_an_answer_bigger_than_its_request_allows_is_a_failed_call_not_stored(tm
     out, err = capsys.readouterr()
     assert code == 2 and "model calls failed (response_too_large ×" in err and "no summary came from the model" in err, err
     assert saved_runs(db) == 1 and max(ledger_texts(db)) < 10_000
+
+
+# -- answers from the ledger -----------------------------------------------------------------------
+
+
+def test_a_replay_and_a_rewrite_say_how_many_calls_the_ledger_answered(tmp_path: Path, config: list[str], server: FakeOpenAIServer,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """The ledger's key leaves out the server: before, a replay against another --api-base (whose
+    model did not exist) printed a plain success line from the first server's answers."""
+    from test_hostile_model_calls import dead_port
+
+    cached = [option for option in OPTIONS if option not in ("--cache", "off")]
+    db, path = str(tmp_path / "lab.duckdb"), str(session(tmp_path / "s.jsonl"))
+    assert main(["replay", "--db", db, *cached, *config, "--api-base", server.base_url, path]) == 0
+    out, _ = capsys.readouterr()
+    calls = len(server.completion_requests)
+    assert f" {calls} summarizer calls, " in out and "served from the ledger" not in out
+    elsewhere = f"http://127.0.0.1:{dead_port()}/v1"
+    assert main(["replay", "--db", db, *cached, *config, "--api-base", elsewhere, path]) == 0
+    out, _ = capsys.readouterr()
+    assert f" {calls} summarizer calls ({calls} served from the ledger, 0 sent to a model), " in out, out
+    assert main(["replay", "--db", db, *cached, *config, "--api-base", elsewhere, "--json", "--no-save", path]) == 0
+    assert json.loads(capsys.readouterr()[0])["cache_hits"] == calls
+    run_id = out.split()[0]
+    assert main(["whatif", "rewrite", "--db", db, run_id, "--depth", "0", "--model", "openai/fake-model", "--api-base", server.base_url]) == 0
+    first, _ = capsys.readouterr()
+    assert main(["whatif", "rewrite", "--db", db, run_id, "--depth", "0", "--model", "openai/fake-model", "--api-base", elsewhere,
+                 "--label", "again", "--json"]) == 0  # fmt: skip
+    again = json.loads(capsys.readouterr()[0])
+    rewritten = int(first.split(" summarizer calls")[0].rsplit(" ", 1)[1])
+    assert again["cache_hits"] == again["summarizer_calls"] == rewritten > 0

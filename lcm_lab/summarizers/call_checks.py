@@ -225,6 +225,19 @@ def check_calls(tally: CallTally | None, where: str, outcome: str) -> tuple[int,
     return tally.failed + tally.not_shorter, (f"{where}: {'; '.join(said)}" if said else None)
 
 
+def ledger_note(calls: Sequence[Any]) -> str:
+    """How many of a result's summarizer calls the call ledger answered instead of the model, in a
+    sweep's words, for a replay's or a rewrite's line (nothing when none was). The ledger's key
+    leaves out the server (``api_base``), so answers another server gave come back too.
+
+    >>> from types import SimpleNamespace as Call
+    >>> ledger_note([Call(cached=True), Call(cached=False)])
+    ' (1 served from the ledger, 1 sent to a model)'
+    """
+    hits = sum(1 for call in calls if getattr(call, "cached", False))
+    return f" ({hits} served from the ledger, {len(calls) - hits} sent to a model)" if hits else ""
+
+
 def check_run(run: Any, summarizer: object, before: CallTally | None) -> int:
     """The rule applied to a finished replay or strategy run for a library caller (``lab.replay``,
     ``Strategy.run``): no call gave a summary the engine kept (every one failed or was not shorter

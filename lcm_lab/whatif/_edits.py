@@ -98,7 +98,8 @@ class WhatIf:
         sent_before, sent_after = self.parent.sent(), self.run.sent()
         return {
             "run_id": self.run_id, "parent_run_id": self.parent_run_id, "label": self.label, "edit": dict(self.edit),
-            "summarizer_calls": len(self.calls), "failed_calls": sum(1 for c in self.calls if c.failure),
+            "summarizer_calls": len(self.calls), "cache_hits": sum(1 for c in self.calls if c.cached),
+            "failed_calls": sum(1 for c in self.calls if c.failure),
             "warnings": list(self.warnings), "changed_summaries": list(self.changed_summary_ids),
             "sent_tokens": {"original": sent_before.estimated_tokens, "edited": sent_after.estimated_tokens},
             "stored_tokens": {"original": self.parent.final_tokens, "edited": self.run.final_tokens},
