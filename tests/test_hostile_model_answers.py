@@ -212,3 +212,71 @@ def test_a_replay_and_a_rewrite_say_how_many_calls_the_ledger_answered(tmp_path:
     again = json.loads(capsys.readouterr()[0])
     rewritten = int(first.split(" summarizer calls")[0].rsplit(" ", 1)[1])
     assert again["cache_hits"] == again["summarizer_calls"] == rewritten > 0
+
+
+# -- usage a provider or a transcript reports ------------------------------------------------------
+
+
+def bad_usage_reply(text: str = "The roses need water; the garden was discussed.") -> Any:
+    from fakeserver import Reply
+
+    body = {"id": "x", "object": "chat.completion", "created": 1, "model": "fake-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": -5000, "completion_tokens": 1e12, "total_tokens": -1}}  # fmt: skip
+    return Reply(raw_body=json.dumps(body).encode())
+
+
+def test_usage_a_server_reports_that_is_no_token_count_is_unknown_with_a_warning(tmp_path: Path, config: list[str],
+                                                                                 server: FakeOpenAIServer,
+                                                                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Before: tokens_in -5000 and tokens_out 1e12 stored, totals negative; an unpriced model's total read $0.0000."""
+    from lcm_lab.store import open_store
+
+    server.enqueue(*[bad_usage_reply()] * 200)
+    db = str(tmp_path / "lab.duckdb")
+    code = main(["replay", "--db", db, *OPTIONS, *config, "--api-base", server.base_url, str(session(tmp_path / "s.jsonl"))])
+    _out, err = capsys.readouterr()
+    calls = len(server.completion_requests)
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert code == 0 and calls >= 3, err
+    assert warning == (f"warning: calls: {calls} model calls reported usage that is not a whole number of tokens from 0 to 100,000,000 "
+                       "(first: prompt_tokens -5000, completion_tokens 1000000000000): recorded as unknown")  # fmt: skip
+    rows = open_store(db).fetch_all("SELECT input_tokens, output_tokens, cost_usd FROM llm_calls")
+    assert len(rows) == calls and all(row == (None, None, None) for row in rows)
+    assert main(["ledger", "--db", db]) == 0
+    total = capsys.readouterr()[0].splitlines()[-1]
+    assert total.startswith(f"{calls} calls (0 cache hits, 0 errors): 0 tokens in, 0 out, cost - (no call priced), "), total
+
+
+def usage_session(path: Path, bad: dict[int, dict[str, Any]]) -> Path:
+    """The priced pi session, the usage of its ``n``-th assistant message changed by ``bad[n]``."""
+    lines = session(path, priced=True).read_text().splitlines()
+    out, n = [], 0
+    for line in lines:
+        entry = json.loads(line)
+        usage = (entry.get("message") or {}).get("usage")
+        if isinstance(usage, dict):
+            usage.update(bad.get(n, {}))
+            n += 1
+        out.append(json.dumps(entry))
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_recorded_usage_that_is_no_token_count_is_skipped_and_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: cacheRead=1e15 priced at $500M, a negative count gave "cache-read error -1780.5%", "lots" was dropped unsaid."""
+    hostile = {3: {"input": -5000}, 5: {"cacheRead": 10**15}, 7: {"input": "lots"}, 9: {"cost": {"total": "NaN"}}}
+    path = usage_session(tmp_path / "usage.jsonl", hostile)
+    assert main(["cost", str(path), "--strategy", "recorded", "--json"]) == 0
+    out, err = capsys.readouterr()
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warning == ("warning: usage.jsonl: 4 of 12 calls record usage that is not a whole number of tokens from 0 to 100,000,000 "
+                       "or a cost that is not a finite number ≥ 0 (first: input -5000); they were skipped")  # fmt: skip
+    record = json.loads(out)
+    assert record["calls_without_usage"] == 4 and 0 <= record["recorded_cost_usd_all_calls"] < 1
+    every = usage_session(tmp_path / "every.jsonl", {n: {"output": -1} for n in range(12)})
+    assert main(["cost", str(every), "--strategy", "recorded"]) == 2
+    lines = [line for line in capsys.readouterr()[1].splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].endswith("12 of 12 calls record usage that is not a whole number of tokens from 0 to "
+                                                 "100,000,000 or a cost that is not a finite number ≥ 0 (first: output -1); they "
+                                                 "were skipped, so nothing is left to price")  # fmt: skip

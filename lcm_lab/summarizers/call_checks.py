@@ -58,6 +58,7 @@ from typing import Any
 
 from lcm_lab.errors import ModelError
 from lcm_lab.io.redaction import redact
+from lcm_lab.summarizers.provider import MAX_USAGE_TOKENS
 
 CHECK = "check the model (--model, model=), its server (--api-base, api_base=) and that the server is up"
 LONGER = "the plugin keeps a summary only when it is shorter than its input: check the model (--model, model=) and its prompts (--prompts, prompts=)"
@@ -92,6 +93,8 @@ class CallTally:
     auth_error: str | None = None  # the provider refused the credentials: what to fix (the engine drops the pass)
     rejected: int = 0  # calls that did not fail, whose summary the engine did not keep: not shorter than the input
     not_shorter: int = 0  # summaries that are the truncation fallback for that reason
+    bad_usage: int = 0  # calls whose provider-reported usage was no token count (recorded as unknown)
+    first_bad_usage: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -107,6 +110,13 @@ class CallTally:
                 if self.first_error is None:
                     self.first_error = redact(error or failure)[:300]
 
+    def record_bad_usage(self, what: str | None) -> None:
+        """Count one call whose reported usage was no token count (``what``: which), if ``what``."""
+        if what:
+            with self._lock:
+                self.bad_usage += 1
+                self.first_bad_usage = self.first_bad_usage or redact(what)[:200]
+
     def record_auth(self, message: str) -> None:
         """Count one call the provider refused for its credentials (``message`` says which to fix)."""
         self.record("auth", message)
@@ -115,14 +125,17 @@ class CallTally:
 
     def copy(self) -> CallTally:
         with self._lock:
-            return CallTally(self.calls, dict(self.failures), self.first_error, self.auth_error)
+            return CallTally(self.calls, dict(self.failures), self.first_error, self.auth_error,
+                             bad_usage=self.bad_usage, first_bad_usage=self.first_bad_usage)  # fmt: skip
 
     def since(self, earlier: CallTally) -> CallTally:
         """The calls made after ``earlier`` was copied."""
         now = self.copy()
         reasons = {k: n - earlier.failures.get(k, 0) for k, n in now.failures.items() if n > earlier.failures.get(k, 0)}
+        bad = now.bad_usage - earlier.bad_usage
         return CallTally(now.calls - earlier.calls, reasons, now.first_error if reasons else None,
-                         now.auth_error if "auth" in reasons else None)  # fmt: skip
+                         now.auth_error if "auth" in reasons else None, bad_usage=bad,
+                         first_bad_usage=now.first_bad_usage if bad else None)  # fmt: skip
 
     def describe(self) -> str:
         """``84 of 84 model calls failed (connection ×84: APIConnectionError: …)``."""
@@ -163,9 +176,10 @@ def recorded_calls(calls: Iterable[Any], refused_passes: int = 0, credential: st
 def not_shorter_calls(calls: Sequence[Any]) -> tuple[int, int]:
     """How many of the recorded ``calls`` (in the order made) did not fail but gave a summary the
     escalation did not keep because it was not shorter than its input, and how many summaries are
-    the truncation fallback for that reason. The escalation (§4.7) makes its aggressive call right
-    after the normal call whose summary it did not keep, and falls back when the aggressive one is
-    not shorter either; other calls (1.0's pending pipeline, a strategy's) are kept as answered."""
+    the truncation fallback for that reason. The escalation (``src/compaction.ts``
+    ``summarizeWithEscalation``) makes its aggressive call right after the normal call whose
+    summary it did not keep, and falls back when the aggressive one is not shorter either; other
+    calls (1.0's pending pipeline, a strategy's) are kept as answered."""
     from lcm_lab.engine.compaction.sweep import kept_by_escalation
 
     rejected = not_shorter = 0
@@ -186,17 +200,21 @@ def run_calls(run: Any, summarizer: object = None, before: CallTally | None = No
     strategy's are its own (``ModelCall.failure``: clawvault's compression calls, a reply with no
     observation line among the failed ones, which the summarizer's live tally counts as answered).
     With ``before`` (:func:`calls_so_far`) the messages are the live tally's (the first error's
-    text, the provider's words on refused credentials), the counts still the run's."""
+    text, the provider's words on refused credentials), the counts still the run's, and the calls
+    whose reported usage was no token count are the live tally's (the run keeps no usage)."""
     run = getattr(run, "replay", None) or run
     refused = sum(1 for turn in run.turns for sweep in getattr(turn, "sweeps", ()) if sweep.auth_failure)
     credential = getattr(summarizer, "credential", None)
     named = credential() if refused and callable(credential) else None
     recorded = recorded_calls((call for turn in run.turns for call in turn.calls), refused, named, summarizer)
     live = calls_since(summarizer, before)
-    if live is None or not recorded.failed:
+    if live is None:
         return recorded
-    return CallTally(recorded.calls, recorded.failures, live.first_error or recorded.first_error,
-                     live.auth_error or recorded.auth_error, rejected=recorded.rejected, not_shorter=recorded.not_shorter)
+    recorded.bad_usage, recorded.first_bad_usage = live.bad_usage, live.first_bad_usage  # only the live tally reads usage
+    if recorded.failed:
+        recorded.first_error = live.first_error or recorded.first_error
+        recorded.auth_error = live.auth_error or recorded.auth_error
+    return recorded
 
 
 def check_calls(tally: CallTally | None, where: str, outcome: str) -> tuple[int, str | None]:
@@ -206,7 +224,7 @@ def check_calls(tally: CallTally | None, where: str, outcome: str) -> tuple[int,
     (every one failed or was not shorter) or the provider refused the credentials. ``where``
     starts the message (a session, an engine version), ``outcome`` says what was not done
     (``the replay was not saved``)."""
-    if tally is None or not (tally.failed or tally.rejected):
+    if tally is None or not (tally.failed or tally.rejected or tally.bad_usage):
         return 0, None
     if tally.auth_error is not None:  # the engine dropped those passes: nothing of the result can be trusted
         refused = tally.failures.get("auth", 0)
@@ -222,6 +240,9 @@ def check_calls(tally: CallTally | None, where: str, outcome: str) -> tuple[int,
     said = [f"{failed[0]}; their summaries are the truncation fallback"] if failed else []
     if tally.not_shorter:
         said.append(f"{tally.not_shorter} summaries are the truncation fallback because the model's output was not shorter than its input")
+    if tally.bad_usage:
+        said.append(f"{tally.bad_usage} model calls reported usage that is not a whole number of tokens from 0 to "
+                    f"{MAX_USAGE_TOKENS:,} (first: {tally.first_bad_usage}): recorded as unknown")  # fmt: skip
     return tally.failed + tally.not_shorter, (f"{where}: {'; '.join(said)}" if said else None)
 
 
