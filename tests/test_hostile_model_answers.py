@@ -280,3 +280,20 @@ def test_recorded_usage_that_is_no_token_count_is_skipped_and_counted(tmp_path: 
     assert len(lines) == 1 and lines[0].endswith("12 of 12 calls record usage that is not a whole number of tokens from 0 to "
                                                  "100,000,000 or a cost that is not a finite number ≥ 0 (first: output -1); they "
                                                  "were skipped, so nothing is left to price")  # fmt: skip
+
+
+def test_a_rewrite_counts_usage_that_is_no_token_count_too(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    from test_hostile_model_results import model_summarizer
+
+    from lcm_lab import whatif
+    from lcm_lab.store import open_store
+    from lcm_lab.summarizers.call_checks import ModelCallsWarning
+
+    db, run_id = saved_run(tmp_path)
+    store = open_store(db)
+    server.enqueue(bad_usage_reply())  # the first call's usage; the rest are real
+    with pytest.warns(ModelCallsWarning) as caught:
+        result = whatif.rewrite(run_id, depth=0, summarizer=model_summarizer(server.base_url, store), store=store)  # type: ignore[arg-type]
+    (warning,) = result.warnings
+    assert warning.startswith(f"rewrite of {run_id}: 1 model calls reported usage that is not a whole number of tokens"), warning
+    assert [str(w.message) for w in caught.list if issubclass(w.category, ModelCallsWarning)] == [warning]

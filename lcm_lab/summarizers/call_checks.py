@@ -200,17 +200,24 @@ def run_calls(run: Any, summarizer: object = None, before: CallTally | None = No
     strategy's are its own (``ModelCall.failure``: clawvault's compression calls, a reply with no
     observation line among the failed ones, which the summarizer's live tally counts as answered).
     With ``before`` (:func:`calls_so_far`) the messages are the live tally's (the first error's
-    text, the provider's words on refused credentials), the counts still the run's, and the calls
-    whose reported usage was no token count are the live tally's (the run keeps no usage)."""
+    text, the provider's words on refused credentials: :func:`with_live_words`), the counts still
+    the run's."""
     run = getattr(run, "replay", None) or run
     refused = sum(1 for turn in run.turns for sweep in getattr(turn, "sweeps", ()) if sweep.auth_failure)
     credential = getattr(summarizer, "credential", None)
     named = credential() if refused and callable(credential) else None
     recorded = recorded_calls((call for turn in run.turns for call in turn.calls), refused, named, summarizer)
+    return with_live_words(recorded, summarizer, before)
+
+
+def with_live_words(recorded: CallTally, summarizer: object, before: CallTally | None) -> CallTally:
+    """``recorded`` (the counts) with what only the summarizer's live tally since ``before`` knows:
+    the first error's text, the provider's words on refused credentials, and the calls whose
+    reported usage was no token count (a result keeps no usage)."""
     live = calls_since(summarizer, before)
     if live is None:
         return recorded
-    recorded.bad_usage, recorded.first_bad_usage = live.bad_usage, live.first_bad_usage  # only the live tally reads usage
+    recorded.bad_usage, recorded.first_bad_usage = live.bad_usage, live.first_bad_usage
     if recorded.failed:
         recorded.first_error = live.first_error or recorded.first_error
         recorded.auth_error = live.auth_error or recorded.auth_error

@@ -164,10 +164,18 @@ def rewrite(
     derived_id = _derived_id(parent, edit)
     if hasattr(writer, "with_options") and getattr(writer, "run_id", None) is None:
         writer = writer.with_options(run_id=derived_id)  # ledger rows name the run they belong to
-    outcome = edits.rewrite(parent, ids, writer)
-    from lcm_lab.summarizers.call_checks import check_calls, recorded_calls, warn_failed_calls
+    from lcm_lab.summarizers.call_checks import (
+        calls_so_far,
+        check_calls,
+        recorded_calls,
+        warn_failed_calls,
+        with_live_words,
+    )
 
-    failed, warning = check_calls(recorded_calls(outcome.calls, summarizer=writer), f"rewrite of {parent.run_id}", "no derived run was saved")
+    before = calls_so_far(writer)
+    outcome = edits.rewrite(parent, ids, writer)
+    tally = with_live_words(recorded_calls(outcome.calls, summarizer=writer), writer, before)
+    failed, warning = check_calls(tally, f"rewrite of {parent.run_id}", "no derived run was saved")
     what = f"depth {depth}" if depth is not None else (ids[0] if len(ids) == 1 else f"{len(ids)} summaries")
     by = described.get("model") or described["summarizer"]
     made = _derive(store, parent, outcome.replay, edit, outcome.calls, label or f"rewrite {what} with {by} of {_name(store, parent)}")
