@@ -9,6 +9,7 @@ import json
 import sqlite3
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeserver import FakeOpenAIServer
@@ -36,6 +37,13 @@ def _store(db: str):  # type: ignore[no-untyped-def]
     return open_store(db)
 
 
+def echo_from_the_key(body: dict[str, Any]) -> str:
+    """A model that echoes its source from the key on, shorter than the source (so the plugin keeps
+    the summary: one not shorter would be its truncation fallback, and the replay an error)."""
+    prompt = str(body["messages"][-1]["content"])
+    return "summary: " + prompt[max(prompt.find("my key is"), 0) :][:300]
+
+
 def test_summaries_ledger_trace_export_and_report_are_redacted(leaky: dict, capsys: pytest.CaptureFixture[str]) -> None:
     db, tmp = leaky["db"], leaky["tmp"]
     budget = ["--config", leaky["config"], "--token-budget", "1200"]
@@ -43,7 +51,7 @@ def test_summaries_ledger_trace_export_and_report_are_redacted(leaky: dict, caps
     assert main(["load", "--db", db, leaky["path"]]) == 0
     assert main(["replay", "--db", db, *budget, "--trace-out", str(trace), leaky["path"]]) == 0  # offline: extractive
     with FakeOpenAIServer() as server:
-        server.set_responder(lambda body: "summary: " + str(body["messages"][-1]["content"])[:4000])  # echoes its source
+        server.set_responder(echo_from_the_key)
         assert main(["replay", "--db", db, *budget, "--summarizer", "litellm", "--model", "openai/fake",
                      "--api-base", server.base_url, leaky["path"]]) == 0  # fmt: skip
         assert any(SECRET in json.dumps(r.body) for r in server.completion_requests)  # the model did see it

@@ -225,7 +225,9 @@ def test_cli_rewrite_takes_the_summarizer_options_of_replay(run: Replay, tmp_pat
     db = tmp_path / "lab.duckdb"
     with LabStore(db) as store:
         run_id = lab.save_replay(store, run)
-    leaf = next(s.summary_id for s in run.summaries if s.kind == "leaf")  # one summary (an escalation may add a call)
+    # one summary (an escalation may add a call) whose source (470 tokens) is longer than the fake
+    # model's summary: the first leaf's 81 tokens are not, so its every rewrite was the truncation fallback
+    leaf = [s.summary_id for s in run.summaries if s.kind == "leaf"][2]
     argv = ["whatif", "rewrite", run_id, "--summary-id", leaf, "--model", "openai/fake-model", "--cache", "off", "--db", str(db),
             "--no-scores"]  # fmt: skip
     for retries, failed in ((1, 1), (2, 0)):  # the first call meets two 500s: with one retry it fails, with two it is answered

@@ -65,6 +65,17 @@ def _prices(model: str) -> Any:
     return load_prices(model)  # UnknownModelError (a UserError) names the model
 
 
+def _check_usage(calls: Any, path: Path) -> None:
+    """Say how many calls' recorded usage is skipped as unusable (one line; all of them: the error)."""
+    from lcm_lab.cost.validate import bad_usage_warning
+
+    warning = bad_usage_warning(calls, path.name)
+    if warning is not None and all(call.usage_problem for call in calls):
+        raise InputError(f"{warning}, so nothing is left to price")
+    if warning is not None:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def recorded_record(path: Path, main_model: str | None) -> dict[str, Any]:
     """Validation of one transcript as a JSON-ready dict."""
     from lcm_lab.cost.validate import session_model, validate_recorded, validation_record
@@ -73,6 +84,7 @@ def recorded_record(path: Path, main_model: str | None) -> dict[str, Any]:
     calls = recorded_session_calls(_read(path).conversations)
     if not calls:
         raise InputError(f"{path} records no model calls")
+    _check_usage(calls, path)
     prices = _prices(main_model or session_model(calls))
     return validation_record(validate_recorded(calls, prices, session=path.name))
 
@@ -90,12 +102,14 @@ def lcm_record(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     loaded = _read(path).conversations[0]
     config, _ = read_config(args.config)
     summarizer = summarizer_from_args(args)
-    prices = _prices(args.main_model or session_model(recorded_calls(loaded.conversation)))
+    host = recorded_calls(loaded.conversation)
+    _check_usage(host, path)
+    prices = _prices(args.main_model or session_model(host))
     calibration = calibrate_conversation(loaded.conversation, prices, loaded.events)
     run = replay(loaded.conversation, config, summarizer, token_budget=args.token_budget, check_calls=False)  # session_cost says it
     refs = reference_costs(loaded.conversation, prices, calibration, loaded.events)
     with collected_call_warnings():  # the library's warning, said once below
-        cost = session_cost(run, prices, calibration)  # every model call failed: ModelCallsFailedError (one line)
+        cost = session_cost(run, prices, calibration, summarizer)  # every model call failed: ModelCallsFailedError (one line)
     if cost.warning:
         print(f"warning: {cost.warning}", file=sys.stderr)
     out = {"session": path.name, "strategy": "lcm", "token_budget": args.token_budget, "turns": len(run.turns), **cost.totals()}

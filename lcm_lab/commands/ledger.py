@@ -65,7 +65,16 @@ def run(args: argparse.Namespace) -> int:
         t = ledger.totals(args.run)
         print(
             f"{t['calls']} calls ({t['cache_hits']} cache hits, {t['errors']} errors): "
-            f"{t['input_tokens']} tokens in, {t['output_tokens']} out, ${t['cost_usd']:.4f}, "
+            f"{t['input_tokens']} tokens in, {t['output_tokens']} out, {_cost(t)}, "
             f"{t['latency_ms'] / 1000:.1f} s of model time"
         )
     return 0
+
+
+def _cost(totals: dict[str, Any]) -> str:
+    """The calls' cost: unknown (``-``, as each row shows it) when no call sent has a price, and
+    how many have one when some do not (a model without an entry in litellm's price map)."""
+    priced, sent = totals["priced"], totals["sent"]
+    if not priced:
+        return "cost - (no call priced)" if sent else "$0.0000"
+    return f"${totals['cost_usd']:.4f}" + (f" ({priced} of {sent} calls priced)" if priced < sent else "")

@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--strategy-config", type=path_argument, metavar="FILE.json", help="the strategy's parameters as a JSON object")
     add_db_argument(parser)
     add_json_argument(parser, "one object per replayed conversation (JSON Lines): run_id, strategy, session_id, turns, "
-                              "counts, headline scores (and for LCM: summarizer_calls, summaries, stored_tokens, trace_out, check)")
+                              "counts, headline scores (and for LCM: summarizer_calls, cache_hits, summaries, stored_tokens, trace_out, check)")
     from lcm_lab.commands._summarizer_args import add_summarizer_arguments
 
     add_summarizer_arguments(parser)
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     from lcm_lab.prompts.promptset import template_files
     from lcm_lab.store import open_store, scratch_store
     from lcm_lab.store.replays import save_replay
-    from lcm_lab.summarizers.call_checks import collected_call_warnings
+    from lcm_lab.summarizers.call_checks import collected_call_warnings, ledger_note
 
     if args.tight_budget is not None and args.tight_budget > args.token_budget:
         raise OptionError(
@@ -254,17 +254,18 @@ def run(args: argparse.Namespace) -> int:
                 continue
         run_id = None if args.no_save else save_replay(store, result, label=args.label, conversation_id=conversation_id)
         last = result.turns[-1] if result.turns else None
+        calls = [call for turn in result.turns for call in turn.calls]
         summary: dict[str, Any] = {
             "run_id": run_id, "strategy": "lcm", "engine": result.engine, "session_id": conversation.session_id,
-            "turns": len(result.turns),
-            "summarizer_calls": sum(len(t.calls) for t in result.turns), "summaries": len(result.summaries),
+            "turns": len(result.turns), "summarizer_calls": len(calls), "cache_hits": sum(1 for call in calls if call.cached),
+            "summaries": len(result.summaries),
             "stored_tokens": last.final_tokens if last else 0, "compaction_mode": result.compaction_mode,
             "trace_out": args.trace_out, "check": None, "failed_calls": sum(w.failed for w in call_warnings),
         }
         say = (lambda _text: None) if args.json else print
         say(
             f"{run_id or '(not saved)'}  {conversation.session_id}: {summary['turns']} turns, "
-            f"{summary['summarizer_calls']} summarizer calls, {summary['summaries']} summaries, "
+            f"{summary['summarizer_calls']} summarizer calls{ledger_note(calls)}, {summary['summaries']} summaries, "
             f"{summary['stored_tokens']} stored tokens at the end ({result.compaction_mode} compaction), "
             f"lossless-claw {result.engine}"
         )

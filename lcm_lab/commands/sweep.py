@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 def _failures(result: Any, store: Any) -> int:
     """Say on stderr what went wrong in this run of the sweep: runs that failed (exit 1; every run
     failed: a :class:`DataError`, exit 2) and summaries that are the fallback because the model
-    gave none."""
+    gave none or one not shorter than its input."""
     from lcm_lab.store.sweeps import first_run_error
 
     first = first_run_error(store, result.sweep_id) if result.runs_failed else None
@@ -86,7 +86,8 @@ def _failures(result: Any, store: Any) -> int:
         raise DataError(f"sweep {result.sweep_id}: all {result.runs_failed} runs failed{why}")
     if result.failed_model_calls:
         print(f"warning: sweep {result.sweep_id}: {result.failed_model_calls} summaries in finished runs are the truncation "
-              "fallback because the model gave none; those runs' scores are partly the fallback's", file=sys.stderr)  # fmt: skip
+              "fallback because the model gave none or one not shorter than its input; those runs' scores are partly the "
+              "fallback's", file=sys.stderr)  # fmt: skip
     if result.runs_failed:
         print(f"warning: sweep {result.sweep_id}: {result.runs_failed} runs failed{why}; they stay failed on resume "
               "unless --retry-failed (sweep_df shows each error)", file=sys.stderr)  # fmt: skip

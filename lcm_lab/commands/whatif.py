@@ -101,6 +101,7 @@ def _rewrite(args: argparse.Namespace) -> int:
 
 def _report(result: Any, args: argparse.Namespace) -> int:
     from lcm_lab import whatif
+    from lcm_lab.summarizers.call_checks import ledger_note
 
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -112,7 +113,8 @@ def _report(result: Any, args: argparse.Namespace) -> int:
     edit = result.edit
     what = (f"{edit['summary_id']} ({edit['kind']}, depth {edit['depth']}) -> {len(edit['restored'])} inputs restored"
             if edit["op"] == "dissolve" else
-            f"{len(edit['summary_ids'])} summaries by {edit.get('model') or edit['summarizer']}, {len(result.calls)} summarizer calls, "
+            f"{len(edit['summary_ids'])} summaries by {edit.get('model') or edit['summarizer']}, {len(result.calls)} summarizer calls"
+            f"{ledger_note(result.calls)}, "
             f"{len(result.changed_summary_ids)} changed")  # fmt: skip
     print(f"{result.run_id}: {edit['op']} of {result.parent_run_id}: {what}")
     keys = [k for k in ("sent_tokens", "sent_items", "sent_summaries", "stored_tokens", "path", "fact_retention", "fact_retention_raw") if k in table[0]]

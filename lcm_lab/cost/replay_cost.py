@@ -205,7 +205,7 @@ def calibrate_conversation(conversation: Conversation, prices: Prices, events: S
     return calibrate_on_calls(calls, prices)
 
 
-def session_cost(run: ReplayLike, prices: Prices, calibration: Calibration, *, warn: bool = True) -> SessionCost:
+def session_cost(run: ReplayLike, prices: Prices, calibration: Calibration, summarizer: object = None, *, warn: bool = True) -> SessionCost:
     """Price a replay's main-model calls and add its summarizer calls.
 
     Failed summarizer calls follow the lab's one rule (:mod:`lcm_lab.summarizers.call_checks`): a
@@ -215,11 +215,12 @@ def session_cost(run: ReplayLike, prices: Prices, calibration: Calibration, *, w
     they are counted (``failed_summarizer_calls``, ``unpriced_summarizer_calls``), said in
     ``warning`` and issued as one :class:`~lcm_lab.summarizers.call_checks.ModelCallsWarning` at
     the caller's line, which a notebook shows under the cell. ``warn=False`` is for a caller that
-    says it in its own words (a sweep counts its runs' failed calls)."""
+    says it in its own words (a sweep counts its runs' failed calls). With the run's model
+    ``summarizer`` its summaries not shorter than their input count as well."""
     from lcm_lab.summarizers.call_checks import check_calls, run_calls, warn_failed_calls
 
     where = run.conversation.session_id
-    failed, warning = check_calls(run_calls(run), where, "the replay was not priced")
+    failed, warning = check_calls(run_calls(run, summarizer), where, "the replay was not priced")
     calls = simulate(replay_requests(run), calibration, prices)
     n, usd, unpriced, cached = _summarizer(run.turns)
     if note := _unpriced_model_calls(run.turns):

@@ -39,6 +39,7 @@ from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.serialise import BlockCache
 from lcm_lab.errors import InputError
 from lcm_lab.host.recorded import HostCall
+from lcm_lab.summarizers.provider import MAX_USAGE_TOKENS
 
 WINDOW_CALLS = 50  # held-out calls per calibration window of the intervals (a shorter tail joins the last one)
 # The real sessions the model is validated on (docs/cost.md), relative to the repository's datasets/.
@@ -108,16 +109,27 @@ def session_model(calls: Sequence[HostCall]) -> str:
 
 def billable(calls: Sequence[HostCall]) -> list[tuple[int, HostCall]]:
     """``(position, call)`` of the calls the provider processed (usage recorded, or no usage
-    field at all); a skipped call's host-compaction mark moves to the next kept call."""
+    field at all); a skipped call's host-compaction mark moves to the next kept call. A call whose
+    recorded usage is unusable (``HostCall.usage_problem``) is skipped too: its numbers would be
+    compared as the provider's (:func:`bad_usage_warning` counts them)."""
     out: list[tuple[int, HostCall]] = []
     pending = False
     for i, call in enumerate(calls):
-        if call.usage is not None and not call.has_usage:
+        if call.usage_problem is not None or (call.usage is not None and not call.has_usage):
             pending = pending or call.host_compaction
             continue
         out.append((i, replace(call, host_compaction=True) if pending else call))
         pending = False
     return out
+
+
+def bad_usage_warning(calls: Sequence[HostCall], where: str) -> str | None:
+    """One line counting the calls whose recorded usage was skipped as unusable, or ``None``."""
+    bad = [c.usage_problem for c in calls if c.usage_problem is not None]
+    if not bad:
+        return None
+    return (f"{where}: {len(bad)} of {len(calls)} calls record usage that is not a whole number of tokens from 0 to "
+            f"{MAX_USAGE_TOKENS:,} or a cost that is not a finite number ≥ 0 (first: {bad[0]}); they were skipped")  # fmt: skip
 
 
 def host_requests(calls: Sequence[HostCall]) -> list[Request]:

@@ -36,6 +36,7 @@ transcripts (the cost model calibrates their size, :mod:`lcm_lab.cost.calibrate`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -76,6 +77,7 @@ class HostCall:
     agent: str = "main"  # "main", or "sidechain" for a sub-agent's own context and system prompt
     settings_epoch: int = 0  # thinking-level / model changes so far (a change invalidates the message cache)
     turn_start: bool = False  # the first call after a user message
+    usage_problem: str | None = None  # recorded usage that is no token count or no cost (``usage`` is then None)
 
     @property
     def recorded_prompt_tokens(self) -> int | None:
@@ -88,6 +90,32 @@ class HostCall:
     def has_usage(self) -> bool:
         """True when the provider reported a prompt (failed requests report all zeros)."""
         return bool(self.recorded_prompt_tokens)
+
+
+USAGE_COUNTS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+
+def usage_problem(usage: object) -> str | None:
+    """What makes a transcript's recorded usage unusable, or ``None``: a count that is not a whole
+    number of tokens from 0 to ``MAX_USAGE_TOKENS`` (:func:`~lcm_lab.summarizers.provider.usage_tokens`),
+    or a ``cost.total`` that is not a finite number ≥ 0. Such a call is left out of what ``cost``
+    compares, and counted (:func:`~lcm_lab.cost.validate.billable`).
+
+    >>> usage_problem({"input": 5, "cacheRead": -1000}), usage_problem({"input": "lots"}), usage_problem({"input": 5})
+    ('cacheRead -1000', "input 'lots'", None)
+    """
+    from lcm_lab.summarizers.provider import usage_tokens
+
+    if not isinstance(usage, Mapping):
+        return None
+    for key in USAGE_COUNTS:
+        if usage.get(key) is not None and usage_tokens(usage[key]) is None:
+            return f"{key} {usage[key]!r}"[:80]
+    cost = usage.get("cost")
+    total = cost.get("total") if isinstance(cost, Mapping) else None
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int | float) or not math.isfinite(total) or total < 0):
+        return f"cost.total {total!r}"[:80]
+    return None
 
 
 def _count(usage: Mapping[str, Any], key: str) -> int:
@@ -203,6 +231,7 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
             turn_start = True
         if is_call(message):
             usage = message.get("usage")
+            problem = usage_problem(usage)
             calls.append(
                 HostCall(
                     index=len(calls),
@@ -212,7 +241,8 @@ def recorded_calls(conversation: Conversation, events: Iterable[RecordedEvent] =
                     timestamp_ms=request_ms(message, last_ms, entry),
                     messages=tuple(context.messages),
                     response=message,
-                    usage=usage if isinstance(usage, Mapping) else None,
+                    usage=usage if isinstance(usage, Mapping) and problem is None else None,
+                    usage_problem=problem,
                     model=message.get("model") if isinstance(message.get("model"), str) else None,
                     provider=message.get("provider") if isinstance(message.get("provider"), str) else None,
                     chain=conversation.session_id,

@@ -158,6 +158,8 @@ SELECT count(*) AS calls,
        coalesce(sum(input_tokens) FILTER (WHERE NOT cache_hit), 0) AS input_tokens,
        coalesce(sum(output_tokens) FILTER (WHERE NOT cache_hit), 0) AS output_tokens,
        coalesce(sum(cost_usd) FILTER (WHERE NOT cache_hit AND isfinite(cost_usd)), 0) AS cost_usd,
+       count(*) FILTER (WHERE NOT cache_hit) AS sent,
+       count(*) FILTER (WHERE NOT cache_hit AND isfinite(cost_usd)) AS priced,
        coalesce(sum(latency_ms) FILTER (WHERE NOT cache_hit AND isfinite(latency_ms)), 0) AS latency_ms
 FROM llm_calls {where}
 """
@@ -272,7 +274,8 @@ class Ledger:
                 for row in rows]
 
     def totals(self, run_id: str | None = None) -> dict[str, Any]:
-        """Counts, tokens, cost and latency (cache hits count as calls but cost nothing)."""
+        """Counts, tokens, cost and latency (cache hits count as calls but cost nothing); ``cost_usd``
+        sums the ``priced`` of the ``sent`` calls (those not answered by the ledger) whose cost is known."""
         where, params = self._where(run_id)
         with self._lock, self._cursor() as cur:
             cursor = cur.execute(_TOTALS.format(where=where), params)

@@ -16,6 +16,16 @@ for call (a call retried after a 429 or a 5xx is one call in both, and a compact
 engine dropped because the credentials were refused is one refused call in both) and lends the
 message its words: only the live tally keeps the first error's text.
 
+A model's call that answered with a summary not shorter than its input failed at summarizing
+too: the plugin asks again aggressively and then keeps a truncation of the source
+(:func:`~lcm_lab.engine.compaction.sweep.shorter_than_input`; the replay reproduces that, as it
+must). The same rule counts them: when no call of the result gave a summary the engine kept
+(each failed or was not shorter), nothing came from the model and it is the same error; else the
+warning says how many summaries are the truncation fallback because the model's output was not
+shorter than its input. Only a model summarizer's calls (one that keeps a ``tally``) are counted
+so: the offline and stub summarizers are the plugin's stand-ins, whose fallbacks are the
+behaviour under study.
+
 ``lab.replay`` and every strategy's ``run`` apply the rule themselves (:func:`check_run`): the
 error is raised, and the warning is a :class:`ModelCallsWarning`, which a notebook shows under the
 cell. A caller that says it in its own words passes ``check_calls=False`` and calls
@@ -26,6 +36,8 @@ The CLI collects the warning (:func:`collected_call_warnings`) and prints it as 
 
 >>> check_calls(CallTally(4, {"timeout": 1}, "timed out"), "s1", "the replay was not saved")
 (1, 's1: 1 of 4 model calls failed (timeout ×1; first error: timed out); their summaries are the truncation fallback')
+>>> check_calls(CallTally(6, rejected=3, not_shorter=1), "s1", "the replay was not saved")[1]
+"s1: 1 summaries are the truncation fallback because the model's output was not shorter than its input"
 >>> check_calls(CallTally(2, {"connection": 2}), "s1", "the replay was not saved")
 Traceback (most recent call last):
 ...
@@ -39,15 +51,17 @@ import os
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from lcm_lab.errors import ModelError
 from lcm_lab.io.redaction import redact
+from lcm_lab.summarizers.provider import MAX_USAGE_TOKENS
 
 CHECK = "check the model (--model, model=), its server (--api-base, api_base=) and that the server is up"
+LONGER = "the plugin keeps a summary only when it is shorter than its input: check the model (--model, model=) and its prompts (--prompts, prompts=)"
 
 
 class ModelCallsFailedError(ModelError):
@@ -56,8 +70,9 @@ class ModelCallsFailedError(ModelError):
 
 
 class ModelCallsWarning(UserWarning):
-    """Some model calls of a result failed: their summaries are the truncation fallback, the rest
-    came from the model. The message counts them by reason; ``failed`` is how many failed. A priced
+    """Some model calls of a result failed, or gave summaries not shorter than their input: those
+    summaries are the truncation fallback, the rest came from the model. The message counts them by
+    reason; ``failed`` is how many summaries are the fallback so (:func:`check_calls`). A priced
     replay (``session_cost``) also counts here the summarizer calls it has no price for."""
 
     def __init__(self, message: str, failed: int) -> None:
@@ -76,6 +91,10 @@ class CallTally:
     failures: dict[str, int] = field(default_factory=dict)
     first_error: str | None = None
     auth_error: str | None = None  # the provider refused the credentials: what to fix (the engine drops the pass)
+    rejected: int = 0  # calls that did not fail, whose summary the engine did not keep: not shorter than the input
+    not_shorter: int = 0  # summaries that are the truncation fallback for that reason
+    bad_usage: int = 0  # calls whose provider-reported usage was no token count (recorded as unknown)
+    first_bad_usage: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -91,6 +110,13 @@ class CallTally:
                 if self.first_error is None:
                     self.first_error = redact(error or failure)[:300]
 
+    def record_bad_usage(self, what: str | None) -> None:
+        """Count one call whose reported usage was no token count (``what``: which), if ``what``."""
+        if what:
+            with self._lock:
+                self.bad_usage += 1
+                self.first_bad_usage = self.first_bad_usage or redact(what)[:200]
+
     def record_auth(self, message: str) -> None:
         """Count one call the provider refused for its credentials (``message`` says which to fix)."""
         self.record("auth", message)
@@ -99,14 +125,17 @@ class CallTally:
 
     def copy(self) -> CallTally:
         with self._lock:
-            return CallTally(self.calls, dict(self.failures), self.first_error, self.auth_error)
+            return CallTally(self.calls, dict(self.failures), self.first_error, self.auth_error,
+                             bad_usage=self.bad_usage, first_bad_usage=self.first_bad_usage)  # fmt: skip
 
     def since(self, earlier: CallTally) -> CallTally:
         """The calls made after ``earlier`` was copied."""
         now = self.copy()
         reasons = {k: n - earlier.failures.get(k, 0) for k, n in now.failures.items() if n > earlier.failures.get(k, 0)}
+        bad = now.bad_usage - earlier.bad_usage
         return CallTally(now.calls - earlier.calls, reasons, now.first_error if reasons else None,
-                         now.auth_error if "auth" in reasons else None)  # fmt: skip
+                         now.auth_error if "auth" in reasons else None, bad_usage=bad,
+                         first_bad_usage=now.first_bad_usage if bad else None)  # fmt: skip
 
     def describe(self) -> str:
         """``84 of 84 model calls failed (connection ×84: APIConnectionError: …)``."""
@@ -127,17 +156,40 @@ def calls_since(summarizer: object, before: CallTally | None) -> CallTally | Non
     return None if tally is None or before is None else tally.since(before)
 
 
-def recorded_calls(calls: Iterable[Any], refused_passes: int = 0, credential: str | None = None) -> CallTally:
+def recorded_calls(calls: Iterable[Any], refused_passes: int = 0, credential: str | None = None,
+                   summarizer: object = None) -> CallTally:  # fmt: skip
     """A tally of the summarizer calls a result recorded (``SummarizerCall.failure`` says which
     fell back, and why); ``refused_passes`` counts compaction passes the engine dropped because the
-    provider refused the credentials (``credential`` names what to fix)."""
+    provider refused the credentials (``credential`` names what to fix). For a model
+    ``summarizer`` (one that keeps a tally) the summaries the engine did not keep because they were
+    not shorter than their input are counted too (:func:`not_shorter_calls`)."""
     calls = list(calls)
     failures = Counter(str(call.failure) for call in calls if getattr(call, "failure", None))
     auth = None
     if refused_passes:
         auth = f"the provider rejected the credentials ({refused_passes} compaction passes dropped); check {credential or 'the API key'}"
         failures["auth"] += refused_passes
-    return CallTally(len(calls) + refused_passes, dict(failures), auth, auth)
+    rejected, not_shorter = not_shorter_calls(calls) if getattr(summarizer, "tally", None) is not None else (0, 0)
+    return CallTally(len(calls) + refused_passes, dict(failures), auth, auth, rejected=rejected, not_shorter=not_shorter)
+
+
+def not_shorter_calls(calls: Sequence[Any]) -> tuple[int, int]:
+    """How many of the recorded ``calls`` (in the order made) did not fail but gave a summary the
+    escalation did not keep because it was not shorter than its input, and how many summaries are
+    the truncation fallback for that reason. The escalation (``src/compaction.ts``
+    ``summarizeWithEscalation``) makes its aggressive call right after the normal call whose
+    summary it did not keep, and falls back when the aggressive one is not shorter either; other
+    calls (1.0's pending pipeline, a strategy's) are kept as answered."""
+    from lcm_lab.engine.compaction.sweep import kept_by_escalation
+
+    rejected = not_shorter = 0
+    for before, call in zip(calls, calls[1:], strict=False):
+        if not getattr(call, "aggressive", False):
+            continue
+        rejected += 0 if getattr(before, "failure", None) else 1  # the normal call it follows was not shorter
+        if not getattr(call, "failure", None) and not kept_by_escalation(call):
+            rejected, not_shorter = rejected + 1, not_shorter + 1
+    return rejected, not_shorter
 
 
 def run_calls(run: Any, summarizer: object = None, before: CallTally | None = None) -> CallTally:
@@ -148,40 +200,78 @@ def run_calls(run: Any, summarizer: object = None, before: CallTally | None = No
     strategy's are its own (``ModelCall.failure``: clawvault's compression calls, a reply with no
     observation line among the failed ones, which the summarizer's live tally counts as answered).
     With ``before`` (:func:`calls_so_far`) the messages are the live tally's (the first error's
-    text, the provider's words on refused credentials), the counts still the run's."""
+    text, the provider's words on refused credentials: :func:`with_live_words`), the counts still
+    the run's."""
     run = getattr(run, "replay", None) or run
     refused = sum(1 for turn in run.turns for sweep in getattr(turn, "sweeps", ()) if sweep.auth_failure)
     credential = getattr(summarizer, "credential", None)
     named = credential() if refused and callable(credential) else None
-    recorded = recorded_calls((call for turn in run.turns for call in turn.calls), refused, named)
+    recorded = recorded_calls((call for turn in run.turns for call in turn.calls), refused, named, summarizer)
+    return with_live_words(recorded, summarizer, before)
+
+
+def with_live_words(recorded: CallTally, summarizer: object, before: CallTally | None) -> CallTally:
+    """``recorded`` (the counts) with what only the summarizer's live tally since ``before`` knows:
+    the first error's text, the provider's words on refused credentials, and the calls whose
+    reported usage was no token count (a result keeps no usage)."""
     live = calls_since(summarizer, before)
-    if live is None or not recorded.failed:
+    if live is None:
         return recorded
-    return CallTally(recorded.calls, recorded.failures, live.first_error or recorded.first_error,
-                     live.auth_error or recorded.auth_error)
+    recorded.bad_usage, recorded.first_bad_usage = live.bad_usage, live.first_bad_usage
+    if recorded.failed:
+        recorded.first_error = live.first_error or recorded.first_error
+        recorded.auth_error = live.auth_error or recorded.auth_error
+    return recorded
 
 
 def check_calls(tally: CallTally | None, where: str, outcome: str) -> tuple[int, str | None]:
-    """How many of the calls in ``tally`` failed and the warning to show when some did; raises
-    :class:`ModelCallsFailedError` when every one failed or the provider refused the credentials.
-    ``where`` starts the message (a session, an engine version), ``outcome`` says what was not
-    done (``the replay was not saved``)."""
-    if tally is None or not tally.failed:
+    """How many of the result's summaries are the truncation fallback because of the model (one
+    per failed call, one per summary not shorter than its input) and the warning to show when
+    some are; raises :class:`ModelCallsFailedError` when no call gave a summary the engine kept
+    (every one failed or was not shorter) or the provider refused the credentials. ``where``
+    starts the message (a session, an engine version), ``outcome`` says what was not done
+    (``the replay was not saved``)."""
+    if tally is None or not (tally.failed or tally.rejected or tally.bad_usage):
         return 0, None
     if tally.auth_error is not None:  # the engine dropped those passes: nothing of the result can be trusted
         refused = tally.failures.get("auth", 0)
         raise ModelCallsFailedError(f"{where}: {tally.auth_error} ({refused} of {tally.calls} model calls refused); {outcome}")
-    if tally.failed >= tally.calls:
-        raise ModelCallsFailedError(f"{where}: {tally.describe()}; no summary came from the model, so {outcome} ({CHECK})")
-    return tally.failed, f"{where}: {tally.describe()}; their summaries are the truncation fallback"
+    failed = [tally.describe()] if tally.failed else []
+    if tally.failed + tally.rejected >= tally.calls:
+        fell_back = f" ({tally.not_shorter} summaries are the truncation fallback)" if tally.not_shorter else ""
+        longer = [f"{tally.rejected} of {tally.calls} model calls gave a summary not shorter than its input{fell_back}"] if tally.rejected else []
+        hint = [CHECK] if tally.failed else []
+        hint += [LONGER] if tally.rejected else []
+        raise ModelCallsFailedError(f"{where}: {'; '.join(failed + longer)}; no summary came from the model, so {outcome} "
+                                    f"({'; '.join(hint)})")  # fmt: skip
+    said = [f"{failed[0]}; their summaries are the truncation fallback"] if failed else []
+    if tally.not_shorter:
+        said.append(f"{tally.not_shorter} summaries are the truncation fallback because the model's output was not shorter than its input")
+    if tally.bad_usage:
+        said.append(f"{tally.bad_usage} model calls reported usage that is not a whole number of tokens from 0 to "
+                    f"{MAX_USAGE_TOKENS:,} (first: {tally.first_bad_usage}): recorded as unknown")  # fmt: skip
+    return tally.failed + tally.not_shorter, (f"{where}: {'; '.join(said)}" if said else None)
+
+
+def ledger_note(calls: Sequence[Any]) -> str:
+    """How many of a result's summarizer calls the call ledger answered instead of the model, in a
+    sweep's words, for a replay's or a rewrite's line (nothing when none was). The ledger's key
+    leaves out the server (``api_base``), so answers another server gave come back too.
+
+    >>> from types import SimpleNamespace as Call
+    >>> ledger_note([Call(cached=True), Call(cached=False)])
+    ' (1 served from the ledger, 1 sent to a model)'
+    """
+    hits = sum(1 for call in calls if getattr(call, "cached", False))
+    return f" ({hits} served from the ledger, {len(calls) - hits} sent to a model)" if hits else ""
 
 
 def check_run(run: Any, summarizer: object, before: CallTally | None) -> int:
     """The rule applied to a finished replay or strategy run for a library caller (``lab.replay``,
-    ``Strategy.run``): every call failed, or the credentials were refused, raises
-    :class:`ModelCallsFailedError`; some failed issues one :class:`ModelCallsWarning`, attributed
-    to the line outside the lab that asked for the run (a notebook cell, a script). Returns how
-    many failed.
+    ``Strategy.run``): no call gave a summary the engine kept (every one failed or was not shorter
+    than its input), or the credentials were refused, raises :class:`ModelCallsFailedError`; some
+    such calls issue one :class:`ModelCallsWarning`, attributed to the line outside the lab that
+    asked for the run (a notebook cell, a script). Returns how many summaries are the fallback so.
 
     The calls are counted by :func:`run_calls`, as a sweep counts them; ``before``
     (:func:`calls_so_far`) lends the summarizer's live tally's words to the message."""

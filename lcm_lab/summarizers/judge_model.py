@@ -100,8 +100,10 @@ class LedgerJudge:
             classify_error,
             ignore_litellm_pydantic_warnings,
             import_litellm,
+            response_usage,
             retry_delay,
         )
+        from lcm_lab.summarizers.responses import TOO_LARGE, oversize
 
         max_tokens = int(params.get("max_tokens") or 1024)
         seed = params.get("seed")
@@ -157,9 +159,12 @@ class LedgerJudge:
         latency = (time.perf_counter() - started) * 1000
         choice = response.choices[0] if getattr(response, "choices", None) else None
         text = getattr(getattr(choice, "message", None), "content", None)
-        usage = getattr(response, "usage", None)
-        ok = isinstance(text, str) and bool(text.strip())
+        input_tokens, output_tokens, _bad = response_usage(response)  # unknown when no token count
         invalid: JudgeError | None = None
+        too_big = oversize(text, max_tokens) if isinstance(text, str) else None
+        if too_big is not None:  # neither kept nor stored, as a summarizer's
+            text, invalid = None, JudgeError(f"judge model {self.model!r}: {too_big}")
+        ok = isinstance(text, str) and bool(text.strip())
         validate = params.get("validate")
         if ok and validate is not None:
             try:
@@ -170,9 +175,9 @@ class LedgerJudge:
             self.ledger.record(
                 LedgerEntry(
                     **entry, cacheable=ok, response_text=text if isinstance(text, str) else None,
-                    finish_reason=getattr(choice, "finish_reason", None), input_tokens=getattr(usage, "prompt_tokens", None),
-                    output_tokens=getattr(usage, "completion_tokens", None), latency_ms=latency,
-                    error_class=None if ok else ("invalid_output" if invalid else "empty_response"),
+                    finish_reason=getattr(choice, "finish_reason", None), input_tokens=input_tokens,
+                    output_tokens=output_tokens, latency_ms=latency,
+                    error_class=None if ok else (TOO_LARGE if too_big else "invalid_output" if invalid else "empty_response"),
                     error_message=None if ok else (str(invalid)[:2000] if invalid else "no content"),
                 )
             )

@@ -12,6 +12,9 @@ summarizer's :class:`~lcm_lab.summarizers.pool.CallPool`. Behaviour follows the 
   (:mod:`lcm_lab.summarizers.provider`, shared with the judge);
 * a timeout (``summary_timeout_ms`` per call) is not retried;
 * an empty or reasoning-only reply is retried once with ``max(2 × max_tokens, target)``;
+* a reply bigger than its request allows (:func:`~lcm_lab.summarizers.responses.oversize`: 32
+  bytes per token of ``max_tokens``, at least 64 KiB) is a failed call (``response_too_large``),
+  neither kept nor written to the ledger whole, and not retried;
 * when a call finally fails (timeout, retries exhausted, still empty), the result is the
   summarizer-internal fallback: a source prefix ending in
   ``[LCM fallback summary; truncated for context management]``.
@@ -43,9 +46,10 @@ from lcm_lab.summarizers.provider import (
     import_litellm,
     missing_api_keys,
     response_cost,
+    response_usage,
     retry_delay,
 )
-from lcm_lab.summarizers.responses import strip_reasoning, summarizer_fallback
+from lcm_lab.summarizers.responses import TOO_LARGE, oversize, strip_reasoning, summarizer_fallback
 from lcm_lab.summarizers.spend import SpendGuard
 
 
@@ -68,6 +72,7 @@ class _Attempt:
     cost_usd: float | None = None
     error_class: str | None = None
     error_message: str | None = None
+    bad_usage: str | None = None  # the usage the provider reported that is no token count (recorded as unknown)
 
 
 @dataclass
@@ -213,6 +218,7 @@ class LiteLLMSummarizer:
             "attempts": len(outcome.attempts),
         }
         self.tally.record(None if outcome.text is not None else outcome.failure or "failed", last.error_message if last else None)
+        self.tally.record_bad_usage(next((a.bad_usage for a in outcome.attempts if a.bad_usage), None))
         if outcome.text is None:
             extra["fallback"] = outcome.failure or "failed"
             return SummaryResult(
@@ -296,6 +302,9 @@ class LiteLLMSummarizer:
             if attempt.text:
                 outcome.text = attempt.text
                 return
+            if attempt.error_class == TOO_LARGE:  # asking again would read as much again
+                outcome.failure = TOO_LARGE
+                return
             if not empty_retried:
                 empty_retried = True
                 max_tokens = max(2 * request.max_tokens, request.target_tokens)
@@ -309,14 +318,20 @@ class LiteLLMSummarizer:
         message = getattr(choice, "message", None)
         raw = getattr(message, "content", None) if message is not None else None
         raw_text = raw if isinstance(raw, str) else None
+        input_tokens, output_tokens, bad_usage = response_usage(response)
+        cost = None if bad_usage else response_cost(response)  # None: no entry in litellm's price map (unknown, not zero)
+        too_big = oversize(raw_text, max_tokens)
+        if too_big is not None:  # neither kept nor stored: a failed call
+            return _Attempt(
+                attempt=number, max_tokens=max_tokens, latency_ms=latency, finish_reason=getattr(choice, "finish_reason", None),
+                input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost, error_class=TOO_LARGE, error_message=too_big,
+                bad_usage=bad_usage,
+            )
         text = strip_reasoning(raw_text)
-        usage = getattr(response, "usage", None)
-        cost = response_cost(response)  # None: no entry in litellm's price map (unknown, not zero)
         return _Attempt(
             attempt=number, max_tokens=max_tokens, latency_ms=latency, text=text, raw_text=raw_text,
             finish_reason=getattr(choice, "finish_reason", None),
-            input_tokens=getattr(usage, "prompt_tokens", None), output_tokens=getattr(usage, "completion_tokens", None),
-            cost_usd=cost,
+            input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost, bad_usage=bad_usage,
             error_class=None if text else "empty_response",
             error_message=None if text else ("reasoning only" if getattr(message, "reasoning_content", None) or raw_text else "no content"),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import os
 import re
 import sys
@@ -203,6 +204,33 @@ def retry_delay(exc: BaseException, failures: int, base_s: float, max_s: float) 
     return float(min(base_s * 2 ** (failures - 1), max_s))
 
 
+MAX_USAGE_TOKENS = 100_000_000  # more than any one call reads or writes: a count past it is the provider's error
+
+
+def usage_tokens(value: object) -> int | None:
+    """A provider-reported token count, or ``None`` (unknown) when it is not a whole number from 0
+    to :data:`MAX_USAGE_TOKENS` (negative, ``1e12``, ``"lots"``, NaN). The one check for usage a
+    server or a transcript reports (the ledger's, ``cost``'s recorded usage).
+
+    >>> usage_tokens(1200), usage_tokens(512.0), usage_tokens(-5000), usage_tokens(1e12), usage_tokens("lots")
+    (1200, 512, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():  # NaN and infinities too
+        return None
+    return int(value) if 0 <= value <= MAX_USAGE_TOKENS else None
+
+
+def response_usage(response: Any) -> tuple[int | None, int | None, str | None]:
+    """A completion's prompt and completion tokens (:func:`usage_tokens`), and what was wrong
+    with them when the provider reported one that is no token count (``None`` when nothing was)."""
+    usage = getattr(response, "usage", None)
+    counts = {key: getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens")}
+    bad = [f"{key} {value!r}"[:60] for key, value in counts.items() if value is not None and usage_tokens(value) is None]
+    return usage_tokens(counts["prompt_tokens"]), usage_tokens(counts["completion_tokens"]), ", ".join(bad) or None
+
+
 def response_cost(response: Any) -> float | None:
     """The price of a completion from litellm's bundled price map; None when the model has no
     entry there (a local server, a new model): unknown, not zero."""
@@ -211,7 +239,7 @@ def response_cost(response: Any) -> float | None:
         cost: float | None = litellm.completion_cost(completion_response=response)
     except Exception:  # litellm raises for models missing from its price map
         return None
-    return None if cost is None else float(cost)
+    return None if cost is None or not math.isfinite(cost) or cost < 0 else float(cost)
 
 
 def missing_api_keys(model: str, api_base: str | None) -> list[str]:

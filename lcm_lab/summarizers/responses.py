@@ -11,6 +11,12 @@ provider keeps failing, the summarizer returns a truncated copy of the source en
 ''
 >>> summarizer_fallback("Deployed v2 to staging.", max_tokens=512).splitlines()[-1]
 '[LCM fallback summary; truncated for context management]'
+
+A completion is read only up to a size its request allows (:func:`oversize`): a server that
+answers a call for 400 tokens with 10 MB is a failed call, not a summary stored whole.
+
+>>> response_cap(400), oversize("x" * 70_000, 400)
+(65536, 'the response was 70,000 bytes, 4,464 bytes over the cap of 65,536 (32 bytes per token of max_tokens 400, at least 64 KiB)')
 """
 
 from __future__ import annotations
@@ -24,6 +30,12 @@ from lcm_lab.engine.compaction.fallback import (
     omit_directives,
 )
 from lcm_lab.engine.tokens import estimate_tokens, truncate_to_tokens
+
+# A token is about 4 characters of text (1 to 4 UTF-8 bytes each): 32 bytes per token the call
+# allowed is 8 times what a model writing at its limit sends, and small calls get 64 KiB.
+BYTES_PER_TOKEN = 32
+MIN_RESPONSE_BYTES = 64 * 1024
+TOO_LARGE = "response_too_large"  # the failure reason (ledger error_class) of a reply over the cap
 
 _CLOSED_BLOCK = re.compile(r"<(think|thinking|reasoning)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 _OPEN_REASONING = re.compile(r"^\s*(?:<(?:think|thinking|reasoning)\b[^>]*>|<\|think\|>|\[thinking\])", re.IGNORECASE)
@@ -53,3 +65,21 @@ def summarizer_fallback(source_text: str, max_tokens: int = 512) -> str:
     room = max(0, budget - estimate_tokens("\n" + note))
     kept = truncate_to_tokens(sanitized, room).rstrip()
     return f"{kept}\n{note}" if kept else note
+
+
+def response_cap(max_tokens: int) -> int:
+    """The most UTF-8 bytes a completion asked for at most ``max_tokens`` tokens is read with."""
+    return max(MIN_RESPONSE_BYTES, max_tokens * BYTES_PER_TOKEN)
+
+
+def oversize(text: str | None, max_tokens: int) -> str | None:
+    """Why ``text`` is too big for a completion of at most ``max_tokens`` tokens (its size and how
+    far over :func:`response_cap` it is), or ``None`` when it fits."""
+    cap = response_cap(max_tokens)
+    if not text or len(text) * 4 <= cap:  # at most 4 bytes a character: it fits without encoding it
+        return None
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= cap:
+        return None
+    return (f"the response was {size:,} bytes, {size - cap:,} bytes over the cap of {cap:,} "
+            f"({BYTES_PER_TOKEN} bytes per token of max_tokens {max_tokens}, at least {MIN_RESPONSE_BYTES // 1024} KiB)")  # fmt: skip

@@ -75,7 +75,7 @@ class SweepResult(NamedTuple):
     seconds: float
     executor: str
     workers: int  # units run at once: 1 on the serial executor, whatever workers= says
-    failed_model_calls: int = 0  # in the runs that finished: summaries that are the fallback because the model gave none
+    failed_model_calls: int = 0  # in the runs that finished: summaries that are the fallback (no answer, or not shorter)
     failed_before: int = 0  # of ``skipped``: units that failed in an earlier session and were not run again
 
 

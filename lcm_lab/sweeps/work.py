@@ -125,7 +125,8 @@ def run_unit(unit: Unit, data: Conversations, summarizer: Any, *, score_qa: bool
 
 def _failed_model_calls(run: Any, summarizer: Any = None) -> int:
     """How many of the run's model calls (an LCM replay's summarizer calls, another strategy's
-    own: clawvault's compression) fell back because the model gave no usable reply. The lab's one
+    own: clawvault's compression) fell back because the model gave no usable reply (none, or a
+    summary not shorter than its input). The lab's one
     rule for failed model calls decides (:func:`lcm_lab.summarizers.call_checks.check_calls`):
     when every call failed, or the provider refused the credentials (the engine dropped those
     passes), the unit fails with a :class:`ModelCallsFailedError` (a dead server or a wrong model

@@ -98,7 +98,8 @@ class WhatIf:
         sent_before, sent_after = self.parent.sent(), self.run.sent()
         return {
             "run_id": self.run_id, "parent_run_id": self.parent_run_id, "label": self.label, "edit": dict(self.edit),
-            "summarizer_calls": len(self.calls), "failed_calls": sum(1 for c in self.calls if c.failure),
+            "summarizer_calls": len(self.calls), "cache_hits": sum(1 for c in self.calls if c.cached),
+            "failed_calls": sum(1 for c in self.calls if c.failure),
             "warnings": list(self.warnings), "changed_summaries": list(self.changed_summary_ids),
             "sent_tokens": {"original": sent_before.estimated_tokens, "edited": sent_after.estimated_tokens},
             "stored_tokens": {"original": self.parent.final_tokens, "edited": self.run.final_tokens},
@@ -163,10 +164,18 @@ def rewrite(
     derived_id = _derived_id(parent, edit)
     if hasattr(writer, "with_options") and getattr(writer, "run_id", None) is None:
         writer = writer.with_options(run_id=derived_id)  # ledger rows name the run they belong to
-    outcome = edits.rewrite(parent, ids, writer)
-    from lcm_lab.summarizers.call_checks import check_calls, recorded_calls, warn_failed_calls
+    from lcm_lab.summarizers.call_checks import (
+        calls_so_far,
+        check_calls,
+        recorded_calls,
+        warn_failed_calls,
+        with_live_words,
+    )
 
-    failed, warning = check_calls(recorded_calls(outcome.calls), f"rewrite of {parent.run_id}", "no derived run was saved")
+    before = calls_so_far(writer)
+    outcome = edits.rewrite(parent, ids, writer)
+    tally = with_live_words(recorded_calls(outcome.calls, summarizer=writer), writer, before)
+    failed, warning = check_calls(tally, f"rewrite of {parent.run_id}", "no derived run was saved")
     what = f"depth {depth}" if depth is not None else (ids[0] if len(ids) == 1 else f"{len(ids)} summaries")
     by = described.get("model") or described["summarizer"]
     made = _derive(store, parent, outcome.replay, edit, outcome.calls, label or f"rewrite {what} with {by} of {_name(store, parent)}")

@@ -58,6 +58,19 @@ class PassOutcome:
     added_tokens: int = 0
 
 
+def shorter_than_input(summary: str, input_tokens: int) -> bool:
+    """The escalation's test (§4.7, ``src/compaction.ts`` ``summarizeWithEscalation``): a summary is
+    kept only when its estimate is below ``input_tokens`` (the trimmed source's, at least 1); else
+    the pass asks again aggressively, then falls back to a truncation of the source."""
+    return estimate_tokens(summary) < input_tokens
+
+
+def kept_by_escalation(call: SummarizerCall) -> bool:
+    """Whether :func:`shorter_than_input` kept a recorded escalation call's output (the call holds
+    the trimmed source's estimate and the untrimmed output, as the pass saw them)."""
+    return shorter_than_input(js_trim(call.output), max(1, call.source_tokens))
+
+
 def prompt_targets(config: LcmConfig, kind: str, aggressive: bool, input_tokens: int) -> tuple[int, int]:
     """Target tokens named in the prompt and the completion cap (spec §5.8)."""
     if kind == "condensed":
@@ -324,12 +337,12 @@ class Compactor(CompactionOperations):
             if summary is None:
                 return fallback()
             level: Level = "normal"
-            if estimate_tokens(summary) >= input_tokens:
+            if not shorter_than_input(summary, input_tokens):
                 summary = self._call(text, kind, depth, True, previous)
                 if summary is None:
                     return fallback()
                 level = "aggressive"
-                if estimate_tokens(summary) >= input_tokens:
+                if not shorter_than_input(summary, input_tokens):
                     return fallback()
         except SummarizerAuthError:
             return None
