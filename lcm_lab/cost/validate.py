@@ -39,7 +39,7 @@ from lcm_lab.cost.prices import Prices
 from lcm_lab.cost.serialise import BlockCache
 from lcm_lab.errors import InputError
 from lcm_lab.host.recorded import HostCall
-from lcm_lab.summarizers.provider import MAX_USAGE_TOKENS
+from lcm_lab.summarizers.responses import MAX_USAGE_TOKENS
 
 WINDOW_CALLS = 50  # held-out calls per calibration window of the intervals (a shorter tail joins the last one)
 # The real sessions the model is validated on (docs/cost.md), relative to the repository's datasets/.

@@ -97,14 +97,14 @@ USAGE_COUNTS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 def usage_problem(usage: object) -> str | None:
     """What makes a transcript's recorded usage unusable, or ``None``: a count that is not a whole
-    number of tokens from 0 to ``MAX_USAGE_TOKENS`` (:func:`~lcm_lab.summarizers.provider.usage_tokens`),
+    number of tokens from 0 to ``MAX_USAGE_TOKENS`` (:func:`~lcm_lab.summarizers.responses.usage_tokens`),
     or a ``cost.total`` that is not a finite number ≥ 0. Such a call is left out of what ``cost``
     compares, and counted (:func:`~lcm_lab.cost.validate.billable`).
 
     >>> usage_problem({"input": 5, "cacheRead": -1000}), usage_problem({"input": "lots"}), usage_problem({"input": 5})
     ('cacheRead -1000', "input 'lots'", None)
     """
-    from lcm_lab.summarizers.provider import usage_tokens
+    from lcm_lab.summarizers.responses import usage_tokens
 
     if not isinstance(usage, Mapping):
         return None

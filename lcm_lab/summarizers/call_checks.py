@@ -58,7 +58,7 @@ from typing import Any
 
 from lcm_lab.errors import ModelError
 from lcm_lab.io.redaction import redact
-from lcm_lab.summarizers.provider import MAX_USAGE_TOKENS
+from lcm_lab.summarizers.responses import MAX_USAGE_TOKENS
 
 CHECK = "check the model (--model, model=), its server (--api-base, api_base=) and that the server is up"
 LONGER = "the plugin keeps a summary only when it is shorter than its input: check the model (--model, model=) and its prompts (--prompts, prompts=)"

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from lcm_lab.errors import require_extra
+from lcm_lab.summarizers.responses import usage_tokens
 
 RETRYABLE = frozenset({"rate_limit", "server_error", "connection"})
 _litellm: ModuleType | None = None
@@ -202,24 +203,6 @@ def retry_delay(exc: BaseException, failures: int, base_s: float, max_s: float) 
     if hinted is not None:
         return hinted if hinted <= _MAX_RETRY_AFTER_S else None
     return float(min(base_s * 2 ** (failures - 1), max_s))
-
-
-MAX_USAGE_TOKENS = 100_000_000  # more than any one call reads or writes: a count past it is the provider's error
-
-
-def usage_tokens(value: object) -> int | None:
-    """A provider-reported token count, or ``None`` (unknown) when it is not a whole number from 0
-    to :data:`MAX_USAGE_TOKENS` (negative, ``1e12``, ``"lots"``, NaN). The one check for usage a
-    server or a transcript reports (the ledger's, ``cost``'s recorded usage).
-
-    >>> usage_tokens(1200), usage_tokens(512.0), usage_tokens(-5000), usage_tokens(1e12), usage_tokens("lots")
-    (1200, 512, None, None, None)
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not value.is_integer():  # NaN and infinities too
-        return None
-    return int(value) if 0 <= value <= MAX_USAGE_TOKENS else None
 
 
 def response_usage(response: Any) -> tuple[int | None, int | None, str | None]:

@@ -83,3 +83,21 @@ def oversize(text: str | None, max_tokens: int) -> str | None:
         return None
     return (f"the response was {size:,} bytes, {size - cap:,} bytes over the cap of {cap:,} "
             f"({BYTES_PER_TOKEN} bytes per token of max_tokens {max_tokens}, at least {MIN_RESPONSE_BYTES // 1024} KiB)")  # fmt: skip
+
+
+MAX_USAGE_TOKENS = 100_000_000  # more than any one call reads or writes: a count past it is the provider's error
+
+
+def usage_tokens(value: object) -> int | None:
+    """A provider-reported token count, or ``None`` (unknown) when it is not a whole number from 0
+    to :data:`MAX_USAGE_TOKENS` (negative, ``1e12``, ``"lots"``, NaN). The one check for usage a
+    server or a transcript reports (the ledger's, ``cost``'s recorded usage).
+
+    >>> usage_tokens(1200), usage_tokens(512.0), usage_tokens(-5000), usage_tokens(1e12), usage_tokens("lots")
+    (1200, 512, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():  # NaN and infinities too
+        return None
+    return int(value) if 0 <= value <= MAX_USAGE_TOKENS else None
